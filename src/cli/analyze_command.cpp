@@ -1,0 +1,63 @@
+#include <algorithm>
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "cli/progress_bar.h"
+#include "metrics/snapshot_analysis.h"
+#include "report/analyze_report.h"
+#include "snapshot/snapshot_reader.h"
+#include "util/error.h"
+
+namespace fragscope::cli {
+
+namespace {
+
+struct AnalyzeOptions {
+  std::string path;
+  bool json = false;
+  int device = 0;
+  std::size_t top = 10;
+  std::size_t map_rows = 16;
+};
+
+void run_analyze(const AnalyzeOptions& o, RunState& state) {
+  snapshot::Snapshot snap;
+  {
+    std::optional<ProgressBar> progress;
+    snap = snapshot::read_snapshot_file(o.path, [&](std::uint64_t done, std::uint64_t size) {
+      if (!progress) progress.emplace(o.path, size);
+      progress->update(done, size);
+    });
+  }
+  const auto analysis = metrics::analyze_snapshot(snap, o.device, o.top);
+  if (o.device != 0 && std::find(analysis.devices.begin(), analysis.devices.end(), o.device) == analysis.devices.end())
+    throw InputError(fmt::format("{}: no segments or trace for device {}", o.path, o.device));
+  if (o.json) {
+    std::cout << report::analyze_to_json(analysis, o.path).dump(1) << '\n';
+  } else {
+    report::write_analyze_text(analysis, o.path, {o.map_rows, 64}, std::cout);
+  }
+  state.exit_code = 0;
+}
+
+}  // namespace
+
+void add_analyze_command(CLI::App& app, RunState& state) {
+  auto options = std::make_shared<AnalyzeOptions>();
+  auto* cmd = app.add_subcommand("analyze", "Where the memory of a snapshot went, and why a large "
+                                            "allocation could not be placed");
+  cmd->add_option("FILE", options->path, "torch.cuda.memory._dump_snapshot() file (.pickle, .gz, .zst)")
+      ->required();
+  cmd->add_flag("--json", options->json, "print one JSON object instead of the text report");
+  cmd->add_option("--device", options->device, "device ordinal to analyse")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--top", options->top, "allocation sites to list")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--map-rows", options->map_rows, "segments drawn in the map (0 = all)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->callback([options, &state] { run_analyze(*options, state); });
+}
+
+}  // namespace fragscope::cli

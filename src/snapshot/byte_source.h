@@ -1,0 +1,44 @@
+#pragma once
+/// @file byte_source.h
+/// @brief Sequential byte sources for readers: a file, a memory span, and the gzip / zstd
+/// decompressors over either, chosen by magic bytes (never by file name).
+///
+/// Readers pull bytes in chunks, so a 1 GB snapshot is never held whole in memory.
+/// Thread-safety: one source per reader thread.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+namespace fragscope::snapshot {
+
+enum class Compression : std::uint8_t { kNone, kGzip, kZstd };
+
+/// @brief A stream of bytes read front to back.
+class ByteSource {
+ public:
+  virtual ~ByteSource() = default;
+  /// @brief Copies up to `out.size()` bytes into `out`; returns how many (0 = end of input).
+  /// @throws InputError naming the source on read or decompression errors.
+  virtual std::size_t read(std::span<std::uint8_t> out) = 0;
+  /// @brief Bytes of the underlying (compressed) input consumed so far, for progress.
+  virtual std::uint64_t input_consumed() const = 0;
+  /// @brief Total bytes this source will produce when known up front (else 0); a hint only.
+  virtual std::uint64_t expected_size() const { return 0; }
+};
+
+/// @brief Recognises gzip (1f 8b) and zstd (28 b5 2f fd) magic numbers.
+Compression detect_compression(std::span<const std::uint8_t> head);
+
+/// @brief The file at `path`, decompressed when its magic says so. `input_size` receives the
+/// file's size on disk (for progress).
+/// @throws InputError naming `path` when it is missing or unreadable.
+std::unique_ptr<ByteSource> open_file_source(const std::string& path, std::uint64_t* input_size);
+
+/// @brief `bytes` (not copied; must outlive the source), decompressed when its magic says so.
+std::unique_ptr<ByteSource> open_memory_source(std::span<const std::uint8_t> bytes,
+                                               const std::string& name);
+
+}  // namespace fragscope::snapshot

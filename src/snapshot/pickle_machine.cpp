@@ -1,0 +1,445 @@
+#include "snapshot/pickle_machine.h"
+
+#include <bit>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "util/error.h"
+
+namespace fragscope::snapshot::pickle {
+
+namespace {
+
+constexpr std::size_t kChunk = 1 << 20;
+constexpr std::size_t kMaxString = std::size_t{256} << 20;
+constexpr std::uint64_t kMaxLiveValues = std::uint64_t{1} << 28;
+constexpr std::uint64_t kProgressEvery = std::uint64_t{16} << 20;
+constexpr std::uint64_t kMaxMemoGap = 1 << 16;
+
+// Opcodes (CPython Lib/pickle.py).
+enum : std::uint8_t {
+  MARK = '(', STOP = '.', POP = '0', POP_MARK = '1', DUP = '2', FLOAT = 'F', INT = 'I',
+  BININT = 'J', BININT1 = 'K', LONG = 'L', BININT2 = 'M', NONE = 'N', PERSID = 'P',
+  BINPERSID = 'Q', REDUCE = 'R', STRING = 'S', BINSTRING = 'T', SHORT_BINSTRING = 'U',
+  UNICODE = 'V', BINUNICODE = 'X', APPEND = 'a', BUILD = 'b', GLOBAL = 'c', DICT = 'd',
+  EMPTY_DICT = '}', APPENDS = 'e', GET = 'g', BINGET = 'h', INST = 'i', LONG_BINGET = 'j',
+  LIST = 'l', EMPTY_LIST = ']', OBJ = 'o', PUT = 'p', BINPUT = 'q', LONG_BINPUT = 'r',
+  SETITEM = 's', TUPLE = 't', EMPTY_TUPLE = ')', SETITEMS = 'u', BINFLOAT = 'G',
+  BINBYTES = 'B', SHORT_BINBYTES = 'C',
+  PROTO = 0x80, NEWOBJ = 0x81, EXT1 = 0x82, EXT2 = 0x83, EXT4 = 0x84, TUPLE1 = 0x85,
+  TUPLE2 = 0x86, TUPLE3 = 0x87, NEWTRUE = 0x88, NEWFALSE = 0x89, LONG1 = 0x8a, LONG4 = 0x8b,
+  SHORT_BINUNICODE = 0x8c, BINUNICODE8 = 0x8d, BINBYTES8 = 0x8e, EMPTY_SET = 0x8f,
+  ADDITEMS = 0x90, FROZENSET = 0x91, NEWOBJ_EX = 0x92, STACK_GLOBAL = 0x93, MEMOIZE = 0x94,
+  FRAME = 0x95, BYTEARRAY8 = 0x96, NEXT_BUFFER = 0x97, READONLY_BUFFER = 0x98,
+};
+
+}  // namespace
+
+Machine::Machine(ByteSource& source, std::string name, StringTable& strings, Observer* observer,
+                 std::function<void()> progress)
+    : source_(source), name_(std::move(name)), strings_(strings), observer_(observer),
+      progress_(std::move(progress)), buf_(kChunk) {
+  // Reserving address space costs no memory until touched, and spares the copies of growth.
+  // A snapshot holds about one memo entry per 30 bytes of pickle and one object per 50.
+  const std::uint64_t expected = std::min<std::uint64_t>(source_.expected_size(), std::uint64_t{1} << 36);
+  memo_.reserve(expected / 24);
+  objects_.reserve(expected / 40);
+  stack_.reserve(1 << 16);
+}
+
+void Machine::fail(const std::string& message) const {
+  throw InputError(fmt::format("{}: {} (at byte {})", name_, message, offset()));
+}
+
+void Machine::refuse(const char* opcode, const char* why) const {
+  throw InputError(fmt::format("{}: refusing to load: pickle opcode {} {} (at byte {})", name_,
+                               opcode, why, offset() - 1));
+}
+
+void Machine::fail_too_many() const { fail("too many values (hostile or corrupt pickle)"); }
+void Machine::fail_underflow() const { fail("corrupt pickle: stack underflow"); }
+
+bool Machine::refill(std::size_t need) {
+  if (end_ - pos_ >= need) return true;
+  if (eof_) return false;
+  // Keep the unread tail, move it to the front, grow for long strings.
+  const std::size_t tail = end_ - pos_;
+  if (pos_ > 0) {
+    std::memmove(buf_.data(), buf_.data() + pos_, tail);
+    base_offset_ += pos_;
+    pos_ = 0;
+    end_ = tail;
+  }
+  if (buf_.size() < need) buf_.resize(std::max(need, buf_.size() * 2));
+  while (end_ < need || end_ < kChunk / 2) {
+    if (end_ == buf_.size()) break;
+    const std::size_t n = source_.read(std::span(buf_).subspan(end_));
+    if (n == 0) {
+      eof_ = true;
+      break;
+    }
+    end_ += n;
+  }
+  if (progress_ && base_offset_ + end_ >= next_progress_) {
+    next_progress_ = base_offset_ + end_ + kProgressEvery;
+    progress_();
+  }
+  return end_ - pos_ >= need;
+}
+
+inline void Machine::need(std::size_t n, const char* what) {
+  if (end_ - pos_ < n && !refill(n)) [[unlikely]] fail(fmt::format("truncated pickle: input ends inside {}", what));
+}
+
+inline std::uint64_t Machine::read_le(std::size_t n) {
+  std::uint64_t v = 0;
+  std::memcpy(&v, buf_.data() + pos_, n);  // x86-64 and aarch64 Linux are little-endian
+  pos_ += n;
+  return v;
+}
+
+inline void Machine::push(Value v) {
+  if (++live_values_ > kMaxLiveValues) [[unlikely]]
+    fail_too_many();
+  stack_.push_back(v);
+}
+
+inline Value Machine::pop() {
+  if (stack_.empty() || (!marks_.empty() && marks_.back() == stack_.size())) [[unlikely]]
+    fail_underflow();
+  Value v = stack_.back();
+  stack_.pop_back();
+  --live_values_;
+  return v;
+}
+
+inline Value& Machine::top() {
+  if (stack_.empty() || (!marks_.empty() && marks_.back() == stack_.size())) [[unlikely]]
+    fail_underflow();
+  return stack_.back();
+}
+
+std::size_t Machine::pop_mark() {
+  if (marks_.empty()) fail("corrupt pickle: MARK expected");
+  const std::size_t m = marks_.back();
+  marks_.pop_back();
+  return m;
+}
+
+Value Machine::new_object(ObjectKind kind) {
+  objects_.push_back({kind, 0, kNoStorage});
+  return Value::make(Kind::kObject, objects_.size() - 1);
+}
+
+std::vector<Value>& Machine::storage_of(std::uint64_t object) {
+  Object& o = objects_[object];
+  if (o.index == kNoStorage) {
+    o.index = static_cast<std::uint32_t>(storage_.size());
+    storage_.emplace_back();
+  }
+  return storage_[o.index];
+}
+
+std::span<const Value> Machine::items(Value v) const {
+  const Object& o = objects_[v.payload()];
+  if (o.kind == ObjectKind::kTyped || o.index == kNoStorage) return {};
+  return storage_[o.index];
+}
+
+void Machine::retype(Value v, TypedRef ref) {
+  Object& o = objects_[v.payload()];
+  if (o.kind != ObjectKind::kTyped && o.index != kNoStorage) {
+    live_values_ -= storage_[o.index].size();
+    std::vector<Value>().swap(storage_[o.index]);
+  }
+  o = {ObjectKind::kTyped, ref.type, ref.index};
+}
+
+void Machine::add_dict_items(Value dict, std::span<const Value> items) {
+  if (dict.kind() != Kind::kObject || objects_[dict.payload()].kind != ObjectKind::kDict)
+    fail(objects_[dict.payload()].kind == ObjectKind::kTyped && dict.kind() == Kind::kObject
+             ? "corrupt pickle: items added to a dict after it was complete"
+             : "corrupt pickle: SETITEM(S) target is not a dict");
+  if (items.size() % 2) fail("corrupt pickle: SETITEMS with an odd number of values");
+  if (objects_[dict.payload()].index == kNoStorage && observer_) {
+    if (auto ref = observer_->claim_dict(*this, items)) {
+      objects_[dict.payload()] = {ObjectKind::kTyped, ref->type, ref->index};
+      return;
+    }
+  }
+  auto& storage = storage_of(dict.payload());
+  storage.insert(storage.end(), items.begin(), items.end());
+  live_values_ += items.size();
+}
+
+void Machine::add_list_items(Value list, std::span<const Value> items) {
+  if (list.kind() != Kind::kObject || objects_[list.payload()].kind != ObjectKind::kList)
+    fail("corrupt pickle: APPEND(S)/ADDITEMS target is not a list or set");
+  auto& storage = storage_of(list.payload());
+  storage.insert(storage.end(), items.begin(), items.end());
+  live_values_ += items.size();
+}
+
+Value Machine::make_tuple(std::span<const Value> items) {
+  Value t = new_object(ObjectKind::kTuple);
+  if (!items.empty()) {
+    auto& storage = storage_of(t.payload());
+    storage.assign(items.begin(), items.end());
+    live_values_ += items.size();
+  }
+  return t;
+}
+
+Value Machine::make_int(std::int64_t v) {
+  if (v >= Value::kInlineMin && v <= Value::kInlineMax) return Value::inline_int(v);
+  wide_ints_.push_back(v);
+  return Value::make(Kind::kWideInt, wide_ints_.size() - 1);
+}
+
+std::int64_t Machine::to_int(Value v) const {
+  switch (v.kind()) {
+    case Kind::kInt: return v.inline_value();
+    case Kind::kWideInt: return wide_ints_[v.payload()];
+    case Kind::kBool: return static_cast<std::int64_t>(v.payload());
+    default: return 0;
+  }
+}
+
+double Machine::to_float(Value v) const {
+  if (v.kind() == Kind::kFloat) return floats_[v.payload()];
+  return static_cast<double>(to_int(v));
+}
+
+Value Machine::read_long(std::size_t n) {
+  // n-byte little-endian two's complement. Wider than 8 bytes: kept only as "huge".
+  if (n == 0) return Value::inline_int(0);
+  if (n > 8) {
+    while (n > 0) {  // skip in chunks; never buffer a hostile length whole
+      const std::size_t step = std::min(n, kChunk);
+      need(step, "LONG");
+      pos_ += step;
+      n -= step;
+    }
+    return Value::make(Kind::kHugeInt, 0);
+  }
+  need(n, "LONG1");
+  std::uint64_t raw = read_le(n);
+  if (n < 8 && (raw >> (8 * n - 1)) & 1) raw |= ~std::uint64_t{0} << (8 * n);  // sign-extend
+  return make_int(static_cast<std::int64_t>(raw));
+}
+
+Value Machine::read_string(std::size_t n) {
+  if (n > kMaxString) fail(fmt::format("string length {} exceeds the 256 MiB limit", n));
+  need(n, "a string");
+  const std::string_view text(reinterpret_cast<const char*>(buf_.data() + pos_), n);
+  pos_ += n;
+  return Value::make(Kind::kString, strings_.intern(text));
+}
+
+inline void Machine::memo_put(std::uint64_t index) {
+  const Value v = top();
+  if (index == memo_.size()) [[likely]] {
+    memo_.push_back(v);
+    return;
+  }
+  if (index < memo_.size()) {
+    memo_[index] = v;
+    return;
+  }
+  if (index - memo_.size() > kMaxMemoGap) fail(fmt::format("memo index {} out of range", index));
+  memo_.resize(index + 1, Value::make(Kind::kMark, 0));
+  memo_[index] = v;
+}
+
+inline Value Machine::memo_get(std::uint64_t index) {
+  if (index >= memo_.size() || memo_[index].kind() == Kind::kMark) [[unlikely]]
+    fail(fmt::format("memo index {} out of range (memo holds {})", index, memo_.size()));
+  return memo_[index];
+}
+
+Value Machine::run() {
+  bool saw_proto = false;
+  for (;;) {
+    if (end_ - pos_ < 16) refill(16);
+    if (pos_ >= end_) fail("truncated pickle: input ends before STOP");
+    const std::uint8_t op = buf_[pos_++];
+    switch (op) {
+      case PROTO: {
+        need(1, "PROTO");
+        const unsigned version = buf_[pos_++];
+        if (version < 2 || version > 5)
+          fail(fmt::format("unsupported pickle protocol {} (snapshots use 2 to 5)", version));
+        saw_proto = true;
+        break;
+      }
+      case FRAME: need(8, "FRAME"); pos_ += 8; break;
+      case STOP: {
+        if (!marks_.empty() || stack_.size() != 1) fail("corrupt pickle: STOP with an unbalanced stack");
+        return stack_.back();
+      }
+      case MARK: marks_.push_back(stack_.size()); break;
+      case POP: pop(); break;
+      case POP_MARK: {
+        const std::size_t m = pop_mark();
+        live_values_ -= stack_.size() - m;
+        stack_.resize(m);
+        break;
+      }
+      case DUP: push(top()); break;
+
+      case NONE: push(Value::make(Kind::kNone, 0)); break;
+      case NEWTRUE: push(Value::make(Kind::kBool, 1)); break;
+      case NEWFALSE: push(Value::make(Kind::kBool, 0)); break;
+      case BININT1: need(1, "BININT1"); push(Value::inline_int(buf_[pos_++])); break;
+      case BININT2: need(2, "BININT2"); push(Value::inline_int(static_cast<std::int64_t>(read_le(2)))); break;
+      case BININT: {
+        need(4, "BININT");
+        push(Value::inline_int(static_cast<std::int32_t>(static_cast<std::uint32_t>(read_le(4)))));
+        break;
+      }
+      case LONG1: {
+        need(1, "LONG1");
+        const std::size_t n = buf_[pos_++];
+        push(read_long(n));
+        break;
+      }
+      case LONG4: {
+        need(4, "LONG4");
+        const auto n = static_cast<std::int32_t>(static_cast<std::uint32_t>(read_le(4)));
+        if (n < 0) fail("corrupt pickle: negative LONG4 length");
+        push(read_long(static_cast<std::size_t>(n)));
+        break;
+      }
+      case BINFLOAT: {
+        need(8, "BINFLOAT");
+        const std::uint64_t raw = __builtin_bswap64(read_le(8));  // big-endian IEEE 754
+        floats_.push_back(std::bit_cast<double>(raw));
+        push(Value::make(Kind::kFloat, floats_.size() - 1));
+        break;
+      }
+
+      case SHORT_BINUNICODE:
+      case SHORT_BINBYTES:
+      case SHORT_BINSTRING: {
+        need(1, "a string length");
+        const std::size_t n = buf_[pos_++];
+        push(read_string(n));
+        break;
+      }
+      case BINUNICODE:
+      case BINBYTES:
+      case BINSTRING: {
+        need(4, "a string length");
+        push(read_string(static_cast<std::size_t>(read_le(4))));
+        break;
+      }
+      case BINUNICODE8:
+      case BINBYTES8:
+      case BYTEARRAY8: {
+        need(8, "a string length");
+        push(read_string(static_cast<std::size_t>(read_le(8))));
+        break;
+      }
+
+      case EMPTY_DICT: push(new_object(ObjectKind::kDict)); break;
+      case EMPTY_LIST:
+      case EMPTY_SET: push(new_object(ObjectKind::kList)); break;
+      case EMPTY_TUPLE: push(make_tuple({})); break;
+      case TUPLE1:
+      case TUPLE2:
+      case TUPLE3: {
+        const std::size_t n = op - TUPLE1 + 1;
+        if (stack_.size() < n || (!marks_.empty() && stack_.size() - marks_.back() < n))
+          fail("corrupt pickle: stack underflow");
+        const Value t = make_tuple(std::span(stack_).last(n));
+        live_values_ -= n;
+        stack_.resize(stack_.size() - n);
+        push(t);
+        break;
+      }
+      case TUPLE:
+      case FROZENSET:
+      case LIST:
+      case DICT: {
+        const std::size_t m = pop_mark();
+        const std::span<const Value> items = std::span(stack_).subspan(m);
+        Value result;
+        if (op == TUPLE) {
+          result = make_tuple(items);
+        } else if (op == DICT) {
+          result = new_object(ObjectKind::kDict);
+          if (!items.empty()) add_dict_items(result, items);
+        } else {
+          result = new_object(ObjectKind::kList);
+          if (!items.empty()) add_list_items(result, items);
+        }
+        live_values_ -= items.size();
+        stack_.resize(m);
+        push(result);
+        break;
+      }
+      case SETITEM: {
+        if (stack_.size() < 3 || (!marks_.empty() && stack_.size() - marks_.back() < 3))
+          fail("corrupt pickle: stack underflow");
+        add_dict_items(stack_[stack_.size() - 3], std::span(stack_).last(2));
+        live_values_ -= 2;
+        stack_.resize(stack_.size() - 2);
+        break;
+      }
+      case SETITEMS:
+      case APPENDS:
+      case ADDITEMS: {
+        const std::size_t m = pop_mark();
+        if (m == 0 || (!marks_.empty() && marks_.back() >= m))
+          fail("corrupt pickle: no container below MARK");
+        const std::span<const Value> items = std::span(stack_).subspan(m);
+        if (op == SETITEMS) add_dict_items(stack_[m - 1], items);
+        else add_list_items(stack_[m - 1], items);
+        live_values_ -= items.size();
+        stack_.resize(m);
+        break;
+      }
+      case APPEND: {
+        if (stack_.size() < 2 || (!marks_.empty() && stack_.size() - marks_.back() < 2))
+          fail("corrupt pickle: stack underflow");
+        add_list_items(stack_[stack_.size() - 2], std::span(stack_).last(1));
+        --live_values_;
+        stack_.pop_back();
+        break;
+      }
+
+      case MEMOIZE: memo_put(memo_.size()); break;
+      case BINPUT: need(1, "BINPUT"); memo_put(buf_[pos_++]); break;
+      case LONG_BINPUT: need(4, "LONG_BINPUT"); memo_put(read_le(4)); break;
+      case BINGET: need(1, "BINGET"); push(memo_get(buf_[pos_++])); break;
+      case LONG_BINGET: need(4, "LONG_BINGET"); push(memo_get(read_le(4))); break;
+
+      case GLOBAL: refuse("GLOBAL", "would import code");
+      case STACK_GLOBAL: refuse("STACK_GLOBAL", "would import code");
+      case INST: refuse("INST", "would import and call code");
+      case OBJ: refuse("OBJ", "would call code");
+      case REDUCE: refuse("REDUCE", "would call code");
+      case BUILD: refuse("BUILD", "would call code (__setstate__)");
+      case NEWOBJ: refuse("NEWOBJ", "would call code");
+      case NEWOBJ_EX: refuse("NEWOBJ_EX", "would call code");
+      case EXT1: refuse("EXT1", "would import code");
+      case EXT2: refuse("EXT2", "would import code");
+      case EXT4: refuse("EXT4", "would import code");
+      case PERSID: refuse("PERSID", "would call a persistent-load hook");
+      case BINPERSID: refuse("BINPERSID", "would call a persistent-load hook");
+      case NEXT_BUFFER: refuse("NEXT_BUFFER", "needs out-of-band buffers (not a snapshot)");
+      case READONLY_BUFFER: refuse("READONLY_BUFFER", "needs out-of-band buffers (not a snapshot)");
+
+      case INT: case LONG: case FLOAT: case STRING: case UNICODE: case GET: case PUT:
+        fail(fmt::format("unsupported protocol-0 opcode '{}' (snapshots use protocol 2 to 5)",
+                         static_cast<char>(op)));
+      default:
+        if (!saw_proto && stack_.empty() && pos_ == 1 && base_offset_ == 0)
+          fail(fmt::format("not a pickle (first byte 0x{:02x})", op));
+        fail(fmt::format("corrupt pickle: unknown opcode 0x{:02x}", op));
+    }
+  }
+}
+
+}  // namespace fragscope::snapshot::pickle

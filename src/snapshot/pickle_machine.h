@@ -1,0 +1,143 @@
+#pragma once
+/// @file pickle_machine.h
+/// @brief A pickle virtual machine that only builds data: it never imports, calls or
+/// constructs anything, and refuses every opcode that would.
+///
+/// Supports protocols 2–5 as CPython writes them for builtins: FRAME, MARK, dict/list/tuple/set
+/// building, str/bytes, ints of any width, floats, bools, None, and the memo (MEMOIZE, BINPUT,
+/// BINGET and their long forms). Shared objects stay shared: a memo hit yields a reference to
+/// the same object, never a copy.
+///
+/// An Observer may "claim" a dict when its items arrive, turning it into a compact typed handle
+/// (a trace event, a block, a frame...). This is how a 1 GB snapshot is converted while it
+/// streams by, without a generic tree of millions of dicts.
+///
+/// Limits (hostile input): strings up to 256 MiB, at most 2^28 live values; deep nesting costs
+/// no native stack (the machine is iterative).
+/// Thread-safety: one machine per thread.
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "snapshot/byte_source.h"
+#include "snapshot/pickle_value.h"
+#include "snapshot/string_table.h"
+
+namespace fragscope::snapshot::pickle {
+
+/// @brief A claimed dict: an observer-defined type tag and index.
+struct TypedRef {
+  std::uint8_t type = 0;
+  std::uint32_t index = 0;
+};
+
+enum class ObjectKind : std::uint8_t { kList, kDict, kTuple, kTyped };
+
+class Machine;
+
+/// @brief Sees dicts as they are filled and may claim them.
+class Observer {
+ public:
+  virtual ~Observer() = default;
+  /// @brief A dict received its first items (k0, v0, k1, v1, ...). Return a handle to claim it
+  /// (the dict then exists only as that handle), or nullopt to keep it as a generic dict.
+  /// @throws InputError when the dict has a known shape but bad contents.
+  virtual std::optional<TypedRef> claim_dict(Machine& machine, std::span<const Value> items) = 0;
+};
+
+class Machine {
+ public:
+  /// @param source the decompressed pickle stream.
+  /// @param name names the input in errors.
+  /// @param strings receives every str and bytes value (interned).
+  /// @param observer may claim dicts; may be null.
+  /// @param progress called about every 16 MiB of pickle consumed (may be empty).
+  Machine(ByteSource& source, std::string name, StringTable& strings, Observer* observer,
+          std::function<void()> progress = {});
+
+  /// @brief Runs to STOP and returns the top-level value.
+  /// @throws InputError on truncated, corrupt or code-executing input, naming the input and the
+  ///         byte offset.
+  Value run();
+
+  // --- Inspecting values (for observers and the caller) ---
+  Kind kind(Value v) const { return v.kind(); }
+  /// @brief The integer value. REQUIRES: kind is kInt, kWideInt or kBool.
+  std::int64_t to_int(Value v) const;
+  /// @brief The float value; ints convert. REQUIRES: kind is kFloat, kInt or kWideInt.
+  double to_float(Value v) const;
+  ObjectKind object_kind(Value v) const { return objects_[v.payload()].kind; }
+  TypedRef typed(Value v) const {
+    const Object& o = objects_[v.payload()];
+    return {o.typed_type, o.index};
+  }
+  /// @brief Items of a generic list / tuple (values) or dict (k0, v0, k1, v1, ...).
+  std::span<const Value> items(Value v) const;
+  /// @brief Turns a generic object into a typed handle (e.g. a frame list into a stack id),
+  /// so later references to the same object reuse the conversion.
+  void retype(Value v, TypedRef ref);
+  /// @brief Bytes of pickle consumed so far (decompressed).
+  std::uint64_t offset() const { return base_offset_ + pos_; }
+  const std::string& name() const { return name_; }
+  /// @brief Throws InputError "NAME: MESSAGE (at byte N)".
+  [[noreturn]] [[gnu::noinline, gnu::cold]] void fail(const std::string& message) const;
+  /// @brief Bytes of pickle the source expects in all (0 when unknown), for reservations.
+  std::uint64_t expected_size() const { return source_.expected_size(); }
+
+ private:
+  struct Object {
+    ObjectKind kind;
+    std::uint8_t typed_type;
+    std::uint32_t index;  // typed: observer's index; generic: storage slot or kNoStorage
+  };
+  static constexpr std::uint32_t kNoStorage = 0xffffffffu;
+
+  bool refill(std::size_t need);
+  void need(std::size_t n, const char* what);
+  std::uint64_t read_le(std::size_t n);
+  void push(Value v);
+  Value pop();
+  Value& top();
+  std::size_t pop_mark();
+  Value new_object(ObjectKind kind);
+  std::vector<Value>& storage_of(std::uint64_t object);
+  void add_dict_items(Value dict, std::span<const Value> items);
+  void add_list_items(Value list, std::span<const Value> items);
+  Value make_tuple(std::span<const Value> items);
+  Value make_int(std::int64_t v);
+  Value read_long(std::size_t n);
+  Value read_string(std::size_t n);
+  void memo_put(std::uint64_t index);
+  Value memo_get(std::uint64_t index);
+  [[noreturn]] [[gnu::noinline, gnu::cold]] void fail_too_many() const;
+  [[noreturn]] [[gnu::noinline, gnu::cold]] void fail_underflow() const;
+  [[noreturn]] [[gnu::noinline, gnu::cold]] void refuse(const char* opcode, const char* why) const;
+
+  ByteSource& source_;
+  std::string name_;
+  StringTable& strings_;
+  Observer* observer_;
+  std::function<void()> progress_;
+  std::uint64_t next_progress_ = 0;
+
+  std::vector<std::uint8_t> buf_;
+  std::size_t pos_ = 0;
+  std::size_t end_ = 0;
+  std::uint64_t base_offset_ = 0;  // offset of buf_[0] in the pickle stream
+  bool eof_ = false;
+
+  std::vector<Value> stack_;
+  std::vector<std::size_t> marks_;
+  std::vector<Value> memo_;
+  std::vector<Object> objects_;
+  std::vector<std::vector<Value>> storage_;
+  std::vector<std::int64_t> wide_ints_;
+  std::vector<double> floats_;
+  std::uint64_t live_values_ = 0;
+};
+
+}  // namespace fragscope::snapshot::pickle

@@ -1,0 +1,383 @@
+#include "snapshot/snapshot_builder.h"
+
+#include <bit>
+
+#include <fmt/format.h>
+
+#include "util/error.h"
+
+namespace fragscope::snapshot {
+
+using pickle::Kind;
+using pickle::Machine;
+using pickle::ObjectKind;
+using pickle::TypedRef;
+using pickle::Value;
+
+namespace {
+
+constexpr const char* kKeyNames[] = {
+    "action", "addr", "size", "stream", "time_us", "frames", "device_free", "user_metadata",
+    "filename", "line", "name",
+    "address", "requested_size", "state", "history", "real_size",
+    "device", "total_size", "allocated_size", "active_size", "segment_type", "segment_pool_id",
+    "is_expandable", "blocks",
+};
+
+const char* kind_name(Kind k) {
+  switch (k) {
+    case Kind::kNone: return "None";
+    case Kind::kBool: return "a bool";
+    case Kind::kInt:
+    case Kind::kWideInt: return "an int";
+    case Kind::kHugeInt: return "an int wider than 64 bits";
+    case Kind::kFloat: return "a float";
+    case Kind::kString: return "a str";
+    case Kind::kObject: return "a container";
+    case Kind::kMark: return "a MARK";
+  }
+  return "?";
+}
+
+bool is_int(Value v) { return v.kind() == Kind::kInt || v.kind() == Kind::kWideInt; }
+
+}  // namespace
+
+SnapshotBuilder::SnapshotBuilder(Snapshot& out, std::uint64_t expected_size) : out_(out) {
+  // About 97 bytes of pickle per trace entry; reserved address space costs no memory untouched.
+  staged_events_.reserve(std::min<std::uint64_t>(expected_size, std::uint64_t{1} << 36) / 64);
+  static_assert(std::size(kKeyNames) == kKeyCount);
+  for (int k = 0; k < kKeyCount; ++k) {
+    key_ids_[k] = out_.strings.intern(kKeyNames[k]);
+    if (key_of_string_.size() <= key_ids_[k]) key_of_string_.resize(key_ids_[k] + 1, -1);
+    key_of_string_[key_ids_[k]] = static_cast<std::int8_t>(k);
+  }
+  state_allocated_ = out_.strings.intern("active_allocated");
+  state_pending_ = out_.strings.intern("active_pending_free");
+  state_inactive_ = out_.strings.intern("inactive");
+  type_small_ = out_.strings.intern("small");
+}
+
+bool SnapshotBuilder::gather(std::span<const Value> items, Fields& fields) const {
+  for (std::size_t i = 0; i + 1 < items.size(); i += 2) {
+    const Value key = items[i];
+    if (key.kind() != Kind::kString) return false;
+    const auto id = key.payload();
+    if (id >= key_of_string_.size() || key_of_string_[id] < 0) continue;
+    const int k = key_of_string_[id];
+    fields.value[k] = items[i + 1];
+    fields.present |= 1u << k;
+  }
+  return true;
+}
+
+std::optional<TypedRef> SnapshotBuilder::claim_dict(Machine& m, std::span<const Value> items) {
+  Fields f;
+  if (!gather(items, f)) return std::nullopt;
+  if (f.has(kAction)) return make_event(m, f);
+  if (f.has(kFilename) && f.has(kLine) && f.has(kName)) return make_frame(m, f);
+  if (f.has(kTotalSize) && f.has(kBlocks)) return make_segment(m, f);
+  if (f.has(kSize) && (f.has(kState) || f.has(kHistory))) return make_block(m, f);
+  return std::nullopt;
+}
+
+std::uint64_t SnapshotBuilder::uint_field(Machine& m, const Fields& f, Key k, const char* what) const {
+  const std::int64_t v = int_field(m, f, k, what);
+  if (v < 0) m.fail(fmt::format("{}: '{}' is negative ({})", what, kKeyNames[k], v));
+  return static_cast<std::uint64_t>(v);
+}
+
+std::int64_t SnapshotBuilder::int_field(Machine& m, const Fields& f, Key k, const char* what) const {
+  if (!f.has(k)) m.fail(fmt::format("{} has no '{}'", what, kKeyNames[k]));
+  const Value v = f.value[k];
+  if (!is_int(v)) m.fail(fmt::format("{}: '{}' is {}, expected an int", what, kKeyNames[k], kind_name(v.kind())));
+  return m.to_int(v);
+}
+
+StringId SnapshotBuilder::string_field(Machine& m, const Fields& f, Key k, const char* what) const {
+  if (!f.has(k)) m.fail(fmt::format("{} has no '{}'", what, kKeyNames[k]));
+  const Value v = f.value[k];
+  if (v.kind() != Kind::kString)
+    m.fail(fmt::format("{}: '{}' is {}, expected a str", what, kKeyNames[k], kind_name(v.kind())));
+  return static_cast<StringId>(v.payload());
+}
+
+TraceAction SnapshotBuilder::action_of(StringId name) {
+  if (name >= action_of_string_.size()) action_of_string_.resize(name + 1, 0);
+  std::uint8_t& cached = action_of_string_[name];
+  if (cached == 0) {
+    const auto parsed = parse_trace_action(out_.strings.view(name));
+    cached = static_cast<std::uint8_t>(parsed.value_or(TraceAction::kOther)) + 1;
+  }
+  return static_cast<TraceAction>(cached - 1);
+}
+
+StackId SnapshotBuilder::stack_of(Machine& m, Value frames, const char* what) {
+  if (frames.kind() == Kind::kNone) return 0;
+  if (frames.kind() != Kind::kObject) m.fail(fmt::format("{}: 'frames' is {}, expected a list", what, kind_name(frames.kind())));
+  if (m.object_kind(frames) == ObjectKind::kTyped) {
+    const TypedRef ref = m.typed(frames);
+    if (ref.type != kStackRef) m.fail(fmt::format("{}: 'frames' is not a list of frames", what));
+    return ref.index;
+  }
+  if (m.object_kind(frames) == ObjectKind::kDict) m.fail(fmt::format("{}: 'frames' is a dict, expected a list", what));
+  std::vector<FrameId>& ids = frame_ids_scratch_;
+  ids.clear();
+  for (const Value item : m.items(frames)) {
+    if (item.kind() != Kind::kObject || m.object_kind(item) != ObjectKind::kTyped ||
+        m.typed(item).type != kFrameRef)
+      m.fail(fmt::format("{}: a frame is not a {{filename, line, name}} dict", what));
+    ids.push_back(m.typed(item).index);
+  }
+  const StackId id = out_.stacks.intern_stack(ids);
+  m.retype(frames, {kStackRef, id});
+  return id;
+}
+
+TypedRef SnapshotBuilder::make_frame(Machine& m, const Fields& f) {
+  Frame frame;
+  frame.filename = string_field(m, f, kFilename, "frame");
+  frame.name = string_field(m, f, kName, "frame");
+  frame.line = int_field(m, f, kLine, "frame");
+  return {kFrameRef, out_.stacks.intern_frame(frame)};
+}
+
+TypedRef SnapshotBuilder::make_event(Machine& m, const Fields& f) {
+  constexpr const char* what = "trace entry";
+  TraceEvent e;
+  const StringId name = string_field(m, f, kAction, what);
+  e.action = action_of(name);
+  if (e.action == TraceAction::kOther) e.action_name = name;
+  if (f.has(kAddr)) e.addr = uint_field(m, f, kAddr, what);
+  else if (f.has(kDeviceFree)) e.addr = uint_field(m, f, kDeviceFree, what);
+  if (f.has(kSize)) e.size = uint_field(m, f, kSize, what);
+  if (f.has(kStream)) e.stream = static_cast<std::uint64_t>(int_field(m, f, kStream, what));
+  if (f.has(kTimeUs)) e.time_us = int_field(m, f, kTimeUs, what);
+  if (f.has(kFrames)) e.stack = stack_of(m, f.value[kFrames], what);
+  if (f.has(kUserMetadata) && f.value[kUserMetadata].kind() == Kind::kString)
+    e.user_metadata = static_cast<StringId>(f.value[kUserMetadata].payload());
+  staged_events_.push_back(e);
+  if (staged_events_.size() > 0xffffffffu) m.fail("more than 4 billion trace entries");
+  return {kEventRef, static_cast<std::uint32_t>(staged_events_.size() - 1)};
+}
+
+TypedRef SnapshotBuilder::make_block(Machine& m, const Fields& f) {
+  constexpr const char* what = "block";
+  Block b;
+  b.size = uint_field(m, f, kSize, what);
+  b.address = f.has(kAddress) ? uint_field(m, f, kAddress, what) : kNoAddress;
+  if (f.has(kRequestedSize)) b.requested_size = uint_field(m, f, kRequestedSize, what);
+  if (f.has(kState)) {
+    const StringId state = string_field(m, f, kState, what);
+    if (state == state_allocated_) b.state = BlockState::kActiveAllocated;
+    else if (state == state_pending_) b.state = BlockState::kActivePendingFree;
+    else if (state == state_inactive_) b.state = BlockState::kInactive;
+    else m.fail(fmt::format("block: unknown state '{}'", out_.strings.view(state)));
+  }
+  if (f.has(kFrames)) b.stack = stack_of(m, f.value[kFrames], what);
+  if (f.has(kHistory) && f.value[kHistory].kind() == Kind::kObject &&
+      m.object_kind(f.value[kHistory]) == ObjectKind::kList) {
+    // Legacy blocks: the newest history entry holds the live allocation's size and stack.
+    const auto history = m.items(f.value[kHistory]);
+    if (!history.empty() && history.back().kind() == Kind::kObject &&
+        m.object_kind(history.back()) == ObjectKind::kDict) {
+      Fields h;
+      gather(m.items(history.back()), h);
+      if (h.has(kRealSize) && !f.has(kRequestedSize)) b.requested_size = uint_field(m, h, kRealSize, "block history");
+      if (h.has(kFrames) && !f.has(kFrames)) b.stack = stack_of(m, h.value[kFrames], "block history");
+      if (!f.has(kState)) b.state = BlockState::kActiveAllocated;
+    }
+  }
+  staged_blocks_.push_back(b);
+  if (staged_blocks_.size() > 0xffffffffu) m.fail("more than 4 billion blocks");
+  return {kBlockRef, static_cast<std::uint32_t>(staged_blocks_.size() - 1)};
+}
+
+TypedRef SnapshotBuilder::make_segment(Machine& m, const Fields& f) {
+  constexpr const char* what = "segment";
+  Segment s;
+  s.address = uint_field(m, f, kAddress, what);
+  s.total_size = uint_field(m, f, kTotalSize, what);
+  if (f.has(kDevice)) s.device = static_cast<int>(int_field(m, f, kDevice, what));
+  if (s.device < 0 || s.device > 4096) m.fail(fmt::format("segment: device {} out of range", s.device));
+  if (f.has(kStream)) s.stream = static_cast<std::uint64_t>(int_field(m, f, kStream, what));
+  if (f.has(kSegmentType)) s.pool = string_field(m, f, kSegmentType, what) == type_small_ ? PoolKind::kSmall : PoolKind::kLarge;
+  if (f.has(kIsExpandable)) s.is_expandable = f.value[kIsExpandable].kind() == Kind::kBool && f.value[kIsExpandable].payload();
+  if (f.has(kFrames)) s.stack = stack_of(m, f.value[kFrames], what);
+  if (f.has(kSegmentPoolId) && f.value[kSegmentPoolId].kind() == Kind::kObject &&
+      m.object_kind(f.value[kSegmentPoolId]) == ObjectKind::kTuple) {
+    const auto id = m.items(f.value[kSegmentPoolId]);
+    if (id.size() == 2 && is_int(id[0]) && is_int(id[1])) s.pool_id = {m.to_int(id[0]), m.to_int(id[1])};
+  }
+  const Value blocks = f.value[kBlocks];
+  if (blocks.kind() != Kind::kObject || m.object_kind(blocks) != ObjectKind::kList)
+    m.fail("segment: 'blocks' is not a list");
+  s.first_block = static_cast<std::uint32_t>(out_.blocks.size());
+  std::uint64_t offset = 0, allocated = 0, active = 0, requested = 0;
+  for (const Value item : m.items(blocks)) {
+    if (item.kind() != Kind::kObject || m.object_kind(item) != ObjectKind::kTyped || m.typed(item).type != kBlockRef)
+      m.fail("segment: an entry of 'blocks' is not a block");
+    Block b = staged_blocks_[m.typed(item).index];
+    if (b.address == kNoAddress) b.address = s.address + offset;
+    offset += b.size;
+    if (b.state == BlockState::kActiveAllocated) allocated += b.size;
+    if (b.state != BlockState::kInactive) {
+      active += b.size;
+      requested += b.requested_size;
+    }
+    out_.blocks.push_back(b);
+  }
+  s.block_count = static_cast<std::uint32_t>(out_.blocks.size() - s.first_block);
+  s.allocated_size = f.has(kAllocatedSize) ? uint_field(m, f, kAllocatedSize, what) : allocated;
+  s.active_size = f.has(kActiveSize) ? uint_field(m, f, kActiveSize, what) : active;
+  s.requested_size = f.has(kRequestedSize) ? uint_field(m, f, kRequestedSize, what) : requested;
+  staged_segments_.push_back(s);
+  return {kSegmentRef, static_cast<std::uint32_t>(staged_segments_.size() - 1)};
+}
+
+std::string SnapshotBuilder::text_of(Machine& m, Value v) const {
+  switch (v.kind()) {
+    case Kind::kNone: return "None";
+    case Kind::kBool: return v.payload() ? "True" : "False";
+    case Kind::kInt:
+    case Kind::kWideInt: return std::to_string(m.to_int(v));
+    case Kind::kHugeInt: return "<huge int>";
+    case Kind::kFloat: return fmt::format("{}", m.to_float(v));
+    case Kind::kString: return std::string(out_.strings.view(static_cast<StringId>(v.payload())));
+    case Kind::kObject: {
+      if (m.object_kind(v) == ObjectKind::kTyped) return "<object>";
+      const bool dict = m.object_kind(v) == ObjectKind::kDict;
+      std::string s = dict ? "{" : (m.object_kind(v) == ObjectKind::kTuple ? "(" : "[");
+      const auto items = m.items(v);
+      for (std::size_t i = 0; i < items.size() && s.size() < 4096; ++i) {
+        if (i) s += dict && i % 2 ? ": " : ", ";
+        s += text_of(m, items[i]);
+      }
+      return s + (dict ? "}" : (m.object_kind(v) == ObjectKind::kTuple ? ")" : "]"));
+    }
+    case Kind::kMark: break;
+  }
+  return "?";
+}
+
+void SnapshotBuilder::read_settings(Machine& m, Value settings) {
+  if (settings.kind() != Kind::kObject || m.object_kind(settings) != ObjectKind::kDict) return;
+  AllocatorSettings& s = out_.allocator_settings;
+  s.present = true;
+  const auto items = m.items(settings);
+  for (std::size_t i = 0; i + 1 < items.size(); i += 2) {
+    if (items[i].kind() != Kind::kString) continue;
+    const std::string_view key = out_.strings.view(static_cast<StringId>(items[i].payload()));
+    const Value v = items[i + 1];
+    if (key == "PYTORCH_CUDA_ALLOC_CONF" && v.kind() == Kind::kString) s.alloc_conf = text_of(m, v);
+    else if (key == "max_split_size" && is_int(v)) s.max_split_size = m.to_int(v);
+    else if (key == "garbage_collection_threshold" && (is_int(v) || v.kind() == Kind::kFloat)) s.garbage_collection_threshold = m.to_float(v);
+    else if (key == "expandable_segments" && v.kind() == Kind::kBool) s.expandable_segments = v.payload();
+    else if (key == "release_lock_on_cudamalloc" && v.kind() == Kind::kBool) s.release_lock_on_cudamalloc = v.payload();
+    else if (key == "roundup_power2_divisions" && v.kind() == Kind::kObject && m.object_kind(v) == ObjectKind::kDict) {
+      const auto div = m.items(v);
+      for (std::size_t j = 0; j + 1 < div.size(); j += 2) {
+        if (div[j].kind() != Kind::kString || !is_int(div[j + 1])) continue;
+        const std::string text(out_.strings.view(static_cast<StringId>(div[j].payload())));
+        const unsigned long mib = std::strtoul(text.c_str(), nullptr, 10);
+        if (mib == 0 || !std::has_single_bit(mib)) continue;
+        const int index = std::countr_zero(mib);
+        if (index < 16) s.roundup_power2_divisions[static_cast<std::size_t>(index)] = m.to_int(div[j + 1]);
+      }
+    } else {
+      s.other[std::string(key)] = text_of(m, v);
+    }
+  }
+}
+
+void SnapshotBuilder::read_annotations(Machine& m, Value list) {
+  if (list.kind() != Kind::kObject || m.object_kind(list) != ObjectKind::kList) return;
+  for (const Value item : m.items(list)) {
+    if (item.kind() != Kind::kObject || m.object_kind(item) != ObjectKind::kDict) continue;
+    Annotation a;
+    const auto items = m.items(item);
+    for (std::size_t i = 0; i + 1 < items.size(); i += 2) {
+      if (items[i].kind() != Kind::kString) continue;
+      const StringId key = static_cast<StringId>(items[i].payload());
+      const Value v = items[i + 1];
+      if (key == key_ids_[kDevice] && is_int(v)) a.device = static_cast<int>(m.to_int(v));
+      else if (key == key_ids_[kTimeUs] && is_int(v)) a.time_us = m.to_int(v);
+      else a.fields.emplace_back(key, v.kind() == Kind::kString ? static_cast<StringId>(v.payload()) : out_.strings.intern(text_of(m, v)));
+    }
+    out_.annotations.push_back(std::move(a));
+  }
+}
+
+void SnapshotBuilder::read_segment_list(Machine& m, Value list, const char* what) {
+  if (list.kind() != Kind::kObject || m.object_kind(list) != ObjectKind::kList)
+    m.fail(fmt::format("not a memory snapshot: '{}' is not a list", what));
+  std::size_t i = 0;
+  for (const Value item : m.items(list)) {
+    if (item.kind() != Kind::kObject || m.object_kind(item) != ObjectKind::kTyped || m.typed(item).type != kSegmentRef)
+      m.fail(fmt::format("not a memory snapshot: {}[{}] is not a segment (needs address, total_size, blocks)", what, i));
+    out_.segments.push_back(staged_segments_[m.typed(item).index]);
+    ++i;
+  }
+}
+
+void SnapshotBuilder::read_traces(Machine& m, Value list) {
+  if (list.kind() != Kind::kObject || m.object_kind(list) != ObjectKind::kList)
+    m.fail("not a memory snapshot: 'device_traces' is not a list");
+  const auto devices = m.items(list);
+  out_.device_traces.resize(devices.size());
+  for (std::size_t d = 0; d < devices.size(); ++d) {
+    const Value trace = devices[d];
+    if (trace.kind() != Kind::kObject || m.object_kind(trace) != ObjectKind::kList)
+      m.fail(fmt::format("not a memory snapshot: device_traces[{}] is not a list", d));
+    const auto entries = m.items(trace);
+    // Common case: one device whose entries are all staged events in order — move, not copy.
+    bool in_order = entries.size() == staged_events_.size();
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      const Value e = entries[i];
+      if (e.kind() != Kind::kObject || m.object_kind(e) != ObjectKind::kTyped || m.typed(e).type != kEventRef)
+        m.fail(fmt::format("not a memory snapshot: device_traces[{}][{}] is not a trace entry (no 'action')", d, i));
+      in_order = in_order && m.typed(e).index == i;
+    }
+    if (in_order) {
+      out_.device_traces[d] = std::move(staged_events_);
+      staged_events_.clear();
+    } else {
+      auto& events = out_.device_traces[d];
+      events.reserve(entries.size());
+      for (const Value e : entries) events.push_back(staged_events_[m.typed(e).index]);
+    }
+  }
+}
+
+void SnapshotBuilder::finish(Machine& m, Value top) {
+  if (top.kind() == Kind::kObject && m.object_kind(top) == ObjectKind::kList) {
+    out_.format = SnapshotFormat::kLegacySegmentList;
+    read_segment_list(m, top, "segments");
+  } else if (top.kind() == Kind::kObject && m.object_kind(top) == ObjectKind::kDict) {
+    out_.format = SnapshotFormat::kDict;
+    const auto items = m.items(top);
+    bool has_segments = false;
+    for (std::size_t i = 0; i + 1 < items.size(); i += 2) {
+      if (items[i].kind() != Kind::kString) continue;
+      const std::string_view key = out_.strings.view(static_cast<StringId>(items[i].payload()));
+      if (key == "segments") {
+        read_segment_list(m, items[i + 1], "segments");
+        has_segments = true;
+      } else if (key == "device_traces") {
+        read_traces(m, items[i + 1]);
+      } else if (key == "allocator_settings") {
+        read_settings(m, items[i + 1]);
+      } else if (key == "external_annotations") {
+        read_annotations(m, items[i + 1]);
+      }
+    }
+    if (!has_segments) m.fail("not a memory snapshot: the top-level dict has no 'segments'");
+  } else {
+    m.fail(fmt::format("not a memory snapshot: the top-level object is {}", kind_name(top.kind())));
+  }
+  staged_blocks_ = {};
+  staged_segments_ = {};
+  staged_events_ = {};
+}
+
+}  // namespace fragscope::snapshot

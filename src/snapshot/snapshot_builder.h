@@ -1,0 +1,78 @@
+#pragma once
+/// @file snapshot_builder.h
+/// @brief Converts the pickle machine's values into the snapshot model while the file streams by.
+///
+/// Dicts are recognised by their keys as they are filled: `action` → a trace event;
+/// `filename`+`line`+`name` → a frame; `total_size`+`blocks` → a segment; `size`+`state` (or
+/// legacy `history`) → a block. Everything else (the top-level dict, allocator settings,
+/// annotations) stays generic and is read by finish().
+/// Thread-safety: one builder per reader.
+
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "snapshot/pickle_machine.h"
+#include "snapshot/snapshot.h"
+
+namespace fragscope::snapshot {
+
+class SnapshotBuilder final : public pickle::Observer {
+ public:
+  /// @param out receives the snapshot; its string table must be the machine's.
+  /// @param expected_size bytes of pickle expected (0 = unknown), to reserve up front.
+  SnapshotBuilder(Snapshot& out, std::uint64_t expected_size);
+
+  std::optional<pickle::TypedRef> claim_dict(pickle::Machine& machine,
+                                             std::span<const pickle::Value> items) override;
+
+  /// @brief Assembles `out` from the top-level value (a dict, or a legacy list of segments).
+  /// @throws InputError when the top level is not a memory snapshot.
+  void finish(pickle::Machine& machine, pickle::Value top);
+
+ private:
+  enum Key : std::uint8_t {
+    kAction, kAddr, kSize, kStream, kTimeUs, kFrames, kDeviceFree, kUserMetadata,
+    kFilename, kLine, kName,
+    kAddress, kRequestedSize, kState, kHistory, kRealSize,
+    kDevice, kTotalSize, kAllocatedSize, kActiveSize, kSegmentType, kSegmentPoolId,
+    kIsExpandable, kBlocks,
+    kKeyCount
+  };
+  enum TypedKind : std::uint8_t { kFrameRef = 1, kStackRef, kBlockRef, kSegmentRef, kEventRef };
+  struct Fields {
+    pickle::Value value[kKeyCount];
+    std::uint32_t present = 0;
+    bool has(Key k) const { return present & (1u << k); }
+  };
+
+  bool gather(std::span<const pickle::Value> items, Fields& fields) const;
+  pickle::TypedRef make_event(pickle::Machine& m, const Fields& f);
+  pickle::TypedRef make_frame(pickle::Machine& m, const Fields& f);
+  pickle::TypedRef make_block(pickle::Machine& m, const Fields& f);
+  pickle::TypedRef make_segment(pickle::Machine& m, const Fields& f);
+  StackId stack_of(pickle::Machine& m, pickle::Value frames, const char* what);
+  TraceAction action_of(StringId name);
+  std::uint64_t uint_field(pickle::Machine& m, const Fields& f, Key k, const char* what) const;
+  std::int64_t int_field(pickle::Machine& m, const Fields& f, Key k, const char* what) const;
+  StringId string_field(pickle::Machine& m, const Fields& f, Key k, const char* what) const;
+
+  void read_settings(pickle::Machine& m, pickle::Value settings);
+  void read_annotations(pickle::Machine& m, pickle::Value list);
+  void read_segment_list(pickle::Machine& m, pickle::Value list, const char* what);
+  void read_traces(pickle::Machine& m, pickle::Value list);
+  std::string text_of(pickle::Machine& m, pickle::Value v) const;
+
+  Snapshot& out_;
+  StringId key_ids_[kKeyCount];
+  std::vector<std::int8_t> key_of_string_;  // StringId → Key, -1 when not a known key
+  std::vector<std::uint8_t> action_of_string_;  // StringId → TraceAction + 1, 0 = not yet seen
+  StringId state_allocated_, state_pending_, state_inactive_, type_small_;
+  static constexpr std::uint64_t kNoAddress = ~std::uint64_t{0};
+  std::vector<Block> staged_blocks_;
+  std::vector<Segment> staged_segments_;
+  std::vector<TraceEvent> staged_events_;
+  std::vector<FrameId> frame_ids_scratch_;
+};
+
+}  // namespace fragscope::snapshot

@@ -1,0 +1,38 @@
+#include "snapshot/snapshot_reader.h"
+
+#include "snapshot/byte_source.h"
+#include "snapshot/pickle_machine.h"
+#include "snapshot/snapshot_builder.h"
+
+namespace fragscope::snapshot {
+
+namespace {
+
+Snapshot read_from(ByteSource& source, const std::string& name, std::uint64_t input_size,
+                   const ProgressCallback& progress) {
+  Snapshot snapshot;
+  SnapshotBuilder builder(snapshot, source.expected_size());
+  std::function<void()> tick;
+  if (progress) tick = [&] { progress(source.input_consumed(), input_size); };
+  pickle::Machine machine(source, name, snapshot.strings, &builder, std::move(tick));
+  const pickle::Value top = machine.run();
+  builder.finish(machine, top);
+  if (progress) progress(input_size, input_size);
+  return snapshot;
+}
+
+}  // namespace
+
+Snapshot read_snapshot_file(const std::string& path, const ProgressCallback& progress) {
+  std::uint64_t size = 0;
+  auto source = open_file_source(path, &size);
+  return read_from(*source, path, size, progress);
+}
+
+Snapshot parse_snapshot(std::span<const std::uint8_t> bytes, const std::string& source,
+                        const ProgressCallback& progress) {
+  auto stream = open_memory_source(bytes, source);
+  return read_from(*stream, source, bytes.size(), progress);
+}
+
+}  // namespace fragscope::snapshot

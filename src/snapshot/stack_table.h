@@ -1,0 +1,58 @@
+#pragma once
+/// @file stack_table.h
+/// @brief Interned Python frames and call stacks.
+///
+/// PyTorch shares identical stacks between blocks and trace entries (one pickled object,
+/// referenced by memo); the model keeps them shared: a stack is stored once and named by a
+/// StackId. StackId 0 is the empty stack (no frames recorded).
+/// Thread-safety: none; build on one thread, then share read-only.
+
+#include <cstdint>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "snapshot/string_table.h"
+
+namespace fragscope::snapshot {
+
+using FrameId = std::uint32_t;
+using StackId = std::uint32_t;
+
+/// @brief One Python frame: `{filename, line, name}` in the snapshot.
+struct Frame {
+  StringId filename = 0;
+  StringId name = 0;
+  std::int64_t line = 0;
+  friend bool operator==(const Frame&, const Frame&) = default;
+};
+
+class StackTable {
+ public:
+  StackTable();
+
+  /// @brief Returns the id of `frame`, adding it when new.
+  FrameId intern_frame(const Frame& frame);
+  /// @brief Returns the id of the stack made of `frames` (innermost first), adding it when new.
+  StackId intern_stack(std::span<const FrameId> frames);
+
+  const Frame& frame(FrameId id) const { return frames_[id]; }
+  /// @brief The frames of stack `id`, innermost first. REQUIRES: id < stack_count().
+  std::span<const FrameId> stack(StackId id) const {
+    return {frame_ids_.data() + stack_offsets_[id], stack_offsets_[id + 1] - stack_offsets_[id]};
+  }
+  std::size_t frame_count() const { return frames_.size(); }
+  std::size_t stack_count() const { return stack_offsets_.size() - 1; }
+
+ private:
+  struct FrameHash {
+    std::size_t operator()(const Frame& f) const noexcept;
+  };
+  std::vector<Frame> frames_;
+  std::unordered_map<Frame, FrameId, FrameHash> frame_ids_by_value_;
+  std::vector<FrameId> frame_ids_;         // all stacks' frames, back to back
+  std::vector<std::uint32_t> stack_offsets_;  // stack i = frame_ids_[offsets[i], offsets[i+1])
+  std::unordered_map<std::uint64_t, std::vector<StackId>> stacks_by_hash_;
+};
+
+}  // namespace fragscope::snapshot
