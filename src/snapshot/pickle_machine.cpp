@@ -157,10 +157,10 @@ void Machine::retype(Value v, TypedRef ref) {
 }
 
 void Machine::add_dict_items(Value dict, std::span<const Value> items) {
-  if (dict.kind() != Kind::kObject || objects_[dict.payload()].kind != ObjectKind::kDict)
-    fail(objects_[dict.payload()].kind == ObjectKind::kTyped && dict.kind() == Kind::kObject
-             ? "corrupt pickle: items added to a dict after it was complete"
-             : "corrupt pickle: SETITEM(S) target is not a dict");
+  if (dict.kind() != Kind::kObject) fail("corrupt pickle: SETITEM(S) target is not a dict");
+  if (objects_[dict.payload()].kind == ObjectKind::kTyped)
+    fail("corrupt pickle: items added to a dict after it was complete");
+  if (objects_[dict.payload()].kind != ObjectKind::kDict) fail("corrupt pickle: SETITEM(S) target is not a dict");
   if (items.size() % 2) fail("corrupt pickle: SETITEMS with an odd number of values");
   if (objects_[dict.payload()].index == kNoStorage && observer_) {
     if (auto ref = observer_->claim_dict(*this, items)) {
@@ -259,7 +259,11 @@ inline Value Machine::memo_get(std::uint64_t index) {
 }
 
 Value Machine::run() {
-  bool saw_proto = false;
+  // Protocols 2 to 5 always begin with PROTO: anything else is some other file.
+  refill(2);
+  if (end_ > pos_ && buf_[pos_] != PROTO)
+    throw InputError(fmt::format("{}: not a pickle (starts with 0x{:02x}; snapshots start with 0x80)",
+                                 name_, buf_[pos_]));
   for (;;) {
     if (end_ - pos_ < 16) refill(16);
     if (pos_ >= end_) fail("truncated pickle: input ends before STOP");
@@ -270,7 +274,6 @@ Value Machine::run() {
         const unsigned version = buf_[pos_++];
         if (version < 2 || version > 5)
           fail(fmt::format("unsupported pickle protocol {} (snapshots use 2 to 5)", version));
-        saw_proto = true;
         break;
       }
       case FRAME: need(8, "FRAME"); pos_ += 8; break;
@@ -435,8 +438,6 @@ Value Machine::run() {
         fail(fmt::format("unsupported protocol-0 opcode '{}' (snapshots use protocol 2 to 5)",
                          static_cast<char>(op)));
       default:
-        if (!saw_proto && stack_.empty() && pos_ == 1 && base_offset_ == 0)
-          fail(fmt::format("not a pickle (first byte 0x{:02x})", op));
         fail(fmt::format("corrupt pickle: unknown opcode 0x{:02x}", op));
     }
   }

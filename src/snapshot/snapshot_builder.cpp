@@ -235,7 +235,7 @@ TypedRef SnapshotBuilder::make_segment(Machine& m, const Fields& f) {
   return {kSegmentRef, static_cast<std::uint32_t>(staged_segments_.size() - 1)};
 }
 
-std::string SnapshotBuilder::text_of(Machine& m, Value v) const {
+std::string SnapshotBuilder::text_of(Machine& m, Value v, int depth) const {
   switch (v.kind()) {
     case Kind::kNone: return "None";
     case Kind::kBool: return v.payload() ? "True" : "False";
@@ -246,12 +246,13 @@ std::string SnapshotBuilder::text_of(Machine& m, Value v) const {
     case Kind::kString: return std::string(out_.strings.view(static_cast<StringId>(v.payload())));
     case Kind::kObject: {
       if (m.object_kind(v) == ObjectKind::kTyped) return "<object>";
+      if (depth >= 8) return "...";  // settings are flat; hostile nesting must not recurse deep
       const bool dict = m.object_kind(v) == ObjectKind::kDict;
       std::string s = dict ? "{" : (m.object_kind(v) == ObjectKind::kTuple ? "(" : "[");
       const auto items = m.items(v);
       for (std::size_t i = 0; i < items.size() && s.size() < 4096; ++i) {
         if (i) s += dict && i % 2 ? ": " : ", ";
-        s += text_of(m, items[i]);
+        s += text_of(m, items[i], depth + 1);
       }
       return s + (dict ? "}" : (m.object_kind(v) == ObjectKind::kTuple ? ")" : "]"));
     }

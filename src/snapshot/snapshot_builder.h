@@ -61,7 +61,8 @@ class SnapshotBuilder final : public pickle::Observer {
   void read_annotations(pickle::Machine& m, pickle::Value list);
   void read_segment_list(pickle::Machine& m, pickle::Value list, const char* what);
   void read_traces(pickle::Machine& m, pickle::Value list);
-  std::string text_of(pickle::Machine& m, pickle::Value v) const;
+  /// Settings and annotation values as text, for values this version does not interpret.
+  std::string text_of(pickle::Machine& m, pickle::Value v, int depth = 0) const;
 
   Snapshot& out_;
   StringId key_ids_[kKeyCount];

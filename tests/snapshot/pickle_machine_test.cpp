@@ -1,0 +1,157 @@
+// Hostile, corrupt and truncated pickles: each gets a clear InputError, never a crash, a hang,
+// unbounded memory or executed code.
+#include "snapshot/pickle_machine.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <iterator>
+
+#include "snapshot/snapshot_reader.h"
+#include "util/error.h"
+
+namespace fragscope::snapshot {
+namespace {
+
+std::vector<std::uint8_t> bytes(std::string_view text) { return {text.begin(), text.end()}; }
+
+std::vector<std::uint8_t> read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+/// Parses `data` and returns the error message (fails the test when it parses).
+std::string error_of(const std::vector<std::uint8_t>& data) {
+  try {
+    parse_snapshot(data, "hostile.pickle");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "parsed without error";
+  return "";
+}
+
+using namespace std::string_literals;  // "..."s keeps embedded NUL bytes
+
+const std::string kProto4 = "\x80\x04";
+
+TEST(PickleMachine, ReadsAMinimalSnapshot) {
+  // {'segments': []}
+  const auto s = parse_snapshot(bytes(kProto4 + "}\x8c\x08segments]s."), "minimal.pickle");
+  EXPECT_TRUE(s.segments.empty());
+  EXPECT_TRUE(s.device_traces.empty());
+}
+
+TEST(PickleMachine, RefusesEveryOpcodeThatRunsCode) {
+  struct Case {
+    std::string pickle;
+    std::string message;
+  };
+  const Case cases[] = {
+      {"cos\nsystem\n", "refusing to load: pickle opcode GLOBAL would import code"},
+      {"\x8c\x02os\x8c\x06system\x93", "refusing to load: pickle opcode STACK_GLOBAL would import code"},
+      {"N)R", "refusing to load: pickle opcode REDUCE would call code"},
+      {"}}b", "refusing to load: pickle opcode BUILD would call code (__setstate__)"},
+      {"(ios\nsystem\n", "refusing to load: pickle opcode INST would import and call code"},
+      {"(No", "refusing to load: pickle opcode OBJ would call code"},
+      {"N)\x81", "refusing to load: pickle opcode NEWOBJ would call code"},
+      {"N)}\x92", "refusing to load: pickle opcode NEWOBJ_EX would call code"},
+      {"\x82\x01", "refusing to load: pickle opcode EXT1 would import code"},
+      {"\x83\x01\x00", "refusing to load: pickle opcode EXT2 would import code"},
+      {"\x84\x01\x00\x00\x00", "refusing to load: pickle opcode EXT4 would import code"},
+      {"P1\n", "refusing to load: pickle opcode PERSID would call a persistent-load hook"},
+      {"NQ", "refusing to load: pickle opcode BINPERSID would call a persistent-load hook"},
+      {"\x97", "refusing to load: pickle opcode NEXT_BUFFER needs out-of-band buffers"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.message);
+    const std::string message = error_of(bytes(kProto4 + c.pickle));
+    EXPECT_NE(message.find("hostile.pickle: " + c.message), std::string::npos) << message;
+  }
+}
+
+TEST(PickleMachine, EveryTruncationIsAnErrorNeverACrash) {
+  const auto whole = read_all(std::string(FRAGSCOPE_SOURCE_DIR) + "/tests/data/snapshots/small_snapshot.pickle");
+  ASSERT_GT(whole.size(), 1000u);
+  EXPECT_EQ(parse_snapshot(whole, "small.pickle").segments.size(), 6u);
+  for (std::size_t n = 0; n < whole.size(); ++n) {
+    const std::vector<std::uint8_t> prefix(whole.begin(), whole.begin() + static_cast<long>(n));
+    EXPECT_THROW(parse_snapshot(prefix, "small.pickle"), InputError) << "prefix of " << n << " bytes";
+  }
+}
+
+TEST(PickleMachine, TruncationMessageNamesFileAndOffset) {
+  const auto whole = read_all(std::string(FRAGSCOPE_SOURCE_DIR) + "/tests/data/snapshots/small_snapshot.pickle");
+  const std::vector<std::uint8_t> prefix(whole.begin(), whole.begin() + 3000);
+  const std::string message = error_of(prefix);
+  EXPECT_EQ(message.rfind("hostile.pickle: truncated pickle", 0), 0u) << message;
+}
+
+TEST(PickleMachine, WrongMagicIsNotAPickle) {
+  EXPECT_EQ(error_of(bytes("{\"allocated_bytes.all.current\": 1}")),
+            "hostile.pickle: not a pickle (starts with 0x7b; snapshots start with 0x80)");
+  EXPECT_EQ(error_of(bytes("PK\x03\x04zip")), "hostile.pickle: not a pickle (starts with 0x50; snapshots start with 0x80)");
+  EXPECT_EQ(error_of({}), "hostile.pickle: truncated pickle: input ends before STOP (at byte 0)");
+}
+
+TEST(PickleMachine, HugeLengthFieldsAreRejectedWithoutAllocating) {
+  EXPECT_NE(error_of(bytes(kProto4 + "\x8d" + std::string("\x00\x00\x00\x00\x00\x00\x00\x40", 8)))
+                .find("string length 4611686018427387904 exceeds the 256 MiB limit"),
+            std::string::npos);
+  EXPECT_NE(error_of(bytes(kProto4 + "X\xff\xff\xff\xff")).find("exceeds the 256 MiB limit"), std::string::npos);
+  // LONG4 of 2 GiB with no bytes behind it: skipped in chunks, then truncated.
+  EXPECT_NE(error_of(bytes(kProto4 + "\x8b\xff\xff\xff\x7f")).find("truncated pickle"), std::string::npos);
+  EXPECT_NE(error_of(bytes(kProto4 + "\x8b\xff\xff\xff\xff")).find("negative LONG4 length"), std::string::npos);
+}
+
+TEST(PickleMachine, MemoIndicesOutOfRange) {
+  EXPECT_NE(error_of(bytes(kProto4 + "h\x05")).find("memo index 5 out of range (memo holds 0)"), std::string::npos);
+  EXPECT_NE(error_of(bytes(kProto4 + "N\x94j\x00\x00\x00\x01"s)).find("memo index 16777216 out of range"),
+            std::string::npos);
+  EXPECT_NE(error_of(bytes(kProto4 + "Nr\xff\xff\xff\xff")).find("memo index 4294967295 out of range"),
+            std::string::npos);
+}
+
+TEST(PickleMachine, DeepNestingCostsNoNativeStack) {
+  constexpr std::size_t kDepth = 1'000'000;
+  std::string nested = kProto4 + std::string(kDepth, ']') + std::string(kDepth - 1, 'a') + ".";
+  EXPECT_NE(error_of(bytes(nested)).find("segments[0] is not a segment"), std::string::npos);
+  // Deep nesting inside allocator_settings, whose unknown values are rendered as text.
+  std::string settings = kProto4 + "}(\x8c\x08segments]\x8c\x12" "allocator_settings}\x8c\x01x" +
+                         std::string(kDepth, ']') + std::string(kDepth - 1, 'a') + "su.";
+  EXPECT_EQ(parse_snapshot(bytes(settings), "deep.pickle").allocator_settings.other.at("x").substr(0, 4), "[[[[");
+}
+
+TEST(PickleMachine, CorruptStructureIsReported) {
+  EXPECT_NE(error_of(bytes(kProto4 + "a")).find("stack underflow"), std::string::npos);
+  EXPECT_NE(error_of(bytes(kProto4 + "Ne")).find("MARK expected"), std::string::npos);
+  EXPECT_NE(error_of(bytes(kProto4 + "NNNs")).find("target is not a dict"), std::string::npos);
+  EXPECT_NE(error_of(bytes(kProto4 + "NN.")).find("STOP with an unbalanced stack"), std::string::npos);
+  EXPECT_NE(error_of(bytes(kProto4 + "\xff")).find("unknown opcode 0xff"), std::string::npos);
+  EXPECT_NE(error_of(bytes("\x80\x06N.")).find("unsupported pickle protocol 6"), std::string::npos);
+  EXPECT_NE(error_of(bytes(kProto4 + "I5\n.")).find("unsupported protocol-0 opcode 'I'"), std::string::npos);
+}
+
+TEST(PickleMachine, PicklesThatAreNotSnapshots) {
+  EXPECT_EQ(error_of(bytes(kProto4 + "K\x05.")),
+            "hostile.pickle: not a memory snapshot: the top-level object is an int (at byte 5)");
+  EXPECT_NE(error_of(bytes(kProto4 + "}\x8c\x01\x61K\x01s.")).find("has no 'segments'"), std::string::npos);
+  // A trace entry whose action is not a string.
+  EXPECT_NE(error_of(bytes(kProto4 + "}\x8c\x06\x61\x63tionK\x01s."))
+                .find("trace entry: 'action' is an int, expected a str"),
+            std::string::npos);
+}
+
+TEST(PickleMachine, CorruptCompressedStreams) {
+  EXPECT_NE(error_of(bytes("\x28\xb5\x2f\xfdgarbage-after-magic")).find("hostile.pickle: corrupt zstd data"),
+            std::string::npos);
+  const auto gz = read_all(std::string(FRAGSCOPE_SOURCE_DIR) + "/tests/data/snapshots/legacy_segments.pickle.gz");
+  const std::vector<std::uint8_t> half(gz.begin(), gz.begin() + static_cast<long>(gz.size() / 2));
+  EXPECT_NE(error_of(half).find("hostile.pickle: truncated gzip stream"), std::string::npos);
+  auto flipped = gz;
+  flipped[gz.size() / 2] ^= 0xff;
+  EXPECT_THROW(parse_snapshot(flipped, "flipped.pickle.gz"), InputError);
+}
+
+}  // namespace
+}  // namespace fragscope::snapshot

@@ -1,0 +1,139 @@
+// The snapshot reader on real recorded files: every protocol and compression gives the same
+// model; legacy layouts; shared stacks stay shared; file errors name the file.
+#include "snapshot/snapshot_reader.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "metrics/memory_totals.h"
+#include "util/error.h"
+
+namespace fragscope::snapshot {
+namespace {
+
+const std::string kFixture = std::string(FRAGSCOPE_FIXTURES_DIR) + "/frag_oom_104/snapshot.pickle.zst";
+const std::string kData = std::string(FRAGSCOPE_SOURCE_DIR) + "/tests/data/snapshots/";
+
+void expect_same_model(const Snapshot& a, const Snapshot& b) {
+  ASSERT_EQ(a.segments.size(), b.segments.size());
+  ASSERT_EQ(a.blocks.size(), b.blocks.size());
+  for (std::size_t i = 0; i < a.blocks.size(); ++i) {
+    EXPECT_EQ(a.blocks[i].address, b.blocks[i].address);
+    EXPECT_EQ(a.blocks[i].size, b.blocks[i].size);
+    EXPECT_EQ(a.blocks[i].state, b.blocks[i].state);
+  }
+  ASSERT_EQ(a.device_traces.size(), b.device_traces.size());
+  for (std::size_t d = 0; d < a.device_traces.size(); ++d) {
+    ASSERT_EQ(a.device_traces[d].size(), b.device_traces[d].size());
+    for (std::size_t i = 0; i < a.device_traces[d].size(); ++i) {
+      const auto& x = a.device_traces[d][i];
+      const auto& y = b.device_traces[d][i];
+      EXPECT_EQ(x.action, y.action);
+      EXPECT_EQ(x.addr, y.addr);
+      EXPECT_EQ(x.size, y.size);
+      EXPECT_EQ(x.time_us, y.time_us);
+      EXPECT_EQ(a.stacks.stack(x.stack).size(), b.stacks.stack(y.stack).size());
+    }
+  }
+}
+
+TEST(SnapshotReader, ReadsTheRecordedSnapshot) {
+  const Snapshot s = read_snapshot_file(kFixture);
+  EXPECT_EQ(s.format, SnapshotFormat::kDict);
+  EXPECT_EQ(s.segments.size(), 524u);
+  EXPECT_EQ(s.blocks.size(), 716u);
+  ASSERT_EQ(s.device_traces.size(), 1u);
+  ASSERT_EQ(s.device_traces[0].size(), 10370u);
+  const TraceEvent& first = s.device_traces[0][0];
+  EXPECT_EQ(first.action, TraceAction::kSegmentAlloc);
+  EXPECT_EQ(first.addr, 139693744193536u);
+  EXPECT_EQ(first.size, 262144000u);
+  EXPECT_EQ(first.time_us, 1795948474301963);
+  ASSERT_EQ(s.stacks.stack(first.stack).size(), 8u);
+  const Frame& top = s.stacks.frame(s.stacks.stack(first.stack)[0]);
+  EXPECT_EQ(s.strings.view(top.name), "__torch_function__");
+  EXPECT_EQ(top.line, 116);
+  const TraceEvent& oom = s.device_traces[0][9359];
+  EXPECT_EQ(oom.action, TraceAction::kOom);
+  EXPECT_EQ(oom.addr, 1066532864u);  // device_free
+  EXPECT_EQ(oom.size, 1654784000u);
+  EXPECT_TRUE(s.allocator_settings.present);
+  EXPECT_EQ(s.allocator_settings.max_split_size, -1);
+  EXPECT_FALSE(s.allocator_settings.expandable_segments);
+  EXPECT_EQ(s.allocator_settings.alloc_conf, "");
+  // The first segment as pickle.load shows it.
+  EXPECT_EQ(s.segments[0].address, 139640291983360u);
+  EXPECT_EQ(s.segments[0].total_size, 828375040u);
+  EXPECT_EQ(s.segments[0].pool, PoolKind::kLarge);
+  EXPECT_EQ(s.blocks[0].requested_size, 827392000u);
+}
+
+TEST(SnapshotReader, SharedStacksAreStoredOnce) {
+  const Snapshot s = read_snapshot_file(kFixture);
+  std::size_t events_with_frames = 0;
+  for (const auto& e : s.device_traces[0]) events_with_frames += e.stack != 0;
+  // PyTorch pickles identical stacks once and refers to them by memo; the model keeps them
+  // shared, so there are far fewer stacks than events carrying one.
+  EXPECT_GT(events_with_frames, 5000u);
+  EXPECT_LT(s.stacks.stack_count(), events_with_frames / 4);
+}
+
+TEST(SnapshotReader, EveryProtocolAndCompressionGivesTheSameModel) {
+  const Snapshot reference = read_snapshot_file(kFixture);
+  for (const char* name : {"frag_oom_104.proto2.pickle.gz", "frag_oom_104.proto3.pickle.gz",
+                           "frag_oom_104.proto5.pickle.gz"}) {
+    SCOPED_TRACE(name);
+    expect_same_model(reference, read_snapshot_file(kData + name));
+  }
+}
+
+TEST(SnapshotReader, RecognisesCompressionByContentNotName) {
+  const auto copy = std::filesystem::path(::testing::TempDir()) / "snapshot_without_extension";
+  std::filesystem::copy_file(kData + "frag_oom_104.proto5.pickle.gz", copy,
+                             std::filesystem::copy_options::overwrite_existing);
+  const Snapshot s = read_snapshot_file(copy.string());
+  EXPECT_EQ(s.segments.size(), 524u);
+}
+
+TEST(SnapshotReader, ReadsLegacySegmentListWithHistory) {
+  const Snapshot s = read_snapshot_file(kData + "legacy_segments.pickle.gz");
+  EXPECT_EQ(s.format, SnapshotFormat::kLegacySegmentList);
+  EXPECT_EQ(s.segments.size(), 50u);
+  EXPECT_EQ(s.blocks.size(), 92u);
+  EXPECT_TRUE(s.device_traces.empty());
+  const auto totals = metrics::compute_totals(s);
+  EXPECT_EQ(totals.reserved_bytes, 4810866688u);
+  EXPECT_EQ(totals.allocated_bytes, 1858076672u);
+  EXPECT_EQ(totals.requested_bytes, 1858076672u);  // from history[-1].real_size
+  // Addresses absent in legacy blocks are derived from the segment address.
+  const Segment& seg = s.segments[0];
+  std::uint64_t expected = seg.address;
+  for (const Block& b : s.blocks_of(seg)) {
+    EXPECT_EQ(b.address, expected);
+    expected += b.size;
+  }
+}
+
+TEST(SnapshotReader, MissingFileNamesThePath) {
+  try {
+    read_snapshot_file("/nonexistent/rank3.pickle");
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "/nonexistent/rank3.pickle: cannot open: No such file or directory");
+  }
+}
+
+TEST(SnapshotReader, DirectoryIsRejectedWithItsName) {
+  const std::string dir = ::testing::TempDir();
+  try {
+    read_snapshot_file(dir);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), dir + ": cannot read: is a directory");
+  }
+}
+
+}  // namespace
+}  // namespace fragscope::snapshot
