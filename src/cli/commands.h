@@ -18,7 +18,9 @@ struct RunState {
 void add_analyze_command(CLI::App& app, RunState& state);
 void add_agent_command(CLI::App& app, RunState& state);
 void add_check_command(CLI::App& app, RunState& state);
+void add_doctor_command(CLI::App& app, RunState& state);
 void add_replay_command(CLI::App& app, RunState& state);
 void add_whatif_command(CLI::App& app, RunState& state);
+void add_plan_command(CLI::App& app, RunState& state);
 
 }  // namespace fragscope::cli

@@ -14,8 +14,10 @@ int main(int argc, char** argv) {
   fragscope::cli::add_analyze_command(app, state);
   fragscope::cli::add_agent_command(app, state);
   fragscope::cli::add_check_command(app, state);
+  fragscope::cli::add_doctor_command(app, state);
   fragscope::cli::add_replay_command(app, state);
   fragscope::cli::add_whatif_command(app, state);
+  fragscope::cli::add_plan_command(app, state);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -99,7 +99,7 @@ inline std::uint64_t Machine::read_le(std::size_t n) {
   return v;
 }
 
-inline void Machine::push(Value v) {
+[[gnu::always_inline]] inline void Machine::push(Value v) {
   if (++live_values_ > kMaxLiveValues) [[unlikely]]
     fail_too_many();
   stack_.push_back(v);
@@ -211,10 +211,10 @@ double Machine::to_float(Value v) const {
   return static_cast<double>(to_int(v));
 }
 
-Value Machine::read_long(std::size_t n) {
+[[gnu::always_inline]] inline Value Machine::read_long(std::size_t n) {
   // n-byte little-endian two's complement. Wider than 8 bytes: kept only as "huge".
   if (n == 0) return Value::inline_int(0);
-  if (n > 8) {
+  if (n > 8) [[unlikely]] {
     while (n > 0) {  // skip in chunks; never buffer a hostile length whole
       const std::size_t step = std::min(n, kChunk);
       need(step, "LONG");

@@ -30,7 +30,8 @@ class Value {
   static constexpr std::int64_t kInlineMin = -(std::int64_t{1} << (kPayloadBits - 1));
   static constexpr std::int64_t kInlineMax = (std::int64_t{1} << (kPayloadBits - 1)) - 1;
 
-  constexpr Value() = default;
+  /// Trivial, so arrays of values cost nothing to declare; `Value{}` is None.
+  Value() = default;
   static constexpr Value make(Kind kind, std::uint64_t payload) {
     return Value((static_cast<std::uint64_t>(kind) << kPayloadBits) | (payload & kPayloadMask));
   }
@@ -49,7 +50,7 @@ class Value {
 
  private:
   constexpr explicit Value(std::uint64_t bits) : bits_(bits) {}
-  std::uint64_t bits_ = 0;  // Kind::kNone, payload 0
+  std::uint64_t bits_;  // Kind::kNone when value-initialised (all zero)
 };
 
 static_assert(sizeof(Value) == 8);

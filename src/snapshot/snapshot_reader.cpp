@@ -1,5 +1,7 @@
 #include "snapshot/snapshot_reader.h"
 
+#include <algorithm>
+
 #include "snapshot/byte_source.h"
 #include "snapshot/pickle_machine.h"
 #include "snapshot/snapshot_builder.h"
@@ -12,12 +14,22 @@ Snapshot read_from(ByteSource& source, const std::string& name, std::uint64_t in
                    const ProgressCallback& progress) {
   Snapshot snapshot;
   SnapshotBuilder builder(snapshot, source.expected_size());
+  // Progress counts pickle bytes when their total is known (plain files, zstd frames that
+  // record their size): that is the work. Else it counts bytes of the file.
+  const std::uint64_t expected = source.expected_size();
   std::function<void()> tick;
-  if (progress) tick = [&] { progress(source.input_consumed(), input_size); };
+  pickle::Machine* running = nullptr;
+  if (progress) {
+    tick = [&] {
+      if (expected) progress(std::min(running->offset(), expected), expected);
+      else progress(source.input_consumed(), input_size);
+    };
+  }
   pickle::Machine machine(source, name, snapshot.strings, &builder, std::move(tick));
+  running = &machine;
   const pickle::Value top = machine.run();
   builder.finish(machine, top);
-  if (progress) progress(input_size, input_size);
+  if (progress) progress(expected ? expected : input_size, expected ? expected : input_size);
   return snapshot;
 }
 

@@ -15,8 +15,9 @@
 
 namespace fragscope::snapshot {
 
-/// @brief Called now and then while reading: bytes of the (decompressed) pickle consumed so far
-/// and the total when known (0 when unknown, e.g. a zstd frame without a content size).
+/// @brief Called now and then while reading, and once at the end with done == total: bytes of
+/// the pickle consumed and their total when the input says it up front (a plain file, a zstd
+/// frame with its content size), else bytes of the file consumed and the file's size.
 using ProgressCallback = std::function<void(std::uint64_t done, std::uint64_t total)>;
 
 /// @brief Reads the snapshot file at `path`.

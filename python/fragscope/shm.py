@@ -1,0 +1,152 @@
+"""The per-rank shared-memory file the node agent reads (layout: docs/rank-file.md).
+
+Standard library only: the agent's tests and the end-to-end test run this writer without torch.
+One writer per file; readers never block it (a sequence lock plus a CRC, see the doc).
+"""
+
+import contextlib
+import dataclasses
+import mmap
+import os
+import struct
+import threading
+import zlib
+
+MAGIC = b"FRAGSCOP"
+VERSION = 1
+SIZE = 512
+HEADER = struct.Struct("<8sIIQII")  # magic, version, size, seq, crc32, zero
+SEQ_OFFSET = 16
+CRC_OFFSET = 24
+PAYLOAD_OFFSET = HEADER.size  # 32
+PAYLOAD = struct.Struct("<q4i2I" + "19Q" + "q" + "9d" + "64s64s")
+assert PAYLOAD_OFFSET + PAYLOAD.size == 424, "layout drifted from docs/rank-file.md"
+
+PHASES = {"train": 0, "eval": 1, "checkpoint": 2}
+FLAG_LARGEST_FREE_KNOWN = 1
+DEFAULT_DIR = "/dev/shm/fragscope"
+SUFFIX = ".fsr"
+CHECKPOINT_SUFFIX = ".checkpoint"
+
+
+@dataclasses.dataclass
+class RankRecord:
+    """One rank's latest state, field for field the layout's payload (docs/rank-file.md)."""
+    pid: int = 0
+    rank: int = 0
+    local_rank: int = 0
+    world_size: int = 1
+    gpu: int = -1
+    phase: str = "train"
+    largest_free_known: bool = False
+    update_unix_ns: int = 0
+    step_unix_ns: int = 0
+    step: int = 0
+    allocated_bytes: int = 0
+    reserved_bytes: int = 0
+    active_bytes: int = 0
+    inactive_split_bytes: int = 0
+    requested_bytes: int = 0
+    largest_free_block_bytes: int = 0
+    allocated_peak_bytes: int = 0
+    reserved_peak_bytes: int = 0
+    device_total_bytes: int = 0
+    alloc_retries: int = 0
+    ooms: int = 0
+    segments: int = 0
+    checkpoint_ack: int = 0
+    batch_samples: int = 0
+    batch_tokens: int = 0
+    batch_longest_sequence: int = 0
+    loader_queue_depth: int = -1
+    step_seconds: float = 0.0
+    data_wait_seconds: float = 0.0
+    h2d_seconds: float = 0.0
+    compute_seconds: float = 0.0
+    data_wait_ratio: float = 0.0
+    samples_per_second: float = 0.0
+    step_seconds_total: float = 0.0
+    data_wait_seconds_total: float = 0.0
+    hook_seconds_total: float = 0.0
+    job: str = ""
+    gpu_uuid: str = ""
+
+    def pack(self) -> bytes:
+        """The payload bytes [32, 512) of the layout."""
+        flags = FLAG_LARGEST_FREE_KNOWN if self.largest_free_known else 0
+        body = PAYLOAD.pack(
+            self.pid, self.rank, self.local_rank, self.world_size, self.gpu,
+            PHASES[self.phase], flags,
+            self.update_unix_ns, self.step_unix_ns, self.step,
+            self.allocated_bytes, self.reserved_bytes, self.active_bytes,
+            self.inactive_split_bytes, self.requested_bytes, self.largest_free_block_bytes,
+            self.allocated_peak_bytes, self.reserved_peak_bytes, self.device_total_bytes,
+            self.alloc_retries, self.ooms, self.segments, self.checkpoint_ack,
+            self.batch_samples, self.batch_tokens, self.batch_longest_sequence,
+            self.loader_queue_depth,
+            self.step_seconds, self.data_wait_seconds, self.h2d_seconds, self.compute_seconds,
+            self.data_wait_ratio, self.samples_per_second, self.step_seconds_total,
+            self.data_wait_seconds_total, self.hook_seconds_total,
+            _fixed(self.job), _fixed(self.gpu_uuid))
+        return body + bytes(SIZE - PAYLOAD_OFFSET - len(body))
+
+
+def _fixed(text: str) -> bytes:
+    raw = text.encode("utf-8")[:64]
+    return raw.decode("utf-8", "ignore").encode("utf-8")  # never cut a character in half
+
+
+def rank_file_name(rank: int, pid: int) -> str:
+    return f"rank{rank}-pid{pid}{SUFFIX}"
+
+
+class RankFileWriter:
+    """Publishes RankRecords into one rank file under a sequence lock.
+
+    Thread-safe: publish() may be called from the training thread and a heartbeat thread.
+    The file appears (atomically, by rename) with the first record; close() removes it.
+    """
+
+    def __init__(self, directory: str, record: RankRecord):
+        os.makedirs(directory, exist_ok=True)
+        self.path = os.path.join(directory, rank_file_name(record.rank, record.pid))
+        self.checkpoint_path = self.path + CHECKPOINT_SUFFIX
+        tmp = self.path + ".tmp"
+        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            os.ftruncate(fd, SIZE)
+            self._map = mmap.mmap(fd, SIZE, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        finally:
+            os.close(fd)
+        HEADER.pack_into(self._map, 0, MAGIC, VERSION, SIZE, 0, 0, 0)
+        self._seq = 0
+        self._lock = threading.Lock()
+        self.publish(record)
+        os.rename(tmp, self.path)
+
+    def publish(self, record: RankRecord) -> None:
+        payload = record.pack()
+        with self._lock, self._updating():
+            self._map[PAYLOAD_OFFSET:SIZE] = payload
+            struct.pack_into("<I", self._map, CRC_OFFSET, zlib.crc32(payload))
+
+    @contextlib.contextmanager
+    def _updating(self):
+        """Steps 1 and 4 of the update protocol: seq odd while the body is written."""
+        self._seq += 1
+        struct.pack_into("<Q", self._map, SEQ_OFFSET, self._seq)
+        yield
+        self._seq += 1
+        struct.pack_into("<Q", self._map, SEQ_OFFSET, self._seq)
+
+    def close(self, remove: bool = True) -> None:
+        if self._map is None:
+            return
+        self._map.close()
+        self._map = None
+        if remove:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.path)
+            # The agent owns the flag file; in a sticky shared directory only it may remove it.
+            with contextlib.suppress(OSError):
+                os.unlink(self.checkpoint_path)

@@ -1,0 +1,99 @@
+#pragma once
+/// @file actions.h
+/// @brief What the agent does about a firing alert: log an event, ask the rank to checkpoint,
+/// run the configured drain command. All opt-in (but logging), rate-limited, with a dry run.
+
+#include <sys/types.h>
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <ostream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "agent/node_view.h"
+#include "agent/rate_limiter.h"
+#include "agent/rules.h"
+
+namespace fragscope::agent {
+
+enum class ActionKind { kLog, kCheckpoint, kDrain };
+inline constexpr ActionKind kAllActions[] = {ActionKind::kLog, ActionKind::kCheckpoint, ActionKind::kDrain};
+const char* action_name(ActionKind kind);
+
+/// @brief What happened to one action attempt (the `outcome` label of the action counter).
+enum class ActionOutcome { kExecuted, kDryRun, kRateLimited, kFailed };
+inline constexpr ActionOutcome kAllOutcomes[] = {ActionOutcome::kExecuted, ActionOutcome::kDryRun,
+                                                 ActionOutcome::kRateLimited, ActionOutcome::kFailed};
+const char* outcome_name(ActionOutcome outcome);
+
+/// @brief One action's switch, trigger rules, minimum interval between two goes per target,
+/// and its own dry run (on top of the global one).
+struct ActionPolicy {
+  bool enabled = false;
+  std::set<Rule> rules;
+  std::chrono::seconds min_interval{600};
+  bool dry_run = false;
+
+  bool operator==(const ActionPolicy&) const = default;
+};
+
+/// @brief The [actions] table of the agent config.
+struct ActionSettings {
+  bool dry_run = false;  ///< every action: log what would be done, do nothing else
+  ActionPolicy log{true, {Rule::kFragmentation, Rule::kAllocRetries, Rule::kHbmUsed, Rule::kDataWait},
+                   std::chrono::seconds(60)};
+  ActionPolicy checkpoint{false, {Rule::kFragmentation, Rule::kAllocRetries, Rule::kHbmUsed},
+                          std::chrono::seconds(600)};
+  ActionPolicy drain{false, {Rule::kHbmUsed}, std::chrono::seconds(3600)};
+  /// argv of the drain command, run without a shell; placeholders {node} {rule} {gpu} {rank}
+  /// {job} {pid} {value} are replaced argument by argument.
+  std::vector<std::string> drain_command;
+
+  bool operator==(const ActionSettings&) const = default;
+};
+
+/// @brief Runs actions for firing alerts. Not thread-safe: the poll loop owns it.
+///
+/// Events are JSON lines on `events` ({"event":"action",...}). A checkpoint request is the
+/// file `<rank file>.checkpoint` beside the rank file, holding the request id (written to a
+/// temp name, then renamed). The drain command runs with posix_spawnp (no shell), one at a
+/// time; its exit is logged by reap().
+class ActionDispatcher {
+ public:
+  ActionDispatcher(ActionSettings settings, std::filesystem::path rank_dir, std::string node, std::ostream& events);
+  ~ActionDispatcher();
+  ActionDispatcher(const ActionDispatcher&) = delete;
+  ActionDispatcher& operator=(const ActionDispatcher&) = delete;
+
+  /// @brief Acts on `alerts` (from the same poll as `view`).
+  void dispatch(const std::vector<Alert>& alerts, const NodeView& view, std::chrono::steady_clock::time_point now);
+
+  /// @brief Collects a finished drain command, if any, and logs its exit status.
+  void reap();
+
+  /// @brief Action attempts so far, by action and outcome.
+  std::uint64_t count(ActionKind kind, ActionOutcome outcome) const;
+
+ private:
+  void act(ActionKind kind, const Alert& alert, const std::string& key, const NodeView& view,
+           std::chrono::steady_clock::time_point now);
+  bool request_checkpoint(const RankView& rank, std::string& detail);
+  bool run_drain(const Alert& alert, std::string& detail);
+  void emit(ActionKind kind, ActionOutcome outcome, const Alert& alert, const std::string& detail);
+
+  ActionSettings settings_;
+  std::filesystem::path rank_dir_;
+  std::string node_;
+  std::ostream& events_;
+  std::map<ActionKind, RateLimiter> limiters_;
+  std::map<std::string, std::uint64_t> checkpoint_ids_;  ///< last id written, by rank file
+  pid_t drain_pid_ = -1;
+  std::array<std::array<std::uint64_t, 4>, 3> counts_{};
+};
+
+}  // namespace fragscope::agent

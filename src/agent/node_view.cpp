@@ -1,0 +1,45 @@
+#include "agent/node_view.h"
+
+#include <string_view>
+
+namespace fragscope::agent {
+namespace {
+
+// torch reports device UUIDs with or without NVML's "GPU-" prefix; compare without it.
+std::string_view bare_uuid(std::string_view uuid) {
+  constexpr std::string_view kPrefix = "GPU-";
+  if (uuid.starts_with(kPrefix)) uuid.remove_prefix(kPrefix.size());
+  return uuid;
+}
+
+}  // namespace
+
+const GpuSample* NodeView::gpu(std::int32_t index) const {
+  for (const auto& sample : nvml.gpus) {
+    if (static_cast<std::int32_t>(sample.index) == index) return &sample;
+  }
+  return nullptr;
+}
+
+NodeView make_node_view(std::uint64_t unix_ns, std::vector<RankFileReading> readings, NvmlSample nvml) {
+  NodeView view;
+  view.unix_ns = unix_ns;
+  view.nvml = std::move(nvml);
+  for (auto& reading : readings) {
+    ++view.files_by_state[static_cast<std::size_t>(reading.state)];
+    if (reading.state != RankFileState::kOk) continue;
+    RankView rank;
+    rank.gpu = reading.record.gpu;
+    if (!reading.record.gpu_uuid.empty()) {
+      for (const auto& gpu : view.nvml.gpus) {
+        if (bare_uuid(gpu.uuid) == bare_uuid(reading.record.gpu_uuid)) rank.gpu = static_cast<std::int32_t>(gpu.index);
+      }
+    }
+    rank.file_name = reading.path.filename().string();
+    rank.record = std::move(reading.record);
+    view.ranks.push_back(std::move(rank));
+  }
+  return view;
+}
+
+}  // namespace fragscope::agent

@@ -1,0 +1,39 @@
+#pragma once
+/// @file node_view.h
+/// @brief Everything the agent knows about its node at one poll: immutable once built, shared
+/// between the poll loop (rules, actions) and the HTTP threads (/metrics).
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "agent/nvml.h"
+#include "agent/rank_file_reader.h"
+
+namespace fragscope::agent {
+
+/// @brief A live rank: its record plus the GPU index it was matched to.
+struct RankView {
+  RankRecord record;
+  std::int32_t gpu = -1;  ///< NVML index when the UUID matched a GPU, else the hook's index
+  std::string file_name;  ///< rank file name inside the rank directory
+};
+
+/// @brief One poll of the node.
+struct NodeView {
+  std::uint64_t unix_ns = 0;
+  NvmlSample nvml;
+  std::vector<RankView> ranks;  ///< kOk readings only, sorted by file name
+  std::array<std::size_t, 5> files_by_state{};  ///< indexed by RankFileState
+  double scan_seconds = 0;  ///< time the poll took to read the rank files and NVML
+
+  /// @brief The NVML sample of GPU `index`, or nullptr.
+  const GpuSample* gpu(std::int32_t index) const;
+};
+
+/// @brief Builds a NodeView from one directory scan and one NVML sample: drops every reading
+/// but kOk, counts the states, and labels each rank with its GPU (UUID match first).
+NodeView make_node_view(std::uint64_t unix_ns, std::vector<RankFileReading> readings, NvmlSample nvml);
+
+}  // namespace fragscope::agent

@@ -1,0 +1,77 @@
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "agent/agent.h"
+#include "agent/agent_config.h"
+#include "cli/commands.h"
+#include "util/error.h"
+
+namespace fragscope::cli {
+namespace {
+
+std::atomic<bool> stop_requested{false};
+
+extern "C" void request_stop(int) { stop_requested.store(true); }
+
+std::string default_node_name() {
+  if (const char* node = std::getenv("NODE_NAME"); node != nullptr && *node != '\0') return node;
+  char host[256] = {};
+  return ::gethostname(host, sizeof host - 1) == 0 ? std::string(host) : std::string();
+}
+
+struct AgentFlags {
+  agent::AgentOptions options;
+  std::string config_path;
+  std::string event_log;
+  double poll_seconds = 1.0;
+  double stale_seconds = 60.0;
+  bool dry_run = false;
+};
+
+}  // namespace
+
+void add_agent_command(CLI::App& app, RunState& state) {
+  auto flags = std::make_shared<AgentFlags>();
+  flags->options.node = default_node_name();
+  auto* cmd = app.add_subcommand("agent", "Node daemon: rank files + NVML -> /metrics, alerts and actions");
+  cmd->add_option("--listen", flags->options.listen, "Address for /metrics and /healthz (loopback by default)")
+      ->capture_default_str();
+  cmd->add_option("--rank-dir", flags->options.rank_dir, "Directory of the hooks' rank files")->capture_default_str();
+  cmd->add_option("--config", flags->config_path, "TOML file with [thresholds] and [actions] (deploy/agent.toml)");
+  cmd->add_option("--poll-interval", flags->poll_seconds, "Seconds between polls")
+      ->capture_default_str()->check(CLI::Range(0.05, 3600.0));
+  cmd->add_option("--stale-after", flags->stale_seconds, "Seconds without an update before a rank is dropped")
+      ->capture_default_str()->check(CLI::Range(1.0, 86400.0));
+  cmd->add_option("--nvml-library", flags->options.nvml_library, "NVML to dlopen")->capture_default_str();
+  cmd->add_option("--node", flags->options.node, "Node name for the drain command's {node}")->capture_default_str();
+  cmd->add_option("--event-log", flags->event_log, "Append JSON-lines events here instead of stderr");
+  cmd->add_flag("--dry-run", flags->dry_run, "Log the actions that would run; run none");
+  cmd->callback([flags, &state] {
+    agent::AgentConfig config;
+    if (!flags->config_path.empty()) config = agent::load_agent_config(flags->config_path);
+    if (flags->dry_run) config.actions.dry_run = true;
+    flags->options.poll_interval = std::chrono::milliseconds(static_cast<std::int64_t>(flags->poll_seconds * 1000));
+    flags->options.stale_after = std::chrono::seconds(static_cast<std::int64_t>(flags->stale_seconds));
+    std::ofstream log_file;
+    if (!flags->event_log.empty()) {
+      log_file.open(flags->event_log, std::ios::app);
+      if (!log_file) throw InputError(fmt::format("{}: cannot open the event log for appending", flags->event_log));
+    }
+    std::ostream& events = flags->event_log.empty() ? std::cerr : log_file;
+    std::signal(SIGTERM, request_stop);
+    std::signal(SIGINT, request_stop);
+    std::signal(SIGPIPE, SIG_IGN);
+    agent::Agent daemon(flags->options, config, events);
+    daemon.run(stop_requested);
+    state.exit_code = 0;
+  });
+}
+
+}  // namespace fragscope::cli

@@ -1,0 +1,31 @@
+#pragma once
+/// @file capacity_options.h
+/// @brief The device options `replay` and `whatif` share: --capacity, --gpu, --unlimited,
+/// --memory-fraction with --device-memory, and --device.
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "replay/capacity.h"
+
+namespace fragscope::cli {
+
+struct CapacityFlags {
+  std::string capacity;       ///< "40GiB", "42805960704", ... ("" = not given)
+  std::string gpu;
+  std::optional<double> memory_fraction;
+  std::string device_memory;
+  bool unlimited = false;
+  std::optional<int> device;  ///< trace device (default: the busiest)
+
+  /// @throws InputError naming the flag when a byte count does not parse.
+  replay::CapacityRequest request() const;
+};
+
+/// @brief Adds the flags to `cmd`, storing into `flags`.
+void add_capacity_flags(CLI::App* cmd, CapacityFlags& flags);
+
+}  // namespace fragscope::cli

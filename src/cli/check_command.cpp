@@ -1,0 +1,60 @@
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "diagnose/acceptance_check.h"
+#include "diagnose/acceptance_criteria.h"
+#include "diagnose/acceptance_report.h"
+#include "snapshot/nvidia_smi_csv.h"
+#include "snapshot/telemetry_reader.h"
+
+namespace fragscope::cli {
+
+namespace {
+
+struct CheckOptions {
+  std::vector<std::string> telemetry;
+  std::string criteria;
+  std::vector<std::string> smi;
+  bool json = false;
+};
+
+void run_check(const CheckOptions& o, RunState& state) {
+  const diagnose::AcceptanceCriteria criteria =
+      o.criteria.empty() ? diagnose::AcceptanceCriteria{} : diagnose::read_acceptance_criteria_file(o.criteria);
+  const std::string criteria_source = o.criteria.empty() ? "defaults (no --criteria)" : o.criteria;
+  std::vector<diagnose::TelemetryFile> files;
+  for (const auto& path : o.telemetry) files.push_back({path, snapshot::read_telemetry_file(path)});
+  diagnose::CheckInput input;
+  input.ranks = diagnose::group_by_rank(std::move(files));
+  for (const auto& path : o.smi) input.smi.push_back(snapshot::read_nvidia_smi_csv_file(path));
+  const diagnose::CheckReport report = diagnose::check_acceptance(criteria, input);
+  if (o.json) {
+    diagnose::write_check_json(std::cout, report, criteria, criteria_source);
+  } else {
+    diagnose::write_check_table(std::cout, report, criteria_source);
+  }
+  state.exit_code = report.passed() ? 0 : 1;
+}
+
+}  // namespace
+
+void add_check_command(CLI::App& app, RunState& state) {
+  auto options = std::make_shared<CheckOptions>();
+  auto* cmd = app.add_subcommand("check", "Check a canary run's telemetry (every rank) against acceptance "
+                                          "criteria; exit 0 only when all pass");
+  cmd->add_option("TELEMETRY", options->telemetry,
+                  "step telemetry JSONL: one file per rank (in rank order), or files with a rank field")
+      ->required();
+  cmd->add_option("--criteria", options->criteria,
+                  "acceptance criteria JSON (fragscope plan --canary); defaults when omitted");
+  cmd->add_option("--smi", options->smi,
+                  "nvidia-smi --query-gpu=timestamp,index,utilization.gpu,memory.used,memory.total "
+                  "--format=csv -lms 100 output: GPU idle and device memory");
+  cmd->add_flag("--json", options->json, "print one JSON object (for CI) instead of the table");
+  cmd->callback([options, &state] { run_check(*options, state); });
+}
+
+}  // namespace fragscope::cli

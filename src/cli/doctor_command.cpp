@@ -1,0 +1,63 @@
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "diagnose/doctor.h"
+#include "diagnose/doctor_inputs.h"
+#include "report/doctor_report.h"
+#include "util/error.h"
+
+namespace fragscope::cli {
+namespace {
+
+struct DoctorFlags {
+  std::vector<std::string> paths;
+  bool json = false;
+  std::string html;
+  double wait_threshold = 0.10;
+  unsigned threads = 0;
+};
+
+void run_doctor_command(const DoctorFlags& f, RunState& state) {
+  const diagnose::DoctorInputs inputs = diagnose::collect_doctor_inputs(f.paths);
+  diagnose::DoctorOptions options;
+  options.data_wait_threshold = f.wait_threshold;
+  options.threads = f.threads;
+  const diagnose::Diagnosis diagnosis = diagnose::run_doctor(inputs, options);
+  if (!f.html.empty()) {
+    std::ofstream html(f.html, std::ios::binary | std::ios::trunc);
+    if (!html) throw InputError(fmt::format("{}: cannot write the HTML report", f.html));
+    report::write_doctor_html(html, diagnosis);
+    if (!html.flush()) throw InputError(fmt::format("{}: cannot write the HTML report", f.html));
+  }
+  if (f.json) {
+    std::cout << report::doctor_json(diagnosis).dump(1) << '\n';
+  } else {
+    report::write_doctor_text(std::cout, diagnosis);
+  }
+  state.exit_code = diagnose::exit_status(diagnosis.verdict);
+}
+
+}  // namespace
+
+void add_doctor_command(CLI::App& app, RunState& state) {
+  auto flags = std::make_shared<DoctorFlags>();
+  auto* cmd = app.add_subcommand(
+      "doctor", "Diagnose an OOM or a slow run from whatever you have (snapshots, steps.jsonl, memory_stats, "
+                "nvidia-smi CSV, memory_summary, a log with the OOM message): verdict, evidence, ranked actions");
+  cmd->add_option("PATH", flags->paths, "files or folders; each file is recognised by its content")->required();
+  cmd->add_flag("--json", flags->json, "print one JSON object instead of the text report");
+  cmd->add_option("--html", flags->html, "also write a self-contained HTML report to FILE");
+  cmd->add_option("--wait-threshold", flags->wait_threshold,
+                  "steady loader-wait share of step time that makes a run input-bound (default 0.10)")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--threads", flags->threads, "what-if replay threads (default: all cores)")->check(CLI::PositiveNumber);
+  cmd->callback([flags, &state] { run_doctor_command(*flags, state); });
+}
+
+}  // namespace fragscope::cli

@@ -1,0 +1,65 @@
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include "alloc/alloc_config.h"
+#include "cli/capacity_options.h"
+#include "cli/commands.h"
+#include "cli/progress_bar.h"
+#include "replay/prepared_trace.h"
+#include "replay/replay_report.h"
+#include "replay/replay_summary.h"
+#include "snapshot/snapshot_reader.h"
+
+namespace fragscope::cli {
+namespace {
+
+struct ReplayFlags {
+  std::string path;
+  std::optional<std::string> alloc_conf;
+  bool json = false;
+  CapacityFlags device;
+};
+
+void run_replay_command(const ReplayFlags& f, RunState& state) {
+  const replay::CapacityRequest request = f.device.request();
+  if (f.alloc_conf) alloc::parse_alloc_conf(*f.alloc_conf);  // refuse a bad config before reading
+  // The snapshot is dropped once compiled: the replays need only the (smaller) op list.
+  const replay::PreparedTrace trace = [&] {
+    std::optional<ProgressBar> progress;
+    const snapshot::Snapshot snap =
+        snapshot::read_snapshot_file(f.path, [&](std::uint64_t done, std::uint64_t size) {
+          if (!progress) progress.emplace(f.path, size);
+          progress->update(done, size);
+        });
+    return replay::prepare_trace(snap, f.device.device.value_or(replay::busiest_device(snap)),
+                                 f.path);
+  }();
+  const replay::Capacity capacity = replay::resolve_capacity(trace, request);
+  const replay::ReplaySummary summary = replay::summarize_replay(trace, f.alloc_conf, capacity);
+  if (f.json) {
+    std::cout << replay::replay_json(summary).dump(1) << '\n';
+  } else {
+    replay::write_replay_text(std::cout, summary);
+  }
+  state.exit_code = summary.result.oom ? 1 : 0;
+}
+
+}  // namespace
+
+void add_replay_command(CLI::App& app, RunState& state) {
+  auto flags = std::make_shared<ReplayFlags>();
+  auto* cmd = app.add_subcommand(
+      "replay", "Replay a snapshot's allocator trace through a faithful model of PyTorch's "
+                "caching allocator: peaks, retries, OOM, under the recorded or another config");
+  cmd->add_option("SNAPSHOT", flags->path, "torch.cuda.memory._dump_snapshot() file with a trace")
+      ->required();
+  cmd->add_option("--alloc-conf", flags->alloc_conf,
+                  "PYTORCH_CUDA_ALLOC_CONF to replay under (default: the snapshot's own "
+                  "allocator_settings)");
+  cmd->add_flag("--json", flags->json, "print one JSON object instead of the text report");
+  add_capacity_flags(cmd, flags->device);
+  cmd->callback([flags, &state] { run_replay_command(*flags, state); });
+}
+
+}  // namespace fragscope::cli

@@ -1,0 +1,93 @@
+#pragma once
+/// @file acceptance_check.h
+/// @brief Evaluates a canary run's telemetry (all ranks) and optional nvidia-smi traces
+/// against acceptance criteria: one result per rank and criterion, pass / fail / not evaluated.
+///
+/// Definitions (docs/criteria.md explains each with its reasons):
+/// - A *step* is an optimizer step: consecutive train-phase records up to one with
+///   `optimizer_step` true (records without the field are one step each). The first
+///   `warmup_steps` steps are warm-up; *steady* records are the train records after them.
+/// - HBM: max reserved_bytes.all.peak (else .current) over all of a rank's records / device
+///   memory (telemetry device_total_bytes, else the criteria's device_memory_bytes, else
+///   nvidia-smi memory.total).
+/// - Data wait: data_wait_fraction over steady records.
+/// - GPU idle: per GPU of an nvidia-smi trace (≥ kMinTraceSamples samples): share of samples
+///   below kIdleUtilizationPercent within the busy window; without a usable trace, each rank's
+///   data wait stands in.
+/// - OOMs: max num_ooms; retries: num_alloc_retries at the end minus at the start (0 when the
+///   telemetry starts at step 0, as the counter starts with the process).
+/// - Required phases: over all ranks together (rank 0 alone may checkpoint).
+/// - Spreads: (p90 − p10) / median over steady steps' wall time and samples/s (tokens/s when
+///   records have no mbs); at least kMinSpreadSteps steady steps.
+/// A criterion that the data cannot answer is kNotEvaluated with the reason and does not fail
+/// the check; a missing required phase does. Thread-safety: pure functions.
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "diagnose/acceptance_criteria.h"
+#include "snapshot/nvidia_smi_csv.h"
+#include "snapshot/step_telemetry.h"
+
+namespace fragscope::diagnose {
+
+inline constexpr double kIdleUtilizationPercent = 10.0;
+inline constexpr std::size_t kMinTraceSamples = 10;
+inline constexpr std::size_t kMinSpreadSteps = 3;
+
+/// @brief The telemetry of one rank.
+struct RankTelemetry {
+  int rank = 0;
+  std::string source;  ///< file(s) the records came from
+  std::vector<snapshot::StepRecord> records;
+};
+
+/// @brief One telemetry file as read.
+struct TelemetryFile {
+  std::string source;
+  std::vector<snapshot::StepRecord> records;
+};
+
+/// @brief Splits files into ranks: a record's `rank` field, or for records without one, the
+/// file's position among `files` (one file per rank, given in rank order).
+/// @throws InputError when two files hold records of the same rank.
+/// @return ranks in ascending order.
+std::vector<RankTelemetry> group_by_rank(std::vector<TelemetryFile> files);
+
+enum class Verdict { kPass, kFail, kNotEvaluated };
+
+struct CriterionResult {
+  std::string criterion;  ///< the criteria file's key: "max_data_wait_fraction"
+  std::string subject;    ///< "rank 0", "gpu 0 (smi_trace.csv)", "all ranks"
+  std::optional<int> rank;
+  Verdict verdict = Verdict::kNotEvaluated;
+  std::optional<double> measured;  ///< in the criterion's own unit (fraction, count)
+  std::optional<double> limit;
+  std::string measured_text;  ///< for people: "92.8%", "0", "train"
+  std::string limit_text;     ///< "≤ 10.0%", "train, eval, checkpoint"
+  std::string detail;         ///< how it was measured, or why it was not
+};
+
+struct CheckInput {
+  std::vector<RankTelemetry> ranks;
+  std::vector<snapshot::SmiTable> smi;  ///< nvidia-smi readings or traces (may be empty)
+};
+
+struct CheckReport {
+  std::vector<CriterionResult> results;  ///< ranks in order, then GPUs, then run-wide rows
+  std::size_t count(Verdict verdict) const;
+  bool passed() const { return count(Verdict::kFail) == 0; }
+};
+
+/// @brief Evaluates every criterion. REQUIRES: `input.ranks` is not empty.
+CheckReport check_acceptance(const AcceptanceCriteria& criteria, const CheckInput& input);
+
+/// @brief Human name of a criterion key ("max_hbm_fraction" → "HBM peak").
+std::string_view criterion_label(std::string_view criterion);
+
+/// @brief "pass", "FAIL", "not evaluated".
+std::string_view verdict_text(Verdict verdict);
+
+}  // namespace fragscope::diagnose

@@ -1,0 +1,671 @@
+#include "diagnose/doctor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "diagnose/doctor_actions.h"
+#include "diagnose/input_pipeline.h"
+#include "diagnose/oom_call_path.h"
+#include "diagnose/oom_phase.h"
+#include "diagnose/recorded_curve.h"
+#include "diagnose/segment_map_at_event.h"
+#include "diagnose/step_projection.h"
+#include "metrics/segment_map.h"
+#include "replay/capacity.h"
+#include "replay/prepared_trace.h"
+#include "replay/replay_engine.h"
+#include "replay/whatif.h"
+#include "snapshot/nvidia_smi_trace.h"
+#include "snapshot/telemetry_quantiles.h"
+#include "util/bytes.h"
+#include "util/error.h"
+
+namespace fragscope::diagnose {
+namespace {
+
+std::string pct(double fraction) { return fmt::format("{:.1f}%", 100.0 * fraction); }
+
+/// The OOM facts gathered from every input that states one.
+struct OomSignals {
+  std::vector<snapshot::OomMessage> messages;
+  std::vector<std::string> sources;  ///< which inputs say an OOM happened
+  std::optional<int> rank;
+  bool any() const { return !sources.empty(); }
+};
+
+/// The snapshot that holds the OOM (or the longest trace when there was none), on its busiest device.
+struct TraceChoice {
+  const SnapshotInput* replay = nullptr;  ///< the longest trace: counterfactual and timeline
+  const SnapshotInput* map = nullptr;     ///< the one nearest to the OOM moment: segment map
+  int device = 0;
+  std::optional<std::size_t> oom_index;      ///< last `oom` entry in `replay`'s trace
+  std::optional<std::size_t> map_oom_index;  ///< the same entry in `map`'s trace
+};
+
+std::optional<std::size_t> last_oom_index(const snapshot::Snapshot& snap, int device) {
+  const auto trace = snap.trace(device);
+  for (std::size_t i = trace.size(); i-- > 0;)
+    if (trace[i].action == snapshot::TraceAction::kOom) return i;
+  return std::nullopt;
+}
+
+OomSignals gather_oom_signals(const DoctorInputs& in) {
+  OomSignals s;
+  for (const LogInput& log : in.logs) {
+    for (const snapshot::OomMessage& m : log.ooms) {
+      s.messages.push_back(m);
+      if (!s.rank && m.rank) s.rank = m.rank;
+    }
+    s.sources.push_back(fmt::format("the OOM message in {}", log.path));
+  }
+  for (const MemoryStatsInput& st : in.stats) {
+    if (st.stats.num_ooms > 0) {
+      s.sources.push_back(fmt::format("num_ooms = {} in {}", st.stats.num_ooms, st.path));
+      if (!s.rank && st.rank) s.rank = st.rank;
+    }
+  }
+  for (const SummaryInput& su : in.summaries)
+    if (su.summary.num_ooms.value_or(0) > 0)
+      s.sources.push_back(fmt::format("CUDA OOMs: {} in {}", *su.summary.num_ooms, su.path));
+  for (const TelemetryInput& t : in.telemetry)
+    for (const snapshot::StepRecord& r : t.records)
+      if (r.memory_stat("num_ooms").value_or(0) > 0) {
+        s.sources.push_back(fmt::format("num_ooms > 0 at step {} in {}", r.step, t.path));
+        if (!s.rank && t.rank) s.rank = t.rank;
+        break;
+      }
+  for (const SnapshotInput& snap : in.snapshots) {
+    const int device = replay::busiest_device(snap.snapshot);
+    if (const auto index = last_oom_index(snap.snapshot, device)) {
+      s.sources.push_back(fmt::format("the `oom` entry at trace event {} of {}", *index, snap.path));
+      if (!s.rank && snap.rank) s.rank = snap.rank;
+    }
+  }
+  return s;
+}
+
+TraceChoice choose_trace(const DoctorInputs& in, const std::optional<int>& rank, bool oom) {
+  TraceChoice choice;
+  std::vector<const SnapshotInput*> candidates;
+  for (const SnapshotInput& s : in.snapshots)
+    if (!rank || !s.rank || s.rank == rank) candidates.push_back(&s);
+  if (candidates.empty())
+    for (const SnapshotInput& s : in.snapshots) candidates.push_back(&s);
+  std::size_t best_events = 0;
+  std::size_t best_tail = SIZE_MAX;
+  for (const SnapshotInput* s : candidates) {
+    const int device = replay::busiest_device(s->snapshot);
+    const std::size_t events = s->snapshot.trace(device).size();
+    const auto oom_index = last_oom_index(s->snapshot, device);
+    if (oom && !oom_index) continue;
+    if (events > best_events || !choice.replay) {
+      best_events = events;
+      choice.replay = s;
+      choice.device = device;
+      choice.oom_index = oom_index;
+    }
+    const std::size_t tail = oom_index ? events - *oom_index : 0;
+    if (tail < best_tail) {
+      best_tail = tail;
+      choice.map = s;
+      choice.map_oom_index = oom_index;
+    }
+  }
+  if (!choice.replay && !candidates.empty()) {  // an OOM known from elsewhere; no trace holds it
+    choice.replay = candidates.front();
+    choice.map = candidates.front();
+    choice.device = replay::busiest_device(choice.replay->snapshot);
+  }
+  return choice;
+}
+
+const TelemetryInput* choose_telemetry(const DoctorInputs& in, const std::optional<int>& rank) {
+  if (in.telemetry.empty()) return nullptr;
+  for (const TelemetryInput& t : in.telemetry)
+    if (rank && t.rank == rank) return &t;
+  return &in.telemetry.front();
+}
+
+std::vector<snapshot::SmiGpuSummary> smi_summaries(const DoctorInputs& in) {
+  std::vector<snapshot::SmiGpuSummary> all;
+  for (const SmiInput& smi : in.smi)
+    for (const auto& gpu : snapshot::summarize_smi_trace(smi.table)) all.push_back(gpu);
+  return all;
+}
+
+/// The last reading of nvidia-smi (for the blind spot): the GPU of the OOM when known.
+std::optional<snapshot::SmiSample> last_smi_reading(const DoctorInputs& in, std::optional<int> gpu) {
+  std::optional<snapshot::SmiSample> last;
+  for (const SmiInput& smi : in.smi) {
+    if (smi.table.samples.size() > 8 * kMinSmiTraceSamples) continue;  // a long trace is not "at the OOM"
+    for (const snapshot::SmiSample& s : smi.table.samples)
+      if (!gpu || s.gpu == *gpu) last = s;
+  }
+  return last;
+}
+
+void describe_inputs(const DoctorInputs& in, bool oom, Diagnosis& d) {
+  for (const auto& s : in.snapshots) d.inputs_used.push_back("snapshot: " + s.path);
+  for (const auto& t : in.telemetry) d.inputs_used.push_back(fmt::format("telemetry ({} steps): {}", t.records.size(), t.path));
+  for (const auto& s : in.stats) d.inputs_used.push_back("memory_stats: " + s.path);
+  for (const auto& s : in.smi) d.inputs_used.push_back(fmt::format("nvidia-smi ({} samples): {}", s.table.samples.size(), s.path));
+  for (const auto& s : in.summaries) d.inputs_used.push_back("memory_summary: " + s.path);
+  for (const auto& l : in.logs) d.inputs_used.push_back(fmt::format("log ({} OOM message{}): {}", l.ooms.size(), l.ooms.size() == 1 ? "" : "s", l.path));
+  for (const auto& u : in.unrecognised) d.inputs_used.push_back("not recognised, ignored: " + u);
+  if (in.snapshots.empty())
+    d.inputs_missing.push_back("a snapshot with history (torch.cuda.memory._record_memory_history(stacks=\"python\") + "
+                               "_dump_snapshot): the counterfactual replay, the what-if table, the segment map and the phase from call stacks");
+  if (in.telemetry.empty())
+    d.inputs_missing.push_back("step telemetry (steps.jsonl from the fragscope hook): the data-wait share and the failing "
+                               "step's projected peak");
+  if (in.logs.empty() && oom)
+    d.inputs_missing.push_back("the training log with the OOM message: the request and the driver's free memory as PyTorch reported them");
+  if (in.stats.empty())
+    d.inputs_missing.push_back("torch.cuda.memory_stats() as JSON: peaks, cudaMalloc retries and the OOM count");
+  if (in.smi.empty())
+    d.inputs_missing.push_back("nvidia-smi CSV: what the driver showed (the blind spot); sampled with -lms 100, the GPU's idle time");
+  if (in.summaries.empty())
+    d.inputs_missing.push_back("torch.cuda.memory_summary(): a cross-check of the memory_stats figures");
+}
+
+std::uint64_t telemetry_max(const std::vector<snapshot::StepRecord>& records, std::string_view key) {
+  std::int64_t best = 0;
+  for (const auto& r : records) best = std::max(best, r.memory_stat(key).value_or(0));
+  return static_cast<std::uint64_t>(best);
+}
+
+void collect_ranks(const DoctorInputs& in, const OomSignals& oom, Diagnosis& d) {
+  std::map<int, RankFacts> ranks;
+  auto at = [&](std::optional<int> rank) -> RankFacts& {
+    const int r = rank.value_or(0);
+    RankFacts& f = ranks[r];
+    f.rank = r;
+    return f;
+  };
+  for (const auto& t : in.telemetry) {
+    RankFacts& f = at(t.rank);
+    f.data_wait_fraction = snapshot::data_wait_fraction(t.records);
+    if (const auto v = telemetry_max(t.records, "reserved_bytes.all.peak")) f.peak_reserved_bytes = std::max(f.peak_reserved_bytes.value_or(0), v);
+    if (const auto v = telemetry_max(t.records, "allocated_bytes.all.peak")) f.peak_allocated_bytes = std::max(f.peak_allocated_bytes.value_or(0), v);
+    f.sources.push_back(t.path);
+  }
+  for (const auto& s : in.stats) {
+    RankFacts& f = at(s.rank);
+    f.peak_reserved_bytes = std::max<std::uint64_t>(f.peak_reserved_bytes.value_or(0), s.stats.reserved_bytes.all.peak);
+    f.peak_allocated_bytes = std::max<std::uint64_t>(f.peak_allocated_bytes.value_or(0), s.stats.allocated_bytes.all.peak);
+    f.oom |= s.stats.num_ooms > 0;
+    f.sources.push_back(s.path);
+  }
+  for (const auto& s : in.snapshots) {
+    RankFacts& f = at(s.rank);
+    f.oom |= last_oom_index(s.snapshot, replay::busiest_device(s.snapshot)).has_value();
+    f.sources.push_back(s.path);
+  }
+  for (const auto& m : oom.messages) at(m.rank).oom = true;
+  for (auto& [rank, facts] : ranks) d.ranks.push_back(facts);
+}
+
+/// The worst rank (the one that ran out of memory, else `waiting` — the most input-bound —,
+/// else the highest reserved peak) and the spread across ranks, when there are several.
+void describe_rank_spread(Diagnosis& d, std::optional<int> waiting) {
+  if (d.ranks.size() < 2) return;
+  auto worst = std::max_element(d.ranks.begin(), d.ranks.end(), [](const RankFacts& a, const RankFacts& b) {
+    if (a.oom != b.oom) return !a.oom;
+    return a.peak_reserved_bytes.value_or(0) < b.peak_reserved_bytes.value_or(0);
+  });
+  if (!worst->oom && waiting)
+    worst = std::find_if(d.ranks.begin(), d.ranks.end(), [&](const RankFacts& r) { return r.rank == *waiting; });
+  d.worst_rank = worst->rank;
+  std::uint64_t lo = UINT64_MAX, hi = 0;
+  double wlo = 2, whi = -1;
+  for (const RankFacts& f : d.ranks) {
+    if (f.peak_reserved_bytes) {
+      lo = std::min(lo, *f.peak_reserved_bytes);
+      hi = std::max(hi, *f.peak_reserved_bytes);
+    }
+    if (f.data_wait_fraction) {
+      wlo = std::min(wlo, *f.data_wait_fraction);
+      whi = std::max(whi, *f.data_wait_fraction);
+    }
+  }
+  std::string spread = fmt::format("{} ranks; worst rank {}{}", d.ranks.size(), worst->rank, worst->oom ? " (ran out of memory)" : "");
+  if (hi > 0) spread += fmt::format("; peak reserved {} – {} (spread {})", format_bytes(lo), format_bytes(hi), format_bytes(hi - lo));
+  if (whi >= 0) spread += fmt::format("; data wait {} – {}", pct(wlo), pct(whi));
+  d.rank_spread = spread;
+}
+
+void add(Diagnosis& d, std::string key, std::string text) { d.evidence.push_back({std::move(key), std::move(text)}); }
+
+void fill_whatif(const replay::WhatIfReport& report, Diagnosis& d) {
+  for (const replay::WhatIfRow& row : report.rows) {
+    WhatIfLine line;
+    line.conf = row.config.conf;
+    line.recorded = row.config.recorded;
+    line.peak_reserved_bytes = row.unlimited.stats.peak_reserved_bytes;
+    if (row.at_capacity) {
+      line.passes_oom_point = row.at_capacity->passed_recorded_oom || !row.at_capacity->oom;
+      line.fits = !row.at_capacity->oom && !row.at_capacity->passed_recorded_oom;  // ran the whole trace
+    }
+    d.whatif.push_back(std::move(line));
+  }
+  d.ideal_peak_bytes = report.ideal.stats.peak_allocated_bytes;
+  if (report.recommended) d.recommended_conf = report.rows[*report.recommended].config.conf;
+}
+
+/// The context the OOM message, the trace and nvidia-smi give about the moment of the OOM.
+OomContext build_oom_context(const DoctorInputs& in, const OomSignals& oom, const TraceChoice& trace,
+                             const RecordedCurve& curve, Diagnosis& d) {
+  OomContext c;
+  c.rank = oom.rank;
+  const snapshot::OomMessage* message = nullptr;
+  for (const auto& m : oom.messages)
+    if (!oom.rank || m.rank == oom.rank) {
+      message = &m;
+      break;
+    }
+  if (trace.replay && trace.oom_index) {
+    const auto& e = trace.replay->snapshot.trace(trace.device)[*trace.oom_index];
+    c.trace_index = trace.oom_index;
+    c.request_bytes = e.size;
+    c.driver_free_bytes = e.addr;
+    c.reserved_bytes = curve.reserved[*trace.oom_index];
+    c.allocated_bytes = curve.allocated[*trace.oom_index];
+    c.reserved_unallocated = *c.reserved_bytes - std::min(*c.reserved_bytes, *c.allocated_bytes);
+  }
+  if (message) {
+    if (message->tried_to_allocate && c.request_bytes == 0) c.request_bytes = *message->tried_to_allocate;
+    if (message->free && !c.driver_free_bytes) c.driver_free_bytes = message->free;
+    if (message->allocated_by_pytorch) c.allocated_bytes = message->allocated_by_pytorch;
+    if (message->reserved_by_pytorch) c.reserved_bytes = message->reserved_by_pytorch;
+    if (message->reserved_unallocated) c.reserved_unallocated = message->reserved_unallocated;
+    if (message->total_capacity) c.smi_total_bytes = message->total_capacity;
+  }
+  if (!d.segment_map.empty() && d.segment_map_at_oom) {
+    std::uint64_t largest = 0;
+    for (const auto& row : d.segment_map) largest = std::max(largest, row.largest_free);
+    c.largest_free_block = largest;
+  }
+  if (const auto smi = last_smi_reading(in, message && message->gpu ? message->gpu : std::nullopt)) {
+    c.smi_used_bytes = smi->memory_used;
+    if (smi->memory_total) c.smi_total_bytes = smi->memory_total;
+  }
+  return c;
+}
+
+/// Optimizer.step annotations (PyTorch records them around torch.optim steps) ended before the OOM.
+std::optional<std::size_t> optimizer_steps_before(const snapshot::Snapshot& snap, int device, std::size_t oom_index) {
+  const std::int64_t time = snap.trace(device)[oom_index].time_us;
+  std::size_t ends = 0;
+  bool any = false;
+  for (const snapshot::Annotation& a : snap.annotations) {
+    if (a.device != device) continue;
+    std::string_view stage, name;
+    for (const auto& [key, value] : a.fields) {
+      if (snap.strings.view(key) == "stage") stage = snap.strings.view(value);
+      if (snap.strings.view(key) == "name") name = snap.strings.view(value);
+    }
+    if (!name.starts_with("Optimizer.step")) continue;
+    any = true;
+    if (stage == "END" && a.time_us <= time) ++ends;
+  }
+  if (!any) return std::nullopt;
+  return ends;
+}
+
+std::string blind_spot_line(const OomContext& c) {
+  std::string line;
+  if (c.smi_used_bytes && c.smi_total_bytes)
+    line += fmt::format("nvidia-smi shows {} of {} in use; ", format_bytes(*c.smi_used_bytes), format_bytes(*c.smi_total_bytes));
+  if (c.driver_free_bytes) line += fmt::format("the driver reports {} free", format_bytes(*c.driver_free_bytes));
+  if (c.reserved_unallocated)
+    line += fmt::format("{}PyTorch holds {} reserved but unallocated", line.empty() ? "" : " and ", format_bytes(*c.reserved_unallocated));
+  if (c.largest_free_block) line += fmt::format("; the largest free block is {}", format_bytes(*c.largest_free_block));
+  if (c.request_bytes > 0) line += fmt::format("{}the request was {}", line.empty() ? "" : "; ", format_bytes(c.request_bytes));
+  return line;
+}
+
+/// Decides an OOM with a replayable trace. Returns the verdict and fills evidence / context.
+Verdict judge_oom_with_trace(const TraceChoice& trace, const TelemetryInput* telemetry, const RecordedCurve& curve,
+                             const DoctorOptions& options, Diagnosis& d) {
+  const snapshot::Snapshot& snap = trace.replay->snapshot;
+  const std::size_t oom_index = *trace.oom_index;
+  const replay::PreparedTrace prepared = replay::prepare_trace(snap, trace.device, trace.replay->path);
+  const replay::Capacity capacity = replay::resolve_capacity(prepared, {});
+  d.capacity_bytes = capacity.bytes;
+  d.capacity_source = capacity.source;
+
+  replay::WhatIfOptions whatif_options;
+  whatif_options.threads = options.threads;
+  const auto configs = replay::standard_sweep(prepared, capacity.allowed_maximum.has_value());
+  const replay::WhatIfReport report = replay::run_whatif(prepared, configs, capacity, whatif_options);
+  fill_whatif(report, d);
+
+  replay::ReplayOptions ideal_options;
+  ideal_options.capacity = capacity.bytes;
+  ideal_options.allowed_memory_maximum = capacity.allowed_maximum;
+  ideal_options.device_total_memory = capacity.device_total;
+  ideal_options.timeline_points = 0;
+  const replay::ReplayResult ideal = replay::run_replay(prepared, replay::ModelKind::kIdeal, prepared.recorded_config, ideal_options);
+  const std::uint64_t request = d.oom_context->request_bytes;
+  const std::uint64_t cap = capacity.bytes.value_or(0);
+
+  const WhatIfLine* recorded = nullptr;
+  const WhatIfLine* best = nullptr;
+  for (const WhatIfLine& line : d.whatif) {
+    if (line.recorded) recorded = &line;
+    if (!best && line.passes_oom_point.value_or(false)) best = &line;
+  }
+  if (!d.recommended_conf.empty() || best) {
+    if (d.recommended_conf.empty() && best) d.recommended_conf = best->conf;
+  }
+  add(d, "capacity", fmt::format("capacity {}: {}", format_bytes(cap), capacity.source));
+  if (recorded)
+    add(d, "replay_recorded", fmt::format("replaying the trace under the recorded config ({}) at {} {} at the recorded OOM (event {})",
+                                          recorded->conf.empty() ? "defaults" : recorded->conf, format_bytes(cap),
+                                          recorded->passes_oom_point.value_or(false) ? "does NOT fail" : "fails as the real run did", oom_index));
+
+  const std::span<const snapshot::StepRecord> steps =
+      telemetry ? std::span<const snapshot::StepRecord>(telemetry->records) : std::span<const snapshot::StepRecord>();
+  std::vector<double> step_ms;
+  for (const auto& r : steps) step_ms.push_back(r.step_time_or_sum_ms());
+  const OomCallPath call_path = analyze_oom_call_path(snap, trace.device, oom_index, snapshot::quantile(step_ms, 0.5));
+  const OomPhase phase = decide_oom_phase(&snap, trace.device, oom_index, &call_path, steps);
+  d.phase = phase.phase;
+  d.phase_source = phase.source;
+  add(d, "phase", fmt::format("phase {}: {}", phase.phase, phase.source));
+  if (const auto done = optimizer_steps_before(snap, trace.device, oom_index); done && !steps.empty()) {
+    const auto recorded = std::count_if(steps.begin(), steps.end(), [](const auto& r) { return r.optimizer_step.value_or(true); });
+    if (*done > static_cast<std::size_t>(recorded))
+      add(d, "optimizer_steps", fmt::format("the trace holds {} completed optimizer steps, the telemetry records {}: the step after "
+                                            "the last record finished its training work before the OOM", *done, recorded));
+  }
+  if (call_path.has_stack) add(d, "call_site", fmt::format("the failing malloc was called from {} (statement {})", call_path.innermost, call_path.statement));
+
+  if (ideal.oom && ideal.oom_matches_recorded) {
+    add(d, "ideal_packer", fmt::format("even the ideal packer (live bytes packed with no gaps) cannot serve the {} request at event {}: "
+                                       "live bytes + request exceed {}", format_bytes(request), oom_index, format_bytes(cap)));
+    d.projection.unavailable_reason = "not needed: the failing malloc alone does not fit";
+    return Verdict::kCapacity;
+  }
+  add(d, "ideal_packer", fmt::format("the ideal packer serves the failing {} request at {}: {} live + the request = {}",
+                                     format_bytes(request), format_bytes(cap), format_bytes(curve.allocated[oom_index]),
+                                     format_bytes(curve.allocated[oom_index] + request)));
+  if (best)
+    add(d, "replay_best", fmt::format("PYTORCH_CUDA_ALLOC_CONF={} passes the recorded OOM point at the same {} (peak reserved {} without a limit)",
+                                      best->conf.empty() ? "\"\"" : best->conf, format_bytes(cap), format_bytes(best->peak_reserved_bytes)));
+  else
+    add(d, "replay_best", fmt::format("no allocator config of the sweep ({} configs) passes the recorded OOM point at {}", d.whatif.size(), format_bytes(cap)));
+
+  d.projection = telemetry && phase.repeats_step
+                     ? project_failing_step(snap, trace.device, curve, oom_index, request, telemetry->records)
+                     : StepProjection{};
+  if (phase.repeats_step && d.projection.different_pass) {
+    d.phase = call_path.model_forward && !call_path.optimizer ? "eval" : "unknown";
+    d.phase_source = "the failing pass shares no call stack with the recorded training steps";
+    add(d, "phase", fmt::format("phase {}: {}", d.phase, d.phase_source));
+  }
+  if (!phase.repeats_step || d.projection.different_pass) {
+    const std::int64_t after = steps.empty() ? -1 : steps.back().step;
+    d.trigger = d.phase == "optimizer" ? "an optimizer step allocating its state"
+                : d.phase == "checkpoint" ? "a checkpoint save"
+                : d.phase == "eval" ? fmt::format("an eval pass ({}){}", call_path.statement,
+                                                  after >= 0 ? fmt::format(" after the last recorded step ({})", after) : "")
+                                    : fmt::format("a pass the recorded steps never ran ({})", call_path.statement);
+    d.projection.available = false;
+    d.projection.unavailable_reason = fmt::format("the {} phase's peak is not in the trace: the recorded training steps "
+                                                  "say nothing about it", d.phase);
+    add(d, "undecidable", fmt::format("the OOM is in {}; the trace ends at its failing malloc, so its peak is unknown. "
+                                      "That the failing malloc would fit proves nothing about the rest of the pass",
+                                      d.trigger));
+    d.decide_with = {
+        fmt::format("a snapshot across the whole {} phase: record history through it and dump from the OOM observer "
+                    "(torch._C._cuda_attach_out_of_memory_observer), or run the phase alone with history on", d.phase),
+        "the job spec (model, batch, sequence length) for `fragscope plan`, which computes the phase's peak",
+        fmt::format("one rerun of the {} phase with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True at the same memory: "
+                    "if it still fails, the verdict is capacity", d.phase)};
+    return Verdict::kUndetermined;
+  }
+
+  if (!telemetry) d.projection.unavailable_reason = "no step telemetry: the failing step's tokens and static memory are unknown";
+  const StepProjection& p = d.projection;
+  if (!p.available) {
+    add(d, "projection", "no projection of the failing step's peak: " + p.unavailable_reason);
+    d.trigger = "a training step";
+    d.decide_with = {"step telemetry (steps.jsonl from the fragscope hook) of the failing rank, so the failing step's peak "
+                     "can be projected from the recorded steps",
+                     "one rerun with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True at the same memory"};
+    return Verdict::kUndetermined;
+  }
+  std::int64_t max_tokens = 0;
+  for (const auto& r : steps)
+    if (const auto t = record_tokens(r)) max_tokens = std::max(max_tokens, *t);
+  if (p.failing_tokens && max_tokens > 0 && *p.failing_tokens > max_tokens)
+    d.trigger = fmt::format("the longest batch of the run so far: step {} has {} tokens, {:.2f}× the largest recorded step ({} tokens)",
+                            p.failing_step.value_or(0), *p.failing_tokens,
+                            static_cast<double>(*p.failing_tokens) / static_cast<double>(max_tokens), max_tokens);
+  else
+    d.trigger = fmt::format("training step {}", p.failing_step.value_or(0));
+  add(d, "projection",
+      fmt::format("projected peak of step {}: {} = {} static + {} activations of reference step {} scaled ×{:.3f}{} + {} that do not scale",
+                  p.failing_step.value_or(0), format_bytes(p.projected_peak_bytes), format_bytes(p.static_bytes),
+                  format_bytes(p.reference_transient_bytes - p.reference_constant_bytes), p.reference_step.value_or(0),
+                  p.token_ratio,
+                  p.failing_tokens && p.reference_tokens ? fmt::format(" ({} → {} tokens)", *p.reference_tokens, *p.failing_tokens) : "",
+                  format_bytes(p.reference_constant_bytes)));
+  if (p.projected_peak_bytes > cap) {
+    add(d, "projection_vs_capacity", fmt::format("the step needs about {} of live memory even with perfect packing; the device gives {} — "
+                                                 "short by {}", format_bytes(p.projected_peak_bytes), format_bytes(cap),
+                                                 format_bytes(p.projected_peak_bytes - cap)));
+    return Verdict::kCapacity;
+  }
+  add(d, "projection_vs_capacity", fmt::format("the step's projected peak {} fits in {} ({} to spare with perfect packing)",
+                                               format_bytes(p.projected_peak_bytes), format_bytes(cap), format_bytes(cap - p.projected_peak_bytes)));
+  if (!best) return Verdict::kCapacity;
+  return Verdict::kFragmentation;
+}
+
+/// An OOM known only from messages / stats: decide what the numbers can prove.
+Verdict judge_oom_without_trace(Diagnosis& d) {
+  const OomContext& c = *d.oom_context;
+  d.phase = "unknown";
+  d.phase_source = "no trace with call stacks and no telemetry phase";
+  if (c.driver_free_bytes && c.reserved_unallocated &&
+      c.request_bytes > *c.driver_free_bytes + *c.reserved_unallocated) {
+    add(d, "request_vs_free", fmt::format("the request ({}) exceeds the driver's free memory plus everything PyTorch had cached ({} + {}): "
+                                          "no allocator setting can serve it", format_bytes(c.request_bytes),
+                                          format_bytes(*c.driver_free_bytes), format_bytes(*c.reserved_unallocated)));
+    return Verdict::kCapacity;
+  }
+  add(d, "undecidable", "without a trace the doctor cannot replay the run or project the failing step");
+  d.decide_with = {"a snapshot with history of the failing rank (_record_memory_history(stacks=\"python\") before training; "
+                   "_dump_snapshot in the except handler)",
+                   "step telemetry (steps.jsonl) of the failing rank",
+                   "one rerun with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True at the same memory"};
+  return Verdict::kUndetermined;
+}
+
+void judge_healthy(const DoctorInputs& in, const InputPipelineFindings& pipeline, const TraceChoice& trace,
+                   const RecordedCurve& curve, Diagnosis& d) {
+  std::uint64_t peak_reserved = 0, peak_allocated = 0;
+  std::int64_t retries = -1;
+  for (const auto& s : in.stats) {
+    peak_reserved = std::max<std::uint64_t>(peak_reserved, s.stats.reserved_bytes.all.peak);
+    peak_allocated = std::max<std::uint64_t>(peak_allocated, s.stats.allocated_bytes.all.peak);
+    retries = std::max(retries, s.stats.num_alloc_retries);
+  }
+  for (const auto& t : in.telemetry) {
+    peak_reserved = std::max(peak_reserved, telemetry_max(t.records, "reserved_bytes.all.peak"));
+    peak_allocated = std::max(peak_allocated, telemetry_max(t.records, "allocated_bytes.all.peak"));
+    retries = std::max<std::int64_t>(retries, static_cast<std::int64_t>(telemetry_max(t.records, "num_alloc_retries")));
+  }
+  if (trace.replay && !curve.reserved.empty()) {
+    peak_reserved = std::max(peak_reserved, *std::max_element(curve.reserved.begin(), curve.reserved.end()));
+    peak_allocated = std::max(peak_allocated, *std::max_element(curve.allocated.begin(), curve.allocated.end()));
+  }
+  d.healthy.push_back("no out-of-memory error in any input");
+  if (retries >= 0)
+    d.healthy.push_back(retries == 0 ? "0 cudaMalloc retries: the cache never had to be flushed to make room"
+                                     : fmt::format("{} cudaMalloc retries: the cache was flushed {} times to make room — memory is tight", retries, retries));
+  if (peak_reserved > 0) {
+    std::string line = fmt::format("peak reserved {} for peak allocated {}", format_bytes(peak_reserved), format_bytes(peak_allocated));
+    if (peak_reserved >= peak_allocated)
+      line += fmt::format(" ({} of cache above the live peak)", format_bytes(peak_reserved - peak_allocated));
+    d.healthy.push_back(line);
+  }
+  std::optional<std::uint64_t> total;
+  for (const SmiInput& smi : in.smi)
+    for (const auto& s : smi.table.samples)
+      if (s.memory_total) total = std::max(total.value_or(0), *s.memory_total);
+  if (total && peak_reserved > 0 && *total > peak_reserved)
+    d.healthy.push_back(fmt::format("margin: the device has {}; the peak reserved leaves {} ({} of the card)", format_bytes(*total),
+                                    format_bytes(*total - peak_reserved), pct(static_cast<double>(*total - peak_reserved) / static_cast<double>(*total))));
+  if (pipeline.steady_wait_fraction)
+    d.healthy.push_back(fmt::format("the GPU rarely waits for data: {} of step time in the loader at steady state", pct(*pipeline.steady_wait_fraction)));
+  if (!d.recommended_conf.empty() && !d.whatif.empty()) {
+    const WhatIfLine* recorded = nullptr;
+    const WhatIfLine* best = nullptr;
+    for (const auto& w : d.whatif) {
+      if (w.recorded) recorded = &w;
+      if (w.conf == d.recommended_conf) best = &w;
+    }
+    if (recorded && best && best->peak_reserved_bytes < recorded->peak_reserved_bytes)
+      d.healthy.push_back(fmt::format("headroom available: PYTORCH_CUDA_ALLOC_CONF={} would have peaked at {} reserved instead of {}",
+                                      best->conf, format_bytes(best->peak_reserved_bytes), format_bytes(recorded->peak_reserved_bytes)));
+  }
+}
+
+}  // namespace
+
+Diagnosis run_doctor(const DoctorInputs& in, const DoctorOptions& options) {
+  if (!in.any()) {
+    const std::string what = in.unrecognised.empty() ? std::string("no files given")
+                                                     : fmt::format("{} file(s), none recognised (first: {})", in.unrecognised.size(), in.unrecognised.front());
+    throw InputError("doctor: no usable input: " + what +
+                     "; give snapshots, steps.jsonl, memory_stats JSON, nvidia-smi CSV, memory_summary text or a log with the OOM message");
+  }
+  Diagnosis d;
+  const OomSignals oom = gather_oom_signals(in);
+  d.oom = oom.any();
+  describe_inputs(in, d.oom, d);
+  collect_ranks(in, oom, d);
+
+  std::optional<int> focus_rank = oom.rank;
+  if (!focus_rank)
+    for (const RankFacts& r : d.ranks)
+      if (r.oom) focus_rank = r.rank;
+  const TraceChoice trace = choose_trace(in, focus_rank, d.oom);
+  const TelemetryInput* telemetry = choose_telemetry(in, focus_rank);
+  const auto smi = smi_summaries(in);
+  InputPipelineOptions pipeline_options;
+  pipeline_options.wait_threshold = options.data_wait_threshold;
+  InputPipelineFindings pipeline =
+      telemetry ? analyze_input_pipeline(telemetry->records, smi, pipeline_options) : analyze_input_pipeline({}, smi, pipeline_options);
+  std::optional<int> waiting_rank;
+  if (!d.oom) {  // without an OOM, the rank that waits longest for data decides
+    for (const TelemetryInput& t : in.telemetry) {
+      InputPipelineFindings other = analyze_input_pipeline(t.records, smi, pipeline_options);
+      if (other.steady_wait_fraction.value_or(0) > pipeline.steady_wait_fraction.value_or(0)) {
+        pipeline = std::move(other);
+        if (pipeline.input_bound) waiting_rank = t.rank.value_or(0);
+      }
+    }
+  }
+  if (telemetry) {
+    std::vector<snapshot::StepRecord> all;
+    for (const auto& t : in.telemetry) all.insert(all.end(), t.records.begin(), t.records.end());
+    d.data_wait_fraction = snapshot::data_wait_fraction(all);
+    d.steady_data_wait_fraction = pipeline.steady_wait_fraction;
+  }
+  d.gpu_idle_fraction = pipeline.gpu_idle_fraction;
+  describe_rank_spread(d, waiting_rank);
+  const TelemetryInput* shown = waiting_rank ? choose_telemetry(in, waiting_rank) : telemetry;
+  if (shown)
+    for (const snapshot::StepRecord& r : shown->records) d.step_times.push_back({r.step, r.data_wait_ms, r.compute_ms});
+
+  RecordedCurve curve;
+  if (trace.replay) {
+    curve = walk_recorded_curve(trace.replay->snapshot, trace.device);
+    for (const CurvePoint& p : downsample_curve(curve, options.timeline_points))
+      d.timeline.push_back({p.trace_index, p.reserved, p.allocated});
+    d.timeline_oom_index = trace.oom_index;
+  }
+  if (trace.map) {
+    const int device = replay::busiest_device(trace.map->snapshot);
+    d.segment_map_at_oom = trace.map_oom_index.has_value();
+    d.segment_map = d.segment_map_at_oom ? segment_map_at_event(trace.map->snapshot, device, *trace.map_oom_index)
+                                         : metrics::build_segment_map(trace.map->snapshot, device);
+  }
+
+  if (d.oom) {
+    for (const std::string& source : oom.sources) add(d, "oom", "out of memory: " + source);
+    d.oom_context = build_oom_context(in, oom, trace, curve, d);
+    if (trace.replay && trace.oom_index) {
+      d.verdict = judge_oom_with_trace(trace, telemetry, curve, options, d);
+    } else {
+      if (!d.oom_context->reserved_bytes || !d.oom_context->driver_free_bytes) {
+        // no trace, no message figures: nothing to measure the capacity with
+      } else {
+        d.capacity_bytes = *d.oom_context->reserved_bytes + *d.oom_context->driver_free_bytes;
+        d.capacity_source = "the OOM message: reserved by PyTorch + free on the device";
+      }
+      d.verdict = judge_oom_without_trace(d);
+    }
+    if (const std::string line = blind_spot_line(*d.oom_context); !line.empty()) add(d, "blind_spot", line);
+  } else {
+    d.phase = "train";
+    d.phase_source = "no OOM; the telemetry covers the training steps";
+    if (trace.replay && !trace.replay->snapshot.trace(trace.device).empty()) {
+      const replay::PreparedTrace prepared = replay::prepare_trace(trace.replay->snapshot, trace.device, trace.replay->path);
+      const replay::Capacity capacity = replay::resolve_capacity(prepared, {});
+      replay::WhatIfOptions whatif_options;
+      whatif_options.threads = options.threads;
+      fill_whatif(replay::run_whatif(prepared, replay::standard_sweep(prepared, capacity.allowed_maximum.has_value()),
+                                     capacity, whatif_options), d);
+    }
+    if (pipeline.data_wait_fraction)
+      add(d, "data_wait_fraction", fmt::format("data wait {} of step time over {} steps ({} without the first step, whose {:.0f} ms "
+                                               "wait is the loader starting up)", pct(*pipeline.data_wait_fraction), pipeline.steps,
+                                               pct(pipeline.steady_wait_fraction.value_or(0)), pipeline.first_wait_ms.value_or(0)));
+    if (pipeline.gpu_idle_fraction)
+      add(d, "gpu_idle", fmt::format("nvidia-smi trace: the GPU is idle (utilization below 10%) in {} of the samples while the job runs, "
+                                     "mean utilization {:.0f}%", pct(*pipeline.gpu_idle_fraction), pipeline.gpu_utilization_mean.value_or(0)));
+    if (pipeline.input_bound) {
+      d.verdict = Verdict::kInputBound;
+      add(d, "input_bound", fmt::format("steady-state data wait {} ≥ the {} threshold: median step waits {:.1f} ms for data and computes {:.1f} ms",
+                                        pct(*pipeline.steady_wait_fraction), pct(options.data_wait_threshold),
+                                        pipeline.median_wait_ms.value_or(0), pipeline.median_compute_ms.value_or(0)));
+    } else {
+      d.verdict = Verdict::kOk;
+      judge_healthy(in, pipeline, trace, curve, d);
+    }
+  }
+
+  switch (d.verdict) {
+    case Verdict::kCapacity:
+      d.headline = fmt::format("The job needs more memory than the device gives it{}; no allocator setting fixes it.",
+                               d.phase.empty() || d.phase == "unknown" ? "" : " in its " + d.phase + " phase");
+      break;
+    case Verdict::kFragmentation:
+      d.headline = "The memory was there but not in one piece: an allocator setting would have run it.";
+      break;
+    case Verdict::kInputBound:
+      d.headline = "The GPU waits for data: the input pipeline, not the GPU, limits the run.";
+      break;
+    case Verdict::kUndetermined:
+      d.headline = d.phase == "unknown" || d.phase.empty()
+                       ? "The data cannot decide why the run ran out of memory; see what would decide it."
+                       : fmt::format("The data cannot decide why the {} phase ran out of memory; see what would decide it.", d.phase);
+      break;
+    case Verdict::kOk:
+      d.headline = "Nothing wrong: no OOM and the GPU is not waiting for data.";
+      break;
+  }
+  rank_actions(d);
+  return d;
+}
+
+}  // namespace fragscope::diagnose

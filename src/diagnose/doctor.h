@@ -1,0 +1,36 @@
+#pragma once
+/// @file doctor.h
+/// @brief `fragscope doctor`: from whatever artifacts a team has, one verdict with the evidence
+/// that decided it, the context, and ranked actions. docs/doctor.md explains the rules.
+///
+/// How an OOM is judged (never by "reserved-but-unallocated is large"):
+/// 1. the trace's counterfactual replay at the same capacity (reserved at the OOM + the
+///    driver's free bytes): if even the ideal packer cannot serve the failing malloc, the job
+///    needs more memory than the device has → capacity;
+/// 2. the phase (oom_phase.h): a pass the recorded steps never ran (an eval, a checkpoint, the
+///    first optimizer step) cannot be projected from them → undetermined, with what would
+///    decide it;
+/// 3. the projection of the failing step's peak (step_projection.h): above the capacity →
+///    capacity; within it, and some allocator config serves the failing malloc in the replay
+///    → fragmentation; no config serves it → capacity.
+/// Without an OOM: the steady loader-wait share at or above the threshold → input_bound, else ok.
+/// Thread-safety: run_doctor runs the what-if sweep on `threads` threads; call it from one.
+
+#include <cstddef>
+
+#include "diagnose/diagnosis.h"
+#include "diagnose/doctor_inputs.h"
+
+namespace fragscope::diagnose {
+
+struct DoctorOptions {
+  double data_wait_threshold = 0.10;  ///< steady loader-wait share that makes a run input-bound
+  unsigned threads = 0;               ///< what-if sweep threads; 0 = all cores
+  std::size_t timeline_points = 400;  ///< points of the recorded reserved/allocated curve
+};
+
+/// @brief Diagnoses `inputs`.
+/// @throws InputError when nothing usable was given, or a snapshot's trace cannot be replayed.
+Diagnosis run_doctor(const DoctorInputs& inputs, const DoctorOptions& options = {});
+
+}  // namespace fragscope::diagnose

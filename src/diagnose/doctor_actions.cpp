@@ -1,0 +1,160 @@
+#include "diagnose/doctor_actions.h"
+
+#include <fmt/format.h>
+
+#include "util/bytes.h"
+
+namespace fragscope::diagnose {
+namespace {
+
+std::string pct(double fraction) { return fmt::format("{:.0f}%", 100.0 * fraction); }
+
+const WhatIfLine* line_for(const Diagnosis& d, const std::string& conf) {
+  for (const WhatIfLine& line : d.whatif)
+    if (line.conf == conf) return &line;
+  return nullptr;
+}
+
+const WhatIfLine* recorded_line(const Diagnosis& d) {
+  for (const WhatIfLine& line : d.whatif)
+    if (line.recorded) return &line;
+  return nullptr;
+}
+
+void never_buy_or_slice(Diagnosis& d, const std::string& why) {
+  d.do_not.push_back({"Do not enable MIG", "", "a MIG slice gives each process a fraction of the GPU's memory, never more: "
+                      "every OOM gets closer, none goes away", false});
+  d.do_not.push_back({"Do not buy more GPUs for this", "", why, false});
+}
+
+void memory_reduction_actions(Diagnosis& d, bool sufficient) {
+  const StepProjection& p = d.projection;
+  const std::uint64_t cap = d.capacity_bytes.value_or(0);
+  const std::uint64_t activations = p.available && p.projected_peak_bytes > p.static_bytes ? p.projected_peak_bytes - p.static_bytes : 0;
+  std::string shortfall = p.available && cap > 0 && p.projected_peak_bytes > cap
+                              ? fmt::format("the step needs {} where the device gives {}; {} of it is activations that scale with tokens",
+                                            format_bytes(p.projected_peak_bytes), format_bytes(cap), format_bytes(activations))
+                              : "activation memory grows with the tokens of a micro-step";
+  d.actions.push_back({"Turn on activation checkpointing", "model.gradient_checkpointing_enable()  # or torch.utils.checkpoint per block",
+                       shortfall + "; checkpointing keeps one activation per layer boundary instead of all of them", sufficient});
+  std::string halve = "halving the micro-batch halves the activation part of the peak";
+  if (p.available && cap > 0) {
+    const std::uint64_t halved = p.static_bytes + activations / 2;
+    halve = fmt::format("halving the micro-batch brings the projected peak from {} to about {} ({} the {} capacity)",
+                        format_bytes(p.projected_peak_bytes), format_bytes(halved), halved <= cap ? "within" : "still above",
+                        format_bytes(cap));
+  }
+  d.actions.push_back({"Keep the global batch: halve the micro-batch and double gradient accumulation",
+                       "micro_batch_size //= 2; gradient_accumulation_steps *= 2", halve, sufficient});
+  if (!d.trigger.empty() && d.trigger.find("longest batch") != std::string::npos)
+    d.actions.push_back({"Bound the tokens of a micro-step", "cap max_seq_len, or bucket / pack sequences so every micro-step has about the same tokens",
+                         d.trigger + ": the peak follows the longest batch, not the average", sufficient});
+}
+
+void allocator_action(Diagnosis& d, bool sufficient, const std::string& evidence) {
+  if (d.recommended_conf.empty()) return;
+  d.actions.push_back({"Change the allocator setting", "PYTORCH_CUDA_ALLOC_CONF=" + d.recommended_conf, evidence, sufficient});
+}
+
+void fragmentation(Diagnosis& d) {
+  const WhatIfLine* best = line_for(d, d.recommended_conf);
+  const WhatIfLine* recorded = recorded_line(d);
+  std::string evidence = "the replay at the same capacity passes the point where the real run failed";
+  if (best && recorded)
+    evidence = fmt::format("replayed at the same {}: passes the recorded OOM (peak reserved {} vs {} under the recorded config); "
+                           "the step's projected peak {} fits", format_bytes(d.capacity_bytes.value_or(0)),
+                           format_bytes(best->peak_reserved_bytes), format_bytes(recorded->peak_reserved_bytes),
+                           format_bytes(d.projection.projected_peak_bytes));
+  allocator_action(d, true, evidence);
+  if (d.projection.available && d.capacity_bytes) {
+    const std::uint64_t spare = *d.capacity_bytes - std::min(*d.capacity_bytes, d.projection.projected_peak_bytes);
+    d.actions.push_back({"Keep a margin for longer batches", "activation checkpointing, or cap max_seq_len",
+                         fmt::format("with perfect packing only {} would be left at the failing step: a longer batch can still OOM",
+                                     format_bytes(spare)), false});
+  }
+  d.actions.push_back({"Release the cache only at phase boundaries", "torch.cuda.empty_cache()  # between train and eval, not per step",
+                       "cached blocks of one phase's sizes do not fit the next phase's; emptying per step only adds cudaMalloc time", false});
+  d.do_not.push_back({"Do not cut the batch or buy memory for this", "", "the replay shows the same device runs the step with another allocator setting", false});
+  if (const WhatIfLine* worst = d.whatif.empty() ? nullptr : &d.whatif.back(); worst && worst != best && !worst->recorded)
+    d.do_not.push_back({"Do not reach for " + (worst->conf.empty() ? std::string("the defaults") : worst->conf), "",
+                        fmt::format("it peaks at {} reserved in the replay, the most of the sweep", format_bytes(worst->peak_reserved_bytes)), false});
+  never_buy_or_slice(d, "the memory was there; it was in pieces");
+}
+
+void capacity(Diagnosis& d) {
+  if (d.phase == "eval") {
+    d.actions.push_back({"Evaluate in smaller or chunked batches", "eval_batch_size //= 2 (or loop over chunks of the eval batch)",
+                         "the eval pass's peak scales with its batch × sequence length", true});
+    d.actions.push_back({"Do not materialise full fp32 logits", "compute the loss per chunk of the sequence; avoid logits.float() on the whole batch",
+                         "vocab-sized logits dominate an eval pass: batch × seq × vocab × 4 bytes in fp32", true});
+  } else {
+    memory_reduction_actions(d, true);
+  }
+  if (!d.recommended_conf.empty())
+    allocator_action(d, false, fmt::format("less cache overhead, but not enough on its own: {}",
+                                           d.projection.available ? "the step's live memory alone exceeds the device"
+                                                                  : "even perfect packing cannot serve the request"));
+  d.do_not.push_back({"Do not expect an allocator setting to fix it", "",
+                      "the ideal packer (no fragmentation at all) still needs more than the device gives", false});
+  never_buy_or_slice(d, "data-parallel GPUs each hold the full per-rank memory: only sharding (FSDP / ZeRO) or smaller "
+                        "micro-steps lower it");
+}
+
+void undetermined(Diagnosis& d) {
+  const bool eval = d.phase == "eval";
+  if (eval) {
+    d.actions.push_back({"Try smaller or chunked eval batches", "eval_batch_size //= 2 (or loop over chunks of the eval batch)",
+                         "the eval pass's peak is not in the trace; this lowers it, by an amount the data cannot tell", false});
+    d.actions.push_back({"Release training's cache before eval", "torch.cuda.empty_cache()  # once, at the train → eval boundary",
+                         "cached blocks sized for training steps may not fit eval's tensors", false});
+  } else {
+    memory_reduction_actions(d, false);
+  }
+  if (!d.recommended_conf.empty())
+    allocator_action(d, false, "the failing malloc alone would have succeeded under it in the replay, which proves nothing about the rest of the pass");
+  d.do_not.push_back({"Do not call it fragmentation because reserved-but-unallocated is large", "",
+                      d.oom_context && d.oom_context->reserved_unallocated
+                          ? fmt::format("{} was cached and unallocated, yet that says nothing about what the rest of the pass needs",
+                                        format_bytes(*d.oom_context->reserved_unallocated))
+                          : "cached memory at the OOM says nothing about what the rest of the pass needs",
+                      false});
+  never_buy_or_slice(d, "first decide whether the phase fits at all (see what would decide it)");
+}
+
+void input_bound(Diagnosis& d) {
+  const std::string wait = d.steady_data_wait_fraction ? pct(*d.steady_data_wait_fraction) : std::string("most");
+  const std::string idle = d.gpu_idle_fraction ? fmt::format("; nvidia-smi shows the GPU idle in {} of samples", pct(*d.gpu_idle_fraction)) : "";
+  d.actions.push_back({"Run more loader workers", "DataLoader(num_workers=min(os.cpu_count() // gpus_per_node, 16), persistent_workers=True)",
+                       fmt::format("the GPU waits for data {} of the step time{}", wait, idle), true});
+  d.actions.push_back({"Prefetch and pin", "DataLoader(prefetch_factor=4, pin_memory=True); tensor.to(device, non_blocking=True)",
+                       "keeps batches ready ahead of the GPU and overlaps the host-to-device copy", true});
+  d.actions.push_back({"Pre-tokenize into shards", "tokenize once offline; read token-id shards (e.g. numpy memmap / webdataset)",
+                       "per-sample CPU work (tokenising, decoding) is what the workers spend their time on", false});
+  never_buy_or_slice(d, fmt::format("more GPUs do not fix idle time: each waits for data {} of the time already", wait));
+}
+
+void ok(Diagnosis& d) {
+  const WhatIfLine* best = line_for(d, d.recommended_conf);
+  const WhatIfLine* recorded = recorded_line(d);
+  if (best && recorded && best->peak_reserved_bytes < recorded->peak_reserved_bytes && !best->recorded)
+    d.actions.push_back({"Optional: lower the reserved peak", "PYTORCH_CUDA_ALLOC_CONF=" + d.recommended_conf,
+                         fmt::format("the replay peaks at {} reserved instead of {}: headroom for longer batches",
+                                     format_bytes(best->peak_reserved_bytes), format_bytes(recorded->peak_reserved_bytes)), true});
+  d.do_not.push_back({"Do not call torch.cuda.empty_cache() every step", "", "it only adds cudaMalloc/cudaFree time; the cache is healthy", false});
+}
+
+}  // namespace
+
+void rank_actions(Diagnosis& d) {
+  d.actions.clear();
+  d.do_not.clear();
+  switch (d.verdict) {
+    case Verdict::kFragmentation: fragmentation(d); break;
+    case Verdict::kCapacity: capacity(d); break;
+    case Verdict::kUndetermined: undetermined(d); break;
+    case Verdict::kInputBound: input_bound(d); break;
+    case Verdict::kOk: ok(d); break;
+  }
+}
+
+}  // namespace fragscope::diagnose

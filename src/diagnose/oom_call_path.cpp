@@ -1,0 +1,110 @@
+#include "diagnose/oom_call_path.h"
+
+#include <algorithm>
+#include <unordered_map>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace fragscope::diagnose {
+namespace {
+
+using snapshot::FrameId;
+using snapshot::StackId;
+
+std::vector<FrameId> outermost_first(const snapshot::Snapshot& snapshot, StackId stack) {
+  const auto frames = snapshot.stacks.stack(stack);
+  return {frames.rbegin(), frames.rend()};
+}
+
+std::size_t common_prefix(const std::vector<FrameId>& a, std::span<const FrameId> innermost_first) {
+  const std::size_t n = std::min(a.size(), innermost_first.size());
+  std::size_t i = 0;
+  while (i < n && a[i] == innermost_first[innermost_first.size() - 1 - i]) ++i;
+  return i;
+}
+
+bool file_contains(const snapshot::Snapshot& snapshot, FrameId frame, std::string_view text) {
+  return snapshot.strings.view(snapshot.stacks.frame(frame).filename).find(text) != std::string_view::npos;
+}
+
+bool name_contains(const snapshot::Snapshot& snapshot, FrameId frame, std::string_view text) {
+  return snapshot.strings.view(snapshot.stacks.frame(frame).name).find(text) != std::string_view::npos;
+}
+
+}  // namespace
+
+std::string describe_frame(const snapshot::Snapshot& snapshot, FrameId frame) {
+  const snapshot::Frame& f = snapshot.stacks.frame(frame);
+  std::string_view file = snapshot.strings.view(f.filename);
+  if (const auto slash = file.rfind('/'); slash != std::string_view::npos) file.remove_prefix(slash + 1);
+  return fmt::format("{}:{} in {}", file, f.line, snapshot.strings.view(f.name));
+}
+
+OomCallPath analyze_oom_call_path(const snapshot::Snapshot& snapshot, int device, std::size_t oom_index,
+                                  std::optional<double> median_step_ms) {
+  OomCallPath path;
+  const auto trace = snapshot.trace(device);
+  const StackId oom_stack = trace[oom_index].stack;
+  if (oom_stack == 0 || snapshot.stacks.stack(oom_stack).empty()) return path;
+  path.has_stack = true;
+  const std::vector<FrameId> oom = outermost_first(snapshot, oom_stack);
+  path.innermost = describe_frame(snapshot, oom.back());
+  for (const FrameId frame : oom) {
+    path.model_forward |= file_contains(snapshot, frame, "torch/nn/modules/module.py");
+    path.optimizer |= file_contains(snapshot, frame, "torch/optim/");
+    path.serialization |= file_contains(snapshot, frame, "torch/serialization.py") ||
+                          file_contains(snapshot, frame, "checkpoint/") ||
+                          name_contains(snapshot, frame, "state_dict");
+  }
+
+  // Common prefix with the OOM stack, per distinct stack (stacks are shared, so this is cheap).
+  std::unordered_map<StackId, std::size_t> prefix_of;
+  auto prefix = [&](StackId stack) {
+    const auto [it, added] = prefix_of.try_emplace(stack, 0);
+    if (added) it->second = common_prefix(oom, snapshot.stacks.stack(stack));
+    return it->second;
+  };
+  std::size_t loop_depth = oom.size();  // C: the shallowest divergence among same-thread stacks
+  std::vector<std::size_t> episodes(oom.size() + 1, 0);
+  std::vector<std::optional<std::size_t>> first_seen(oom.size() + 1);
+  std::size_t previous = 0;
+  for (std::size_t i = 0; i <= oom_index; ++i) {
+    const snapshot::TraceEvent& e = trace[i];
+    if (i < oom_index && (e.action != snapshot::TraceAction::kAlloc || e.stack == 0)) continue;
+    const std::size_t depth = i == oom_index ? oom.size() : prefix(e.stack);
+    if (depth == 0) continue;  // another thread
+    loop_depth = std::min(loop_depth, depth);
+    for (std::size_t d = previous + 1; d <= depth; ++d) {
+      ++episodes[d];
+      if (!first_seen[d]) first_seen[d] = i;
+    }
+    previous = depth;
+  }
+  // Episodes of every loop-level statement (each stack's frame just below the common prefix).
+  std::unordered_map<FrameId, std::size_t> statement_episodes;
+  std::optional<FrameId> previous_statement;
+  for (std::size_t i = 0; i < oom_index && !path.loop_repeats; ++i) {
+    const snapshot::TraceEvent& e = trace[i];
+    if (e.action != snapshot::TraceAction::kAlloc || e.stack == 0 || prefix(e.stack) == 0) continue;
+    const auto frames = snapshot.stacks.stack(e.stack);
+    if (frames.size() <= loop_depth) continue;
+    const FrameId statement = frames[frames.size() - 1 - loop_depth];
+    if (previous_statement != statement) path.loop_repeats |= ++statement_episodes[statement] >= 2;
+    previous_statement = statement;
+  }
+  const std::size_t statement_depth = std::min(loop_depth + 1, oom.size());
+  path.statement = describe_frame(snapshot, oom[statement_depth - 1]);
+  path.statement_first_seen = first_seen[statement_depth];
+  path.episodes = episodes[statement_depth];
+  if (path.statement_first_seen) {
+    const std::int64_t first = trace[*path.statement_first_seen].time_us;
+    const std::int64_t last = trace[oom_index].time_us;
+    if (first > 0 && last >= first) path.statement_span_ms = static_cast<double>(last - first) / 1000.0;
+  }
+  const bool wraps_steps = median_step_ms && *median_step_ms > 0 && path.statement_span_ms > kWrapperSteps * *median_step_ms;
+  path.repeated = path.episodes >= 2 || wraps_steps;
+  return path;
+}
+
+}  // namespace fragscope::diagnose

@@ -1,0 +1,107 @@
+#include "diagnose/oom_phase.h"
+
+#include <algorithm>
+#include <cctype>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace fragscope::diagnose {
+namespace {
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+std::optional<std::string> phase_named_by(std::string_view name) {
+  const std::string n = lower(name);
+  if (n.find("optimizer.step") != std::string::npos) return "optimizer";
+  for (const char* word : {"eval", "valid", "inference", "generate"})
+    if (n.find(word) != std::string::npos) return "eval";
+  for (const char* word : {"checkpoint", "save", "state_dict"})
+    if (n.find(word) != std::string::npos) return "checkpoint";
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> open_annotation(const snapshot::Snapshot& snapshot, int device, std::int64_t time_us) {
+  std::vector<std::string> open;
+  for (const snapshot::Annotation& a : snapshot.annotations) {
+    if (a.device != device || a.time_us > time_us) continue;
+    std::string_view stage, name;
+    for (const auto& [key, value] : a.fields) {
+      if (snapshot.strings.view(key) == "stage") stage = snapshot.strings.view(value);
+      if (snapshot.strings.view(key) == "name") name = snapshot.strings.view(value);
+    }
+    if (stage == "START") {
+      open.emplace_back(name);
+    } else if (stage == "END") {
+      const auto it = std::find(open.rbegin(), open.rend(), name);
+      if (it != open.rend()) open.erase(std::next(it).base());
+    }
+  }
+  if (open.empty()) return std::nullopt;
+  return open.back();
+}
+
+OomPhase decide_oom_phase(const snapshot::Snapshot* snapshot, int device, std::optional<std::size_t> oom_index,
+                          const OomCallPath* call_path, std::span<const snapshot::StepRecord> steps) {
+  OomPhase result;
+  if (snapshot && oom_index) {
+    const auto trace = snapshot->trace(device);
+    if (const auto name = open_annotation(*snapshot, device, trace[*oom_index].time_us)) {
+      if (const auto phase = phase_named_by(*name)) {
+        result.phase = *phase;
+        result.source = fmt::format("annotation '{}' was open at the OOM", *name);
+        return result;
+      }
+    }
+  }
+  if (!steps.empty() && steps.back().phase && steps.back().phase_or_default() != snapshot::kDefaultPhase) {
+    result.phase = *steps.back().phase;
+    result.source = fmt::format("the last telemetry record (step {}) is in phase '{}'", steps.back().step, result.phase);
+    return result;
+  }
+  if (call_path && call_path->has_stack) {
+    if (call_path->repeated) {
+      result.phase = "train";
+      result.repeats_step = true;
+      result.source = call_path->episodes >= 2
+                          ? fmt::format("the failing statement ({}) ran {} time(s) before in the trace: the training step repeating",
+                                        call_path->statement, call_path->episodes - 1)
+                          : fmt::format("the failing statement ({}) has been running for {:.0f} ms, many steps: it wraps the "
+                                        "training step", call_path->statement, call_path->statement_span_ms);
+      return result;
+    }
+    if (!call_path->loop_repeats) {
+      result.phase = "unknown";
+      result.source = fmt::format("no statement repeats in the trace before the OOM: the run failed in its first step "
+                                  "(at {}), so there is no earlier step to compare with", call_path->statement);
+      return result;
+    }
+    result.phase = call_path->optimizer ? "optimizer"
+                   : call_path->serialization ? "checkpoint"
+                   : call_path->model_forward ? "eval"
+                                              : "unknown";
+    result.source = fmt::format(
+        "the failing statement ({}) first ran at trace event {} and never in an earlier step: a pass the "
+        "recorded steps do not show{}",
+        call_path->statement, call_path->statement_first_seen.value_or(0),
+        call_path->model_forward && !call_path->optimizer && !call_path->serialization
+            ? " (a model forward outside the training step)" : "");
+    return result;
+  }
+  if (!steps.empty()) {
+    result.phase = "train";
+    result.repeats_step = true;
+    result.source = "telemetry records only training steps and the trace has no call stacks to say otherwise";
+  } else {
+    result.source = "no telemetry and no call stacks";
+  }
+  return result;
+}
+
+}  // namespace fragscope::diagnose

@@ -1,0 +1,211 @@
+#include "diagnose/step_projection.h"
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+#include <vector>
+
+#include "util/bytes.h"
+
+namespace fragscope::diagnose {
+namespace {
+
+using snapshot::TraceAction;
+
+/// Trace sizes are requested bytes, the `oom` entry's is rounded to 512: equal within that.
+constexpr std::uint64_t kSizeSlack = 512;
+
+std::uint64_t tolerance(std::uint64_t level) { return std::max<std::uint64_t>(16 * kMiB, level / 500); }
+
+bool same_size(std::uint64_t a, std::uint64_t b) { return (a > b ? a - b : b - a) < kSizeSlack; }
+
+bool holds_size(const std::vector<std::uint64_t>& sizes, std::uint64_t size) {
+  return std::any_of(sizes.begin(), sizes.end(), [&](std::uint64_t s) { return same_size(s, size); });
+}
+
+using SizesByStack = std::unordered_map<snapshot::StackId, std::vector<std::uint64_t>>;
+
+SizesByStack alloc_sizes(std::span<const snapshot::TraceEvent> trace, std::size_t first, std::size_t last) {
+  SizesByStack sizes;
+  for (std::size_t i = first; i <= last && i < trace.size(); ++i)
+    if (trace[i].action == TraceAction::kAlloc && trace[i].stack != 0)
+      sizes[trace[i].stack].push_back(trace[i].size);
+  return sizes;
+}
+
+/// Size-weighted median of the failing/reference size ratio over stacks both windows used.
+double size_ratio(const SizesByStack& failing, const SizesByStack& reference) {
+  std::vector<std::pair<double, double>> ratios;  // (ratio, weight)
+  for (const auto& [stack, sizes] : failing) {
+    const auto ref = reference.find(stack);
+    if (ref == reference.end()) continue;
+    const std::uint64_t fail_max = *std::max_element(sizes.begin(), sizes.end());
+    const std::uint64_t ref_max = *std::max_element(ref->second.begin(), ref->second.end());
+    if (same_size(fail_max, ref_max) || ref_max == 0) continue;
+    ratios.emplace_back(static_cast<double>(fail_max) / static_cast<double>(ref_max),
+                        static_cast<double>(fail_max));
+  }
+  if (ratios.empty()) return 1.0;
+  std::sort(ratios.begin(), ratios.end());
+  double total = 0;
+  for (const auto& r : ratios) total += r.second;
+  double seen = 0;
+  for (const auto& [ratio, weight] : ratios) {
+    seen += weight;
+    if (seen >= total / 2) return ratio;
+  }
+  return ratios.back().first;
+}
+
+struct LiveBlock {
+  std::uint64_t size = 0;
+  snapshot::StackId stack = 0;
+};
+
+}  // namespace
+
+std::optional<std::int64_t> record_tokens(const snapshot::StepRecord& record) {
+  if (record.tokens) return record.tokens;
+  if (record.seq_len && record.mbs) return *record.seq_len * *record.mbs;
+  return record.seq_len;
+}
+
+std::optional<std::size_t> find_step_start(const RecordedCurve& curve, std::size_t oom_index,
+                                           std::uint64_t static_bytes) {
+  const std::uint64_t limit = static_bytes + tolerance(static_bytes);
+  for (std::size_t i = std::min(oom_index, curve.allocated.size()); i-- > 0;)
+    if (curve.allocated[i] <= limit) return i;
+  return std::nullopt;
+}
+
+StepProjection project_failing_step(const snapshot::Snapshot& snapshot, int device,
+                                    const RecordedCurve& curve, std::size_t oom_index,
+                                    std::uint64_t request_bytes,
+                                    std::span<const snapshot::StepRecord> steps) {
+  StepProjection p;
+  const auto trace = snapshot.trace(device);
+  if (oom_index >= trace.size() || curve.allocated.size() != trace.size()) {
+    p.unavailable_reason = "the snapshot's trace does not hold the OOM";
+    return p;
+  }
+  p.live_at_oom_bytes = curve.allocated[oom_index] + request_bytes;
+
+  // Records before the failure; a record that counts the OOM is the failing step itself.
+  std::size_t recorded = steps.size();
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    if (steps[i].memory_stat("num_ooms").value_or(0) > 0) {
+      recorded = i;
+      p.failing_step = steps[i].step;
+      p.failing_tokens = record_tokens(steps[i]);
+      break;
+    }
+  }
+  if (recorded == 0) {
+    p.unavailable_reason = "no telemetry record of a step before the failing one";
+    return p;
+  }
+  const snapshot::StepRecord& last = steps[recorded - 1];
+  const auto static_bytes = last.memory_stat("allocated_bytes.all.current");
+  if (!static_bytes) {
+    p.unavailable_reason = "the telemetry has no allocated_bytes.all.current";
+    return p;
+  }
+  p.static_bytes = static_cast<std::uint64_t>(*static_bytes);
+  if (!p.failing_step) p.failing_step = last.step + 1;
+
+  const auto failing_start = find_step_start(curve, oom_index, p.static_bytes);
+  if (!failing_start) {
+    p.unavailable_reason = "the trace never shows the failing step's start (allocated back at " +
+                           format_bytes(p.static_bytes) + ")";
+    return p;
+  }
+
+  // The reference step: the highest allocated point before the failing step.
+  const auto peak_it = std::max_element(curve.allocated.begin(),
+                                        curve.allocated.begin() + static_cast<std::ptrdiff_t>(*failing_start) + 1);
+  const std::size_t peak_index = static_cast<std::size_t>(peak_it - curve.allocated.begin());
+  p.reference_peak_bytes = *peak_it;
+  if (p.reference_peak_bytes <= p.static_bytes) {
+    p.unavailable_reason = "the trace shows no complete step before the failing one";
+    return p;
+  }
+  std::optional<std::size_t> ref_record;
+  for (std::size_t k = 0; k < recorded; ++k) {
+    const auto peak = steps[k].memory_stat("allocated_bytes.all.peak");
+    if (peak && static_cast<std::uint64_t>(*peak) >= p.reference_peak_bytes) {
+      ref_record = k;
+      break;
+    }
+  }
+  std::uint64_t ref_end_level = p.static_bytes;
+  std::size_t ref_start = 0;
+  if (ref_record) {
+    p.reference_step = steps[*ref_record].step;
+    p.reference_tokens = record_tokens(steps[*ref_record]);
+    ref_end_level = static_cast<std::uint64_t>(
+        steps[*ref_record].memory_stat("allocated_bytes.all.current").value_or(*static_bytes));
+    if (*ref_record > 0) {
+      if (const auto before = steps[*ref_record - 1].memory_stat("allocated_bytes.all.current"))
+        ref_start = find_step_start(curve, peak_index, static_cast<std::uint64_t>(*before)).value_or(0);
+    }
+  }
+  std::size_t ref_end = *failing_start;
+  for (std::size_t i = peak_index + 1; i < *failing_start; ++i) {
+    if (curve.allocated[i] <= ref_end_level + tolerance(ref_end_level)) {
+      ref_end = i;
+      break;
+    }
+  }
+
+  // Blocks live at the reference peak; those freed before its step ended are its activations.
+  std::unordered_map<std::uint64_t, LiveBlock> live;
+  for (std::size_t i = 0; i <= peak_index; ++i) {
+    const snapshot::TraceEvent& e = trace[i];
+    if (e.action == TraceAction::kAlloc) live[e.addr] = {e.size, e.stack};
+    else if (e.action == TraceAction::kFreeCompleted) live.erase(e.addr);
+  }
+  SizesByStack failing = alloc_sizes(trace, *failing_start, oom_index);
+  if (trace[oom_index].stack != 0) failing[trace[oom_index].stack].push_back(trace[oom_index].size);
+  const SizesByStack reference = alloc_sizes(trace, ref_start, ref_end);
+  const bool shares_a_stack = std::any_of(failing.begin(), failing.end(),
+                                          [&](const auto& entry) { return reference.contains(entry.first); });
+  if (!failing.empty() && !reference.empty() && !shares_a_stack) {
+    p.unavailable_reason = "the failing pass shares no call stack with the reference step: it is not the same step";
+    p.different_pass = true;
+    return p;
+  }
+
+  std::uint64_t constant = 0;
+  std::uint64_t scaled = 0;
+  for (std::size_t i = peak_index + 1; i <= ref_end; ++i) {
+    const snapshot::TraceEvent& e = trace[i];
+    if (e.action != TraceAction::kFreeRequested && e.action != TraceAction::kFreeCompleted) continue;
+    const auto it = live.find(e.addr);
+    if (it == live.end()) continue;
+    const auto same_stack = failing.find(it->second.stack);
+    if (same_stack != failing.end() && holds_size(same_stack->second, it->second.size)) {
+      constant += it->second.size;
+    } else {
+      scaled += it->second.size;
+    }
+    live.erase(it);
+  }
+  p.reference_constant_bytes = constant;
+  p.reference_transient_bytes = constant + scaled;
+  const bool failing_tokens_recorded = p.failing_tokens.has_value();
+  p.token_ratio = size_ratio(failing, reference);
+  if (failing_tokens_recorded && p.reference_tokens && *p.reference_tokens > 0)
+    p.token_ratio = static_cast<double>(*p.failing_tokens) / static_cast<double>(*p.reference_tokens);
+  if (p.reference_tokens && *p.reference_tokens > 0) {
+    p.activation_bytes_per_token = static_cast<double>(scaled) / static_cast<double>(*p.reference_tokens);
+    if (!p.failing_tokens)
+      p.failing_tokens = std::llround(p.token_ratio * static_cast<double>(*p.reference_tokens));
+  }
+  const double projected = static_cast<double>(p.static_bytes) + static_cast<double>(constant) +
+                           p.token_ratio * static_cast<double>(scaled);
+  p.projected_peak_bytes = std::max(static_cast<std::uint64_t>(projected), p.live_at_oom_bytes);
+  p.available = true;
+  return p;
+}
+
+}  // namespace fragscope::diagnose

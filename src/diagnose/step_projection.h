@@ -1,0 +1,53 @@
+#pragma once
+/// @file step_projection.h
+/// @brief Projects the peak of the step that ran out of memory from the steps the trace shows.
+///
+/// A snapshot taken after an OOM holds the trace up to the failing malloc, not the rest of the
+/// failing step. Its peak is projected as
+///
+///     projected = static + constant + ratio × scaled
+///
+/// - `static`: live bytes when the failing step began: `allocated_bytes.all.current` of the
+///   last telemetry record (the step before the failing one);
+/// - the reference step: the recorded step whose peak is the trace's highest allocated point
+///   before the failing step (the first record whose `allocated_bytes.all.peak` reaches it);
+/// - its activations: the blocks live at that peak and freed before the step ended. Those
+///   the failing step allocated again at the same call stack with the same size (weight casts,
+///   workspaces) are `constant`; the rest (activations, logits) are `scaled`;
+/// - `ratio`: the failing step's size against the reference step's, measured on the
+///   allocations both made at the same call stack (the failing malloc included), a
+///   size-weighted median. With telemetry token counts this is the token ratio.
+///
+/// The failing step's start in the trace is the last event before the OOM at which allocated
+/// bytes were back at `static` (within max(16 MiB, 0.2%)).
+/// Thread-safety: pure functions over read-only inputs.
+
+#include <cstddef>
+#include <optional>
+#include <span>
+
+#include "diagnose/diagnosis.h"
+#include "diagnose/recorded_curve.h"
+#include "snapshot/snapshot.h"
+#include "snapshot/step_telemetry.h"
+
+namespace fragscope::diagnose {
+
+/// @brief Tokens a telemetry record processed: `tokens`, else mbs × seq_len, else seq_len.
+std::optional<std::int64_t> record_tokens(const snapshot::StepRecord& record);
+
+/// @brief The last event before `oom_index` at which `curve` was back at `static_bytes`.
+std::optional<std::size_t> find_step_start(const RecordedCurve& curve, std::size_t oom_index,
+                                           std::uint64_t static_bytes);
+
+/// @brief Projects the failing step's peak.
+/// @param steps telemetry of the rank that failed, in step order (the failing step has no
+///        record, or has one: either works).
+/// @param request_bytes the failing malloc's (rounded) size.
+/// @return `available` false with a reason when the inputs cannot support a projection.
+StepProjection project_failing_step(const snapshot::Snapshot& snapshot, int device,
+                                    const RecordedCurve& curve, std::size_t oom_index,
+                                    std::uint64_t request_bytes,
+                                    std::span<const snapshot::StepRecord> steps);
+
+}  // namespace fragscope::diagnose

@@ -1,0 +1,69 @@
+#include "replay/capacity.h"
+
+#include <fmt/format.h>
+
+#include "util/bytes.h"
+#include "util/error.h"
+#include "util/gpu_catalog.h"
+
+namespace fragscope::replay {
+
+Capacity resolve_capacity(const PreparedTrace& trace, const CapacityRequest& request) {
+  Capacity capacity;
+  const GpuSpec* gpu = nullptr;
+  if (request.gpu) {
+    gpu = find_gpu(*request.gpu);
+    if (!gpu) {
+      throw InputError(fmt::format("--gpu: unknown GPU '{}' (known: {})", *request.gpu,
+                                   gpu_names_joined()));
+    }
+    capacity.device_total = gpu->total_bytes - gpu->context_reserve_bytes;
+  }
+  if (request.device_memory) capacity.device_total = *request.device_memory;
+
+  if (request.capacity_bytes) {
+    capacity.bytes = request.capacity_bytes;
+    capacity.source = fmt::format("--capacity {}", format_bytes(*request.capacity_bytes));
+  } else if (gpu) {
+    capacity.bytes = gpu->usable_bytes();
+    capacity.source = fmt::format("{}: {} less {} CUDA context", gpu->name,
+                                  format_bytes(gpu->total_bytes),
+                                  format_bytes(gpu->context_reserve_bytes));
+  } else if (request.unlimited) {
+    capacity.source = "unlimited (asked)";
+  } else if (!trace.ooms.empty()) {
+    const RecordedOom& oom = trace.ooms.front();
+    capacity.bytes = oom.reserved_at_oom + oom.device_free;
+    capacity.source = fmt::format("recorded OOM at event {}: {} reserved + {} free on the device",
+                                  oom.trace_index, format_bytes(oom.reserved_at_oom),
+                                  format_bytes(oom.device_free));
+  } else if (trace.capacity.failed_at && *trace.capacity.failed_at > trace.capacity.lower_bound) {
+    capacity.bytes = *trace.capacity.failed_at - 1;
+    capacity.source = fmt::format(
+        "a cudaMalloc failed at event {} asking for {} in total (retried after freeing cache)",
+        trace.capacity.failed_at_trace_index, format_bytes(*trace.capacity.failed_at));
+  } else {
+    capacity.source = "unlimited (the trace records no OOM and no failed cudaMalloc)";
+  }
+
+  const std::optional<double> fraction =
+      request.memory_fraction ? request.memory_fraction
+                              : trace.recorded_config.per_process_memory_fraction;
+  if (fraction) {
+    if (!(*fraction > 0.0 && *fraction <= 1.0)) {
+      throw InputError(fmt::format("--memory-fraction: {} is not in (0, 1]", *fraction));
+    }
+    if (capacity.device_total == 0) {
+      throw InputError(
+          "--memory-fraction needs the device's memory: give --device-memory BYTES or --gpu NAME");
+    }
+    // As PyTorch: allowed = fraction × totalGlobalMem, only when the fraction is below 1.
+    if (*fraction < 1.0) {
+      capacity.allowed_maximum =
+          static_cast<std::uint64_t>(*fraction * static_cast<double>(capacity.device_total));
+    }
+  }
+  return capacity;
+}
+
+}  // namespace fragscope::replay

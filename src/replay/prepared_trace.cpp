@@ -1,0 +1,348 @@
+#include "replay/prepared_trace.h"
+
+#include <algorithm>
+
+#include <absl/container/flat_hash_map.h>
+#include <fmt/format.h>
+
+#include "alloc/size_rules.h"
+#include "replay/initial_state.h"
+#include "util/error.h"
+
+namespace fragscope::replay {
+namespace {
+
+using snapshot::TraceAction;
+
+/// The config the trace was recorded under. allocator_settings' structured fields are
+/// authoritative (they follow runtime changes); the raw string adds the keys they lack.
+alloc::AllocConfig recorded_config(const snapshot::AllocatorSettings& settings) {
+  alloc::AllocConfig config;
+  try {
+    config = alloc::parse_alloc_conf(settings.alloc_conf);
+  } catch (const InputError&) {
+    // A key this version does not know: keep the defaults for what the fields below miss.
+  }
+  config.max_split_size = settings.max_split_size < 0
+                              ? alloc::kNoSplitLimit
+                              : static_cast<std::uint64_t>(settings.max_split_size);
+  config.garbage_collection_threshold = settings.garbage_collection_threshold;
+  config.expandable_segments = settings.expandable_segments;
+  for (std::size_t i = 0; i < alloc::kRoundupIntervals; ++i) {
+    config.roundup_power2_divisions[i] =
+        static_cast<std::uint32_t>(std::max<std::int64_t>(0, settings.roundup_power2_divisions[i]));
+  }
+  return config;
+}
+
+bool is_segment_event(TraceAction a) {
+  return a == TraceAction::kSegmentAlloc || a == TraceAction::kSegmentFree ||
+         a == TraceAction::kSegmentMap || a == TraceAction::kSegmentUnmap;
+}
+
+alloc::SegmentAction segment_action(TraceAction a) {
+  switch (a) {
+    case TraceAction::kSegmentAlloc: return alloc::SegmentAction::kAlloc;
+    case TraceAction::kSegmentFree: return alloc::SegmentAction::kFree;
+    case TraceAction::kSegmentMap: return alloc::SegmentAction::kMap;
+    default: return alloc::SegmentAction::kUnmap;
+  }
+}
+
+/// Builds the op list in one forward pass.
+class Compiler {
+ public:
+  Compiler(PreparedTrace& out, std::span<const snapshot::TraceEvent> trace)
+      : out_(out), trace_(trace) {}
+
+  void seed_initial_slots() {
+    for (const alloc::InitialSegment& segment : out_.initial_segments) {
+      for (const alloc::InitialBlock& block : segment.live_blocks) {
+        const std::uint32_t slot = take_slot();
+        slots_[block.address] = slot;
+        out_.initial_slots.push_back(slot);
+      }
+    }
+  }
+
+  void run(std::uint64_t initial_reserved) {
+    reserved_ = initial_reserved;
+    out_.recorded_peak_reserved = reserved_;
+    for (std::size_t i = 0; i < trace_.size(); ++i) {
+      const snapshot::TraceEvent& e = trace_[i];
+      const TraceAction a = e.action;
+      if (in_burst_ && !is_segment_event(a) && a != TraceAction::kFreeCompleted &&
+          a != TraceAction::kAlloc && a != TraceAction::kOom) {
+        // Segments released with no malloc to follow: an empty_cache() call.
+        emit_empty_cache(static_cast<std::uint32_t>(i));
+      }
+      switch (a) {
+        case TraceAction::kAlloc: on_alloc(e, i); break;
+        case TraceAction::kFreeRequested: i = on_free_requested(e, i); break;
+        case TraceAction::kFreeCompleted: on_free_completed(e, i); break;
+        case TraceAction::kOom: on_oom(e, i); break;
+        case TraceAction::kSegmentAlloc:
+        case TraceAction::kSegmentMap: on_segment_grow(e); break;
+        case TraceAction::kSegmentFree:
+        case TraceAction::kSegmentUnmap: on_segment_shrink(e); break;
+        default: break;  // snapshot markers and annotations do not touch the allocator
+      }
+    }
+    if (in_burst_) emit_empty_cache(static_cast<std::uint32_t>(trace_.size() - 1));
+    flush_deferred(static_cast<std::uint32_t>(trace_.size() ? trace_.size() - 1 : 0));
+    out_.recorded_final_reserved = reserved_;
+    out_.slot_count = static_cast<std::uint32_t>(slot_high_water_);
+  }
+
+ private:
+  std::uint32_t take_slot() {
+    std::uint32_t slot;
+    if (!spare_.empty()) {
+      slot = spare_.back();
+      spare_.pop_back();
+    } else {
+      slot = next_slot_++;
+    }
+    slot_high_water_ = std::max<std::size_t>(slot_high_water_, next_slot_);
+    return slot;
+  }
+  void release_slot(std::uint32_t slot) { spare_.push_back(slot); }
+
+  Op make(OpKind kind, std::uint64_t size, std::uint32_t slot, std::uint64_t stream,
+          std::size_t index) {
+    Op op;
+    op.kind = kind;
+    op.size = size;
+    op.slot = slot;
+    op.stream = stream_id(stream);
+    op.trace_index = static_cast<std::uint32_t>(index);
+    op.segment_end = static_cast<std::uint32_t>(out_.segment_events.size());
+    op.hint_end = static_cast<std::uint32_t>(out_.address_hints.size());
+    return op;
+  }
+
+ public:
+  alloc::StreamId stream_id(std::uint64_t stream) {
+    auto [it, inserted] = stream_ids_.try_emplace(stream, 0);
+    if (inserted) {
+      it->second = static_cast<alloc::StreamId>(out_.streams.size());
+      out_.streams.push_back(stream);
+    }
+    return it->second;
+  }
+
+ private:
+  void end_group() {
+    in_burst_ = false;
+    burst_failed_ = false;
+  }
+
+  void on_alloc(const snapshot::TraceEvent& e, std::size_t i) {
+    if (auto old = slots_.find(e.addr); old != slots_.end()) {
+      // Allocated twice without a free in between: the free fell off a ring-buffer edge.
+      ++out_.anomalies;
+      out_.ops.push_back(make(OpKind::kFree, 0, old->second, e.stream, i));
+      release_slot(old->second);
+      slots_.erase(old);
+    }
+    const std::uint32_t slot = take_slot();
+    slots_[e.addr] = slot;
+    out_.ops.push_back(make(OpKind::kAlloc, e.size, slot, e.stream, i));
+    flush_deferred(static_cast<std::uint32_t>(i));
+    end_group();
+  }
+
+  std::size_t on_free_requested(const snapshot::TraceEvent& e, std::size_t i) {
+    auto it = slots_.find(e.addr);
+    if (it == slots_.end()) {
+      ++out_.anomalies;
+      return i;
+    }
+    const bool completes_now = i + 1 < trace_.size() &&
+                               trace_[i + 1].action == TraceAction::kFreeCompleted &&
+                               trace_[i + 1].addr == e.addr;
+    if (completes_now) {
+      out_.ops.push_back(make(OpKind::kFree, 0, it->second, e.stream, i));
+      release_slot(it->second);
+      slots_.erase(it);
+      return i + 1;
+    }
+    out_.ops.push_back(make(OpKind::kFreeRequested, 0, it->second, e.stream, i));
+    return i;
+  }
+
+  void on_free_completed(const snapshot::TraceEvent& e, std::size_t i) {
+    auto it = slots_.find(e.addr);
+    if (it == slots_.end()) {
+      ++out_.anomalies;
+      return;
+    }
+    const std::uint32_t slot = it->second;
+    slots_.erase(it);
+    if (in_burst_) {
+      // Completed by release_cached's synchronisation inside a malloc whose cudaMalloc failed:
+      // the model synchronises by itself at that point, so this op only runs afterwards.
+      deferred_.push_back({slot, e.stream, i});
+      return;
+    }
+    out_.ops.push_back(make(OpKind::kFreeCompleted, 0, slot, e.stream, i));
+    release_slot(slot);
+  }
+
+  void flush_deferred(std::uint32_t /*index*/) {
+    for (const Deferred& d : deferred_) {
+      out_.ops.push_back(make(OpKind::kFreeCompleted, 0, d.slot, d.stream, d.index));
+      release_slot(d.slot);
+    }
+    deferred_.clear();
+  }
+
+  void on_oom(const snapshot::TraceEvent& e, std::size_t i) {
+    out_.ops.push_back(make(OpKind::kOom, e.size, 0, e.stream, i));
+    out_.ooms.push_back({static_cast<std::uint32_t>(i), e.size, e.addr, reserved_});
+    ++out_.capacity.release_bursts;
+    flush_deferred(static_cast<std::uint32_t>(i));
+    end_group();
+  }
+
+  void on_segment_grow(const snapshot::TraceEvent& e) {
+    if (in_burst_ && !burst_failed_) {
+      // The first cudaMalloc/map after a release burst is the one that failed before it.
+      burst_failed_ = true;
+      ++out_.capacity.release_bursts;
+      const std::uint64_t failed = burst_reserved_ + e.size;
+      if (!out_.capacity.failed_at || failed < *out_.capacity.failed_at) {
+        out_.capacity.failed_at = failed;
+        out_.capacity.failed_at_trace_index = static_cast<std::uint32_t>(&e - trace_.data());
+      }
+    }
+    reserved_ += e.size;
+    out_.recorded_peak_reserved = std::max(out_.recorded_peak_reserved, reserved_);
+    out_.capacity.lower_bound = std::max(out_.capacity.lower_bound, reserved_);
+    out_.segment_events.push_back({segment_action(e.action), e.addr, e.size});
+    out_.address_hints.push_back({e.addr, e.size});
+  }
+
+  void on_segment_shrink(const snapshot::TraceEvent& e) {
+    if (!in_burst_) {
+      in_burst_ = true;
+      burst_reserved_ = reserved_;
+    }
+    reserved_ -= std::min(reserved_, e.size);
+    out_.segment_events.push_back({segment_action(e.action), e.addr, e.size});
+  }
+
+  void emit_empty_cache(std::uint32_t index) {
+    Op op = make(OpKind::kEmptyCache, 0, 0, 0, index);
+    out_.ops.push_back(op);
+    flush_deferred(index);
+    end_group();
+  }
+
+  struct Deferred {
+    std::uint32_t slot;
+    std::uint64_t stream;
+    std::size_t index;
+  };
+
+  PreparedTrace& out_;
+  std::span<const snapshot::TraceEvent> trace_;
+  absl::flat_hash_map<std::uint64_t, std::uint32_t> slots_;  // live address → slot
+  absl::flat_hash_map<std::uint64_t, alloc::StreamId> stream_ids_;
+  std::vector<std::uint32_t> spare_;
+  std::uint32_t next_slot_ = 0;
+  std::size_t slot_high_water_ = 0;
+  std::vector<Deferred> deferred_;
+  std::uint64_t reserved_ = 0;
+  std::uint64_t burst_reserved_ = 0;
+  bool in_burst_ = false;
+  bool burst_failed_ = false;
+};
+
+}  // namespace
+
+int busiest_device(const snapshot::Snapshot& snapshot) {
+  int best = 0;
+  std::size_t most = 0;
+  for (std::size_t d = 0; d < snapshot.device_traces.size(); ++d) {
+    if (snapshot.device_traces[d].size() > most) {
+      most = snapshot.device_traces[d].size();
+      best = static_cast<int>(d);
+    }
+  }
+  return best;
+}
+
+namespace {
+
+/// Refuses addresses and sizes no CUDA allocator produces (the models rely on both: addresses
+/// below 2^48 and 512-aligned, sizes below 2^48).
+void check_plausible(const snapshot::Snapshot& snapshot, int device,
+                     std::span<const snapshot::TraceEvent> trace, const std::string& source) {
+  constexpr std::uint64_t kLimit = 1ull << 48;
+  auto bad = [](std::uint64_t address, std::uint64_t size) {
+    return address >= kLimit || address % alloc::kMinBlockSize != 0 || size >= kLimit;
+  };
+  for (std::size_t i = 0; i < trace.size(); ++i) {
+    const snapshot::TraceEvent& e = trace[i];
+    const bool checked = e.action == TraceAction::kAlloc || is_segment_event(e.action);
+    if (checked && bad(e.addr, e.size)) {
+      throw InputError(fmt::format("{}: trace event {} ({}) has address {:#x} and size {}, which "
+                                   "no CUDA caching allocator produces",
+                                   source, i, snapshot.action_name(e), e.addr, e.size));
+    }
+    if (e.action == TraceAction::kOom && e.size >= kLimit) {
+      throw InputError(fmt::format("{}: trace event {} (oom) asks for {} bytes", source, i, e.size));
+    }
+  }
+  for (const snapshot::Segment& s : snapshot.segments) {
+    if (s.device == device && bad(s.address, s.total_size)) {
+      throw InputError(fmt::format("{}: segment at {:#x} of {} bytes is not a CUDA segment", source,
+                                   s.address, s.total_size));
+    }
+  }
+}
+
+}  // namespace
+
+PreparedTrace prepare_trace(const snapshot::Snapshot& snapshot, int device,
+                            const std::string& source) {
+  const std::span<const snapshot::TraceEvent> trace = snapshot.trace(device);
+  if (trace.empty()) {
+    throw InputError(fmt::format(
+        "{}: no allocator trace for device {} (record with "
+        "torch.cuda.memory._record_memory_history() before the run)",
+        source, device));
+  }
+  if (trace.size() > 0xffffffffu) {
+    throw InputError(fmt::format("{}: trace of {} events is too long", source, trace.size()));
+  }
+  check_plausible(snapshot, device, trace, source);
+  PreparedTrace out;
+  out.source = source;
+  out.device = device;
+  out.trace_events = trace.size();
+  out.recorded_config_known = snapshot.allocator_settings.present;
+  out.recorded_config = recorded_config(snapshot.allocator_settings);
+  out.ops.reserve(trace.size() * 3 / 5 + 16);
+
+  Compiler compiler(out, trace);
+  compiler.stream_id(0);  // the legacy default stream is always id 0
+  InitialState initial = reconstruct_initial_state(
+      snapshot, device, trace, out.recorded_config,
+      [&](std::uint64_t stream) { return compiler.stream_id(stream); });
+  out.initial_segments = std::move(initial.segments);
+  out.recorded_initial_reserved = initial.reserved;
+  out.anomalies += initial.anomalies;
+  for (const alloc::InitialSegment& s : out.initial_segments) {
+    if (!s.live_blocks.empty()) out.starts_mid_run = true;
+  }
+  // A small segment with nothing live may predate recording; a large one means mid-run.
+  if (out.recorded_initial_reserved > alloc::kSmallBuffer) out.starts_mid_run = true;
+
+  compiler.seed_initial_slots();
+  compiler.run(initial.reserved);
+  return out;
+}
+
+}  // namespace fragscope::replay

@@ -1,0 +1,106 @@
+#pragma once
+/// @file prepared_trace.h
+/// @brief One device's trace, compiled once into a compact list of allocator operations that
+/// any number of models can replay (in parallel: a PreparedTrace is immutable).
+///
+/// Compiling does what does not depend on the allocator config:
+/// - pairs events: `free_requested` immediately followed by `free_completed` of the same address
+///   is one plain free; a `free_requested` alone is a free that waits on stream events
+///   (record_stream) and its later `free_completed` completes it, at the trace's moment;
+/// - names live blocks by dense slots (reused after a free), so a replay needs no address hash
+///   and its memory grows with the live blocks, not with the trace;
+/// - attaches to each malloc the segment events the real allocator logged inside it (for the
+///   self-check and as the addresses the real driver returned);
+/// - reconstructs the allocator state at the first event when the ring buffer started mid-run
+///   (initial_state.h), and walks the recorded reserved-bytes curve;
+/// - collects what the trace says about the device's capacity: the `oom` entries' free bytes
+///   and the release bursts of failed cudaMallocs.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "alloc/alloc_config.h"
+#include "alloc/allocator_model.h"
+#include "alloc/device_memory.h"
+#include "snapshot/snapshot.h"
+
+namespace fragscope::replay {
+
+enum class OpKind : std::uint8_t {
+  kAlloc,          ///< malloc(size, stream) → slot
+  kFree,           ///< free of slot (free_requested + free_completed at once)
+  kFreeRequested,  ///< free of slot that waits on other streams' events
+  kFreeCompleted,  ///< those events completed
+  kOom,            ///< the real malloc(size = rounded size, stream) failed here
+  kEmptyCache,     ///< segments released outside any malloc (torch.cuda.empty_cache())
+};
+
+/// @brief One operation. 32 bytes; the replay loop streams through an array of these.
+struct Op {
+  std::uint64_t size = 0;           ///< kAlloc: requested bytes; kOom: rounded bytes
+  std::uint32_t slot = 0;           ///< live-block slot (kAlloc/kFree*)
+  std::uint32_t trace_index = 0;    ///< index of the event in device_traces[device]
+  std::uint32_t segment_end = 0;    ///< this op's segment events end here (see segment_events)
+  std::uint32_t hint_end = 0;       ///< this op's address hints end here (see address_hints)
+  alloc::StreamId stream = 0;
+  OpKind kind = OpKind::kAlloc;
+};
+
+/// @brief A recorded `oom` entry.
+struct RecordedOom {
+  std::uint32_t trace_index = 0;
+  std::uint64_t size = 0;              ///< rounded request
+  std::uint64_t device_free = 0;       ///< cudaMemGetInfo free bytes at the OOM
+  std::uint64_t reserved_at_oom = 0;   ///< recorded reserved bytes at that moment
+};
+
+/// @brief What the trace tells about the device's capacity for this process.
+struct CapacityEvidence {
+  /// Largest reserved bytes after a successful cudaMalloc/map: capacity ≥ this.
+  std::uint64_t lower_bound = 0;
+  /// Smallest reserved + request of a cudaMalloc/map that failed (a release burst inside one
+  /// malloc): capacity < this. nullopt when no malloc failed.
+  std::optional<std::uint64_t> failed_at;
+  std::uint32_t failed_at_trace_index = 0;
+  std::uint32_t release_bursts = 0;  ///< failed cudaMallocs seen (each one a retry or an OOM)
+};
+
+struct PreparedTrace {
+  std::string source;  ///< the snapshot file, for messages
+  int device = 0;
+  std::size_t trace_events = 0;  ///< events in device_traces[device]
+  std::vector<Op> ops;
+  std::vector<alloc::SegmentEvent> segment_events;  ///< real segment events, grouped per op
+  std::vector<alloc::AddressHint> address_hints;    ///< real segment_alloc/map addresses
+  std::uint32_t slot_count = 0;  ///< most slots live at once (size of a replay's handle table)
+
+  /// State at the first event; `initial_slots[i]` names the i-th live block, in the order of
+  /// the segments' live_blocks.
+  std::vector<alloc::InitialSegment> initial_segments;
+  std::vector<std::uint32_t> initial_slots;
+  bool starts_mid_run = false;  ///< the trace does not start from an empty allocator
+
+  std::vector<std::uint64_t> streams;  ///< dense stream id → cudaStream_t value
+  alloc::AllocConfig recorded_config;  ///< from allocator_settings (defaults when absent)
+  bool recorded_config_known = false;
+
+  std::uint64_t recorded_initial_reserved = 0;  ///< reserved bytes at the first event
+  std::uint64_t recorded_peak_reserved = 0;     ///< max of the recorded reserved curve
+  std::uint64_t recorded_final_reserved = 0;
+  std::vector<RecordedOom> ooms;
+  CapacityEvidence capacity;
+  std::uint32_t anomalies = 0;  ///< events that fit no live block (e.g. a ring-buffer edge)
+};
+
+/// @brief Compiles `device`'s trace of `snapshot`.
+/// @throws InputError naming `source` when the snapshot has no trace for `device`, or its
+///         allocator_settings hold a config PyTorch would reject.
+PreparedTrace prepare_trace(const snapshot::Snapshot& snapshot, int device,
+                            const std::string& source);
+
+/// @brief The device with the most trace events (0 when there is no trace at all).
+int busiest_device(const snapshot::Snapshot& snapshot);
+
+}  // namespace fragscope::replay

@@ -1,0 +1,193 @@
+#include "replay/replay_engine.h"
+
+#include <algorithm>
+#include <memory>
+#include <type_traits>
+
+#include "alloc/caching_allocator.h"
+#include "alloc/device_memory.h"
+#include "alloc/ideal_packer.h"
+
+namespace fragscope::replay {
+namespace {
+
+using alloc::BlockHandle;
+using alloc::kNoBlock;
+
+/// Maxima of reserved/allocated over equal stretches of the op list.
+class TimelineBuilder {
+ public:
+  TimelineBuilder(std::size_t ops, std::size_t points) : ops_(ops), points_(points) {
+    if (points_ > ops_) points_ = ops_;
+    advance_boundary();
+  }
+  void observe(std::size_t op_index, std::uint32_t trace_index, std::uint64_t reserved,
+               std::uint64_t allocated) {
+    if (points_ == 0) return;
+    if (!open_) {
+      current_ = {trace_index, trace_index, reserved, allocated};
+      open_ = true;
+    }
+    current_.last_trace_index = trace_index;
+    current_.reserved = std::max(current_.reserved, reserved);
+    current_.allocated = std::max(current_.allocated, allocated);
+    if (op_index + 1 >= boundary_) {
+      points.push_back(current_);
+      open_ = false;
+      advance_boundary();
+    }
+  }
+  void finish() {
+    if (open_) points.push_back(current_);
+    open_ = false;
+  }
+  std::vector<TimelinePoint> points;
+
+ private:
+  void advance_boundary() {
+    if (points_ == 0) return;
+    boundary_ = (points.size() + 1) * ops_ / points_;
+  }
+  std::size_t ops_;
+  std::size_t points_;
+  std::size_t boundary_ = 0;
+  bool open_ = false;
+  TimelinePoint current_;
+};
+
+bool by_action_and_size(const alloc::SegmentEvent& a, const alloc::SegmentEvent& b) {
+  if (a.action != b.action) return a.action < b.action;
+  return a.size < b.size;
+}
+
+/// Do the model's segment events for one malloc match the recorded ones (as multisets)?
+bool same_segment_events(std::vector<alloc::SegmentEvent>& simulated,
+                         std::vector<alloc::SegmentEvent>& recorded) {
+  if (simulated.size() != recorded.size()) return false;
+  std::sort(simulated.begin(), simulated.end(), by_action_and_size);
+  std::sort(recorded.begin(), recorded.end(), by_action_and_size);
+  for (std::size_t i = 0; i < simulated.size(); ++i) {
+    if (simulated[i].action != recorded[i].action || simulated[i].size != recorded[i].size) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/// The replay loop, compiled once per model type so that its calls are direct (the models are
+/// final): this loop runs tens of millions of times per second.
+template <typename Model>
+ReplayResult replay_through(Model& model, alloc::DeviceMemory& device, const PreparedTrace& trace,
+                            const ReplayOptions& options) {
+  const bool self_check = options.self_check && std::is_same_v<Model, alloc::CachingAllocator>;
+  std::vector<alloc::SegmentEvent> simulated;
+  std::vector<alloc::SegmentEvent> recorded;
+  if (self_check) model.set_segment_log(&simulated);
+
+  std::vector<BlockHandle> handles(trace.slot_count, kNoBlock);
+  if (!trace.initial_segments.empty()) {
+    const std::vector<BlockHandle> live = model.restore(trace.initial_segments);
+    for (std::size_t i = 0; i < live.size(); ++i) handles[trace.initial_slots[i]] = live[i];
+  }
+
+  ReplayResult result;
+  const alloc::AllocatorStats& stats = model.stats();
+  TimelineBuilder timeline(trace.ops.size(), options.timeline_points);
+  const std::vector<Op>& ops = trace.ops;
+  std::uint32_t hints_begin = 0;
+  std::uint32_t segments_begin = 0;
+  bool stop = false;
+  bool hints_offered = false;
+  const bool timeline_on = options.timeline_points > 0;
+  std::size_t replayed = 0;
+
+  for (std::size_t i = 0; i < ops.size() && !stop; ++i) {
+    const Op& op = ops[i];
+    switch (op.kind) {
+      case OpKind::kAlloc:
+      case OpKind::kOom: {
+        // Offer the real driver's addresses of this malloc (most mallocs have none).
+        if (options.use_recorded_addresses && (op.hint_end != hints_begin || hints_offered)) {
+          device.offer_hints({trace.address_hints.data() + hints_begin,
+                              op.hint_end - hints_begin});
+          hints_offered = op.hint_end != hints_begin;
+        }
+        const BlockHandle h = model.malloc(op.size, op.stream);
+        const bool recorded_oom = op.kind == OpKind::kOom;
+        if (h == kNoBlock) {
+          if (!result.oom) {
+            result.oom = true;
+            result.oom_trace_index = op.trace_index;
+            result.oom_request_bytes = op.size;
+            result.oom_matches_recorded = recorded_oom;
+          }
+          // Past a recorded OOM the trace goes on with the failed step's clean-up; past any
+          // other failure it assumes a block this replay does not have.
+          stop = !recorded_oom;
+        } else if (recorded_oom) {
+          result.passed_recorded_oom = true;
+          stop = true;
+        } else {
+          handles[op.slot] = h;
+        }
+        break;
+      }
+      case OpKind::kFree:
+        if (handles[op.slot] != kNoBlock) model.free(handles[op.slot]);
+        handles[op.slot] = kNoBlock;
+        break;
+      case OpKind::kFreeRequested:
+        if (handles[op.slot] != kNoBlock) model.free_requested(handles[op.slot]);
+        break;
+      case OpKind::kFreeCompleted:
+        if (handles[op.slot] != kNoBlock) model.free_completed(handles[op.slot]);
+        handles[op.slot] = kNoBlock;
+        break;
+      case OpKind::kEmptyCache:
+        model.empty_cache();
+        break;
+    }
+    if (self_check) {
+      recorded.assign(trace.segment_events.begin() + segments_begin,
+                      trace.segment_events.begin() + op.segment_end);
+      if ((!simulated.empty() || !recorded.empty()) &&
+          !same_segment_events(simulated, recorded)) {
+        ++result.segment_mismatches;
+        if (!result.first_mismatch_trace_index) result.first_mismatch_trace_index = op.trace_index;
+      }
+      simulated.clear();
+    }
+    hints_begin = op.hint_end;
+    segments_begin = op.segment_end;
+    if (timeline_on) timeline.observe(i, op.trace_index, stats.reserved_bytes, stats.allocated_bytes);
+    ++replayed;
+  }
+  timeline.finish();
+  result.ops_replayed = replayed;
+  if (replayed) result.last_trace_index = ops[replayed - 1].trace_index;
+  result.completed = !stop;
+  result.stats = stats;
+  result.timeline = std::move(timeline.points);
+  return result;
+}
+
+
+
+}  // namespace
+
+ReplayResult run_replay(const PreparedTrace& trace, ModelKind kind,
+                        const alloc::AllocConfig& config, const ReplayOptions& options) {
+  alloc::DeviceMemory device(options.capacity);
+  if (kind == ModelKind::kIdeal) {
+    alloc::IdealPacker model(config, device);
+    return replay_through(model, device, trace, options);
+  }
+  alloc::CachingAllocatorOptions model_options;
+  model_options.config = config;
+  model_options.allowed_memory_maximum = options.allowed_memory_maximum;
+  model_options.device_total_memory = options.device_total_memory;
+  alloc::CachingAllocator model(model_options, device);
+  return replay_through(model, device, trace, options);
+}
+
+}  // namespace fragscope::replay

@@ -1,0 +1,72 @@
+#pragma once
+/// @file replay_engine.h
+/// @brief Replays a prepared trace through one allocator model and one config.
+///
+/// The loop: every op of the trace, in order, becomes a call on the model (malloc, free, the
+/// two halves of a record_stream free, empty_cache). A malloc the model cannot serve is an
+/// OOM: at a recorded `oom` entry the real run failed there too and the replay goes on (the
+/// trace continues with the failed step's frees); anywhere else the replay stops, because the
+/// rest of the trace assumes that malloc succeeded. A config that serves a recorded OOM's
+/// request has passed the point where the real run died: the replay stops there, as the trace
+/// does for anything but clean-up.
+/// Thread-safety: run_replay only reads the PreparedTrace; call it from many threads at once.
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "alloc/alloc_config.h"
+#include "alloc/allocator_model.h"
+#include "replay/prepared_trace.h"
+
+namespace fragscope::replay {
+
+enum class ModelKind : std::uint8_t {
+  kCaching,  ///< PyTorch's native caching allocator (expandable segments per config)
+  kIdeal,    ///< the ideal packer: live rounded bytes, the floor
+};
+
+struct ReplayOptions {
+  /// Bytes this process may hold on the device (cudaMalloc fails beyond); nullopt = unlimited.
+  std::optional<std::uint64_t> capacity;
+  /// set_per_process_memory_fraction: fraction × device memory; nullopt = no fraction.
+  std::optional<std::uint64_t> allowed_memory_maximum;
+  /// totalGlobalMem when known (sizes expandable segments' virtual ranges).
+  std::uint64_t device_total_memory = 0;
+  /// Give new segments the addresses the real driver returned (exact tie-breaking of best fit).
+  bool use_recorded_addresses = true;
+  /// Compare the model's segment events with the recorded ones, malloc by malloc.
+  bool self_check = false;
+  /// Points of the reserved/allocated timeline (0 = none).
+  std::size_t timeline_points = 60;
+};
+
+/// @brief Reserved and allocated bytes over one stretch of the trace (maxima over it).
+struct TimelinePoint {
+  std::uint32_t first_trace_index = 0;
+  std::uint32_t last_trace_index = 0;
+  std::uint64_t reserved = 0;
+  std::uint64_t allocated = 0;
+};
+
+struct ReplayResult {
+  alloc::AllocatorStats stats;           ///< the model's statistics when the replay ended
+  bool oom = false;                      ///< some malloc failed
+  std::optional<std::uint32_t> oom_trace_index;  ///< the first failing event
+  std::uint64_t oom_request_bytes = 0;   ///< what that malloc asked for
+  bool oom_matches_recorded = false;     ///< the first OOM is at a recorded `oom` entry
+  bool passed_recorded_oom = false;      ///< served a recorded OOM's request; stopped there
+  bool completed = false;                ///< replayed every op to the end of the trace
+  std::uint32_t last_trace_index = 0;    ///< the last event replayed
+  std::size_t ops_replayed = 0;
+  /// Self-check (when asked): mallocs whose segment events differ from the recorded ones.
+  std::uint32_t segment_mismatches = 0;
+  std::optional<std::uint32_t> first_mismatch_trace_index;
+  std::vector<TimelinePoint> timeline;
+};
+
+/// @brief Replays `trace` through a fresh model of `kind` configured by `config`.
+ReplayResult run_replay(const PreparedTrace& trace, ModelKind kind,
+                        const alloc::AllocConfig& config, const ReplayOptions& options);
+
+}  // namespace fragscope::replay

@@ -1,0 +1,154 @@
+#include "replay/whatif.h"
+
+#include <algorithm>
+#include <atomic>
+#include <functional>
+#include <thread>
+
+namespace fragscope::replay {
+namespace {
+
+constexpr std::uint64_t kStep = 2ull << 20;  // cudaMalloc granularity
+
+/// Runs every task on a pool of `threads` threads; returns when all are done.
+void run_parallel(const std::vector<std::function<void()>>& tasks, unsigned threads) {
+  std::atomic<std::size_t> next{0};
+  auto worker = [&] {
+    for (std::size_t i = next++; i < tasks.size(); i = next++) tasks[i]();
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (std::thread& t : pool) t.join();
+}
+
+ReplayOptions options_for(const Capacity& capacity, std::optional<std::uint64_t> bytes,
+                          bool use_recorded_addresses) {
+  ReplayOptions options;
+  options.capacity = bytes;
+  options.allowed_memory_maximum = capacity.allowed_maximum;
+  options.device_total_memory = capacity.device_total;
+  options.use_recorded_addresses = use_recorded_addresses;
+  return options;
+}
+
+}  // namespace
+
+std::vector<WhatIfConfig> standard_sweep(const PreparedTrace& trace, bool fraction_known) {
+  std::vector<std::string> confs = {
+      "",
+      "expandable_segments:True",
+      "max_split_size_mb:64",
+      "max_split_size_mb:128",
+      "max_split_size_mb:256",
+      "max_split_size_mb:512",
+      "max_split_size_mb:1024",
+      "roundup_power2_divisions:2",
+      "roundup_power2_divisions:4",
+      "roundup_power2_divisions:8",
+      "roundup_power2_divisions:16",
+      "expandable_segments:True,roundup_power2_divisions:4",
+      "max_split_size_mb:256,roundup_power2_divisions:4",
+      "max_split_size_mb:512,roundup_power2_divisions:8",
+  };
+  if (fraction_known) {
+    confs.insert(confs.end(), {"garbage_collection_threshold:0.6",
+                               "garbage_collection_threshold:0.8",
+                               "max_split_size_mb:256,garbage_collection_threshold:0.8"});
+  }
+  std::vector<WhatIfConfig> sweep;
+  sweep.push_back({alloc::to_alloc_conf(trace.recorded_config), trace.recorded_config, true});
+  for (const std::string& conf : confs) {
+    const alloc::AllocConfig config = alloc::parse_alloc_conf(conf);
+    const bool seen = std::any_of(sweep.begin(), sweep.end(),
+                                  [&](const WhatIfConfig& c) { return c.config == config; });
+    if (!seen) sweep.push_back({conf, config, false});
+  }
+  return sweep;
+}
+
+std::uint64_t find_min_capacity(const PreparedTrace& trace, ModelKind kind,
+                                const alloc::AllocConfig& config, const ReplayOptions& base,
+                                std::uint64_t floor, std::uint64_t ceiling) {
+  ReplayOptions options = base;
+  options.timeline_points = 0;
+  auto survives = [&](std::uint64_t capacity) {
+    options.capacity = capacity;
+    return !run_replay(trace, kind, config, options).oom;
+  };
+  std::uint64_t lo = floor / kStep * kStep;
+  std::uint64_t hi = std::max(lo, (ceiling + kStep - 1) / kStep * kStep);  // survives
+  if (survives(lo)) return lo;
+  while (hi - lo > kStep) {  // invariant: lo fails, hi survives
+    const std::uint64_t mid = lo + (hi - lo) / kStep / 2 * kStep;
+    if (survives(mid)) {
+      hi = mid;
+    } else {
+      lo = mid;
+    }
+  }
+  return hi;
+}
+
+WhatIfReport run_whatif(const PreparedTrace& trace, const std::vector<WhatIfConfig>& configs,
+                        const Capacity& capacity, const WhatIfOptions& options) {
+  WhatIfReport report;
+  report.capacity = capacity;
+  report.threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  report.rows.resize(configs.size());
+  const ReplayOptions unlimited = options_for(capacity, std::nullopt, options.use_recorded_addresses);
+  const ReplayOptions limited = options_for(capacity, capacity.bytes, options.use_recorded_addresses);
+
+  // Demand first (the ideal packer's peak is every bisection's floor), then the rest.
+  std::vector<std::function<void()>> tasks;
+  tasks.emplace_back([&] {
+    report.ideal = run_replay(trace, ModelKind::kIdeal, trace.recorded_config, unlimited);
+  });
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    tasks.emplace_back([&, i] {
+      report.rows[i].config = configs[i];
+      report.rows[i].unlimited = run_replay(trace, ModelKind::kCaching, configs[i].config, unlimited);
+    });
+  }
+  report.threads = std::min<unsigned>(report.threads, static_cast<unsigned>(tasks.size()));
+  run_parallel(tasks, report.threads);
+
+  tasks.clear();
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    WhatIfRow& row = report.rows[i];
+    if (capacity.bytes) {
+      tasks.emplace_back([&, i] {
+        row.at_capacity = run_replay(trace, ModelKind::kCaching, configs[i].config, limited);
+      });
+    }
+    if (options.min_capacity) {
+      tasks.emplace_back([&, i] {
+        row.min_capacity = find_min_capacity(trace, ModelKind::kCaching, configs[i].config,
+                                             unlimited, report.ideal.stats.peak_reserved_bytes,
+                                             row.unlimited.stats.peak_reserved_bytes);
+      });
+    }
+  }
+  run_parallel(tasks, std::min<unsigned>(report.threads, std::max<std::size_t>(1, tasks.size())));
+
+  std::stable_sort(report.rows.begin(), report.rows.end(), [](const WhatIfRow& a, const WhatIfRow& b) {
+    return a.unlimited.stats.peak_reserved_bytes < b.unlimited.stats.peak_reserved_bytes;
+  });
+  for (std::size_t i = 0; i < report.rows.size(); ++i) {
+    const WhatIfRow& row = report.rows[i];
+    if (!row.fits()) continue;
+    if (!report.recommended) {
+      report.recommended = i;
+      continue;
+    }
+    // Equal demand: prefer the simpler setting (fewer keys to explain).
+    const WhatIfRow& best = report.rows[*report.recommended];
+    if (row.unlimited.stats.peak_reserved_bytes == best.unlimited.stats.peak_reserved_bytes &&
+        row.config.conf.size() < best.config.conf.size()) {
+      report.recommended = i;
+    }
+  }
+  return report;
+}
+
+}  // namespace fragscope::replay

@@ -1,0 +1,77 @@
+#include "report/doctor_report.h"
+
+#include <fmt/format.h>
+
+#include "util/bytes.h"
+
+namespace fragscope::report {
+namespace {
+
+void field(std::ostream& out, std::string_view name, std::string_view value) {
+  if (!value.empty()) out << fmt::format("{:<11}{}\n", name, value);
+}
+
+void actions(std::ostream& out, std::string_view title, const std::vector<diagnose::Action>& list, bool numbered) {
+  if (list.empty()) return;
+  out << '\n' << title << '\n';
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const diagnose::Action& a = list[i];
+    const std::string mark = numbered ? fmt::format("{}.", i + 1) : std::string("-");
+    out << fmt::format("  {} {}{}\n", mark, a.title, numbered && !a.sufficient ? " (not shown to be enough on its own)" : "");
+    if (!a.setting.empty()) out << fmt::format("     {}\n", a.setting);
+    if (!a.evidence.empty()) out << fmt::format("     why: {}\n", a.evidence);
+  }
+}
+
+void lines(std::ostream& out, std::string_view title, const std::vector<std::string>& list) {
+  if (list.empty()) return;
+  out << '\n' << title << '\n';
+  for (const std::string& line : list) out << "  - " << line << '\n';
+}
+
+std::string at_capacity(const diagnose::WhatIfLine& w) {
+  if (!w.passes_oom_point) return "-";
+  if (w.fits.value_or(false)) return "fits";
+  return *w.passes_oom_point ? "passes the OOM point" : "OOM";
+}
+
+}  // namespace
+
+void write_doctor_text(std::ostream& out, const diagnose::Diagnosis& d) {
+  out << fmt::format("fragscope doctor · verdict: {}\n{}\n\n", diagnose::to_string(d.verdict), d.headline);
+  field(out, "phase", d.phase_source.empty() ? d.phase : fmt::format("{} ({})", d.phase, d.phase_source));
+  field(out, "trigger", d.trigger);
+  if (d.data_wait_fraction)
+    field(out, "data wait", fmt::format("{:.1f}% of step time ({:.1f}% at steady state)", 100 * *d.data_wait_fraction,
+                                        100 * d.steady_data_wait_fraction.value_or(*d.data_wait_fraction)));
+  if (d.gpu_idle_fraction) field(out, "gpu idle", fmt::format("{:.1f}% of nvidia-smi samples", 100 * *d.gpu_idle_fraction));
+  if (d.capacity_bytes) field(out, "capacity", fmt::format("{} ({})", format_bytes(*d.capacity_bytes), d.capacity_source));
+  if (d.projection.available)
+    field(out, "projected", fmt::format("{} peak for the failing step (static {} + activations)", format_bytes(d.projection.projected_peak_bytes),
+                                        format_bytes(d.projection.static_bytes)));
+  field(out, "ranks", d.rank_spread);
+
+  out << "\nevidence\n";
+  for (const auto& e : d.evidence) out << "  - " << e.text << '\n';
+  lines(out, "what would decide it", d.decide_with);
+  lines(out, "healthy", d.healthy);
+  actions(out, "actions (try in this order)", d.actions, true);
+  actions(out, "do not", d.do_not, false);
+
+  if (!d.whatif.empty()) {
+    out << fmt::format("\nwhat if (trace replayed per PYTORCH_CUDA_ALLOC_CONF{})\n",
+                       d.capacity_bytes ? " at " + format_bytes(*d.capacity_bytes) : std::string());
+    out << fmt::format("  {:<52} {:>14}  {}\n", "PYTORCH_CUDA_ALLOC_CONF", "peak reserved", "at capacity");
+    for (const auto& w : d.whatif) {
+      const std::string conf = (w.conf.empty() ? std::string("(defaults)") : w.conf) + (w.recorded ? " *" : "") +
+                               (w.conf == d.recommended_conf ? " ←" : "");
+      out << fmt::format("  {:<52} {:>14}  {}\n", conf, format_bytes(w.peak_reserved_bytes), at_capacity(w));
+    }
+    if (d.ideal_peak_bytes) out << fmt::format("  {:<52} {:>14}\n", "ideal packer (the floor)", format_bytes(*d.ideal_peak_bytes));
+    out << "  * recorded config   ← recommended\n";
+  }
+  lines(out, "inputs used", d.inputs_used);
+  lines(out, "not given (what it would add)", d.inputs_missing);
+}
+
+}  // namespace fragscope::report

@@ -1,0 +1,26 @@
+#include "snapshot/json_input.h"
+
+#include <fmt/format.h>
+
+#include "snapshot/text_file.h"
+#include "util/error.h"
+
+namespace fragscope::snapshot {
+
+std::string json_error_text(const nlohmann::json::exception& error) {
+  std::string text = error.what();
+  if (text.starts_with("[json.exception.")) {
+    if (const auto close = text.find("] "); close != std::string::npos) text.erase(0, close + 2);
+  }
+  return printable_excerpt(text, 300);
+}
+
+nlohmann::json parse_json_document(std::string_view text, std::string_view source) {
+  try {
+    return nlohmann::json::parse(text.begin(), text.end());
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(fmt::format("{}: invalid JSON: {}", source, json_error_text(e)));
+  }
+}
+
+}  // namespace fragscope::snapshot

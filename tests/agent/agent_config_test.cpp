@@ -1,0 +1,68 @@
+#include "agent/agent_config.h"
+
+#include <gtest/gtest.h>
+
+#include "util/error.h"
+
+namespace fragscope::agent {
+namespace {
+
+std::string error_of(std::string_view text) {
+  try {
+    parse_agent_config(text, "agent.toml");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(AgentConfigTest, ShippedConfigIsTheBuiltInDefault) {
+  EXPECT_EQ(load_agent_config(FRAGSCOPE_SOURCE_DIR "/deploy/agent.toml"), AgentConfig{});
+}
+
+TEST(AgentConfigTest, EmptyConfigKeepsDefaults) { EXPECT_EQ(parse_agent_config("", "x"), AgentConfig{}); }
+
+TEST(AgentConfigTest, ReadsThresholdsAndActions) {
+  const auto config = parse_agent_config(R"(
+[thresholds]
+fragmentation_ratio = 0.1
+hold_for_seconds = 0
+[actions]
+dry_run = true
+[actions.checkpoint]
+enabled = true
+rules = ["alloc_retries"]
+min_interval_seconds = 30
+[actions.drain]
+enabled = true
+command = ["kubectl", "cordon", "{node}"]
+)", "agent.toml");
+  EXPECT_DOUBLE_EQ(config.thresholds.fragmentation_ratio, 0.1);
+  EXPECT_EQ(config.thresholds.hold_for, std::chrono::seconds(0));
+  EXPECT_DOUBLE_EQ(config.thresholds.hbm_used_ratio, 0.9);
+  EXPECT_TRUE(config.actions.dry_run);
+  EXPECT_TRUE(config.actions.checkpoint.enabled);
+  EXPECT_EQ(config.actions.checkpoint.rules, std::set<Rule>{Rule::kAllocRetries});
+  EXPECT_EQ(config.actions.checkpoint.min_interval, std::chrono::seconds(30));
+  EXPECT_EQ(config.actions.drain_command, (std::vector<std::string>{"kubectl", "cordon", "{node}"}));
+}
+
+TEST(AgentConfigTest, MistakesAreOneLineErrorsNamingTheKey) {
+  EXPECT_EQ(error_of("[thresholds]\nfragmentation = 0.3\n"), "agent.toml: thresholds.fragmentation: unknown key");
+  EXPECT_EQ(error_of("[thresholds]\nhbm_used_ratio = 90\n"),
+            "agent.toml: thresholds.hbm_used_ratio: must be a number in [0, 1]");
+  EXPECT_EQ(error_of("[actions.log]\nrules = [\"oom\"]\n"),
+            "agent.toml: actions.log.rules: unknown rule 'oom' (rules: fragmentation, alloc_retries, hbm_used, data_wait)");
+  EXPECT_EQ(error_of("[actions.drain]\nenabled = true\n"),
+            "agent.toml: actions.drain.command: is required when drain is enabled");
+  EXPECT_EQ(error_of("[actions]\ndry_run = \"yes\"\n"), "agent.toml: actions.dry_run: must be true or false");
+  EXPECT_EQ(error_of("thresholds = 3\n"), "agent.toml: thresholds: must be a table");
+  EXPECT_EQ(error_of("[thresholds\n").rfind("agent.toml:1:", 0), 0u);
+}
+
+TEST(AgentConfigTest, MissingFileIsAnInputError) {
+  EXPECT_THROW(load_agent_config("/nonexistent/agent.toml"), InputError);
+}
+
+}  // namespace
+}  // namespace fragscope::agent

@@ -1,0 +1,180 @@
+#include "agent/rank_file_reader.h"
+
+#include <sys/stat.h>
+
+#include <fstream>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "agent/rank_file_layout.h"
+#include "test_support.h"
+
+namespace fragscope::agent {
+namespace {
+
+using testing::run_python;
+using testing::TempDir;
+
+// Writes one record with every field set, through the hook's real writer.
+constexpr const char* kFullRecord = R"(
+rec = shm.RankRecord(
+    pid=4242, rank=5, local_rank=1, world_size=8, gpu=3, phase="checkpoint", largest_free_known=True,
+    update_unix_ns=time.time_ns(), step_unix_ns=1_700_000_000_000_000_001, step=77,
+    allocated_bytes=7_692_978_688, reserved_bytes=32_872_857_600, active_bytes=7_692_978_689,
+    inactive_split_bytes=2_396_419_584, requested_bytes=7_692_977_412, largest_free_block_bytes=1_073_741_824,
+    allocated_peak_bytes=30_983_239_168, reserved_peak_bytes=32_872_857_601, device_total_bytes=150_754_820_096,
+    alloc_retries=3, ooms=1, segments=516, checkpoint_ack=2, batch_samples=4, batch_tokens=10_336,
+    batch_longest_sequence=2584, loader_queue_depth=7, step_seconds=0.5, data_wait_seconds=0.125,
+    h2d_seconds=0.001, compute_seconds=0.375, data_wait_ratio=0.25, samples_per_second=8.0,
+    step_seconds_total=38.5, data_wait_seconds_total=9.625, hook_seconds_total=0.0125,
+    job="llama-sft", gpu_uuid="GPU-0b3c6f5e-1a2b-3c4d-5e6f-000000000001")
+w = shm.RankFileWriter(DIR, rec)
+)";
+
+class RankFileReaderTest : public ::testing::Test {
+ protected:
+  std::filesystem::path write_full_record() {
+    EXPECT_EQ(run_python(dir_, "DIR = '" + dir_.path().string() + "'\n" + kFullRecord), 0);
+    return dir_.path() / "rank5-pid4242.fsr";
+  }
+
+  std::vector<char> bytes_of(const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), {}};
+  }
+
+  void overwrite(const std::filesystem::path& path, const std::vector<char>& bytes) {
+    std::ofstream(path, std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  }
+
+  TempDir dir_;
+};
+
+TEST_F(RankFileReaderTest, ReadsEveryFieldThePythonWriterWrote) {
+  const auto reading = read_rank_file(write_full_record());
+  ASSERT_EQ(reading.state, RankFileState::kOk) << reading.problem;
+  const RankRecord& r = reading.record;
+  EXPECT_EQ(r.pid, 4242);
+  EXPECT_EQ(r.rank, 5);
+  EXPECT_EQ(r.local_rank, 1);
+  EXPECT_EQ(r.world_size, 8);
+  EXPECT_EQ(r.gpu, 3);
+  EXPECT_EQ(r.phase, Phase::kCheckpoint);
+  EXPECT_TRUE(r.largest_free_known);
+  EXPECT_EQ(r.step_unix_ns, 1'700'000'000'000'000'001u);
+  EXPECT_EQ(r.step, 77u);
+  EXPECT_EQ(r.allocated_bytes, 7'692'978'688u);
+  EXPECT_EQ(r.reserved_bytes, 32'872'857'600u);
+  EXPECT_EQ(r.active_bytes, 7'692'978'689u);
+  EXPECT_EQ(r.inactive_split_bytes, 2'396'419'584u);
+  EXPECT_EQ(r.requested_bytes, 7'692'977'412u);
+  EXPECT_EQ(r.largest_free_block_bytes, 1'073'741'824u);
+  EXPECT_EQ(r.allocated_peak_bytes, 30'983'239'168u);
+  EXPECT_EQ(r.reserved_peak_bytes, 32'872'857'601u);
+  EXPECT_EQ(r.device_total_bytes, 150'754'820'096u);
+  EXPECT_EQ(r.alloc_retries, 3u);
+  EXPECT_EQ(r.ooms, 1u);
+  EXPECT_EQ(r.segments, 516u);
+  EXPECT_EQ(r.checkpoint_ack, 2u);
+  EXPECT_EQ(r.batch_samples, 4u);
+  EXPECT_EQ(r.batch_tokens, 10'336u);
+  EXPECT_EQ(r.batch_longest_sequence, 2584u);
+  EXPECT_EQ(r.loader_queue_depth, 7);
+  EXPECT_DOUBLE_EQ(r.step_seconds, 0.5);
+  EXPECT_DOUBLE_EQ(r.data_wait_seconds, 0.125);
+  EXPECT_DOUBLE_EQ(r.h2d_seconds, 0.001);
+  EXPECT_DOUBLE_EQ(r.compute_seconds, 0.375);
+  EXPECT_DOUBLE_EQ(r.data_wait_ratio, 0.25);
+  EXPECT_DOUBLE_EQ(r.samples_per_second, 8.0);
+  EXPECT_DOUBLE_EQ(r.step_seconds_total, 38.5);
+  EXPECT_DOUBLE_EQ(r.data_wait_seconds_total, 9.625);
+  EXPECT_DOUBLE_EQ(r.hook_seconds_total, 0.0125);
+  EXPECT_EQ(r.job, "llama-sft");
+  EXPECT_EQ(r.gpu_uuid, "GPU-0b3c6f5e-1a2b-3c4d-5e6f-000000000001");
+  // 2'396'419'584 / 32'872'857'600: calib's first step (fixtures/calib/steps.jsonl).
+  EXPECT_NEAR(r.fragmentation_ratio(), 0.0729, 1e-4);
+}
+
+TEST_F(RankFileReaderTest, WriterKilledMidUpdateIsTornNotUsed) {
+  // The real writer enters its update (seq odd), then the process dies before finishing.
+  const std::string code = "DIR = '" + dir_.path().string() + "'\n" + kFullRecord +
+                           "u = w._updating(); u.__enter__()\nw._map[100:108] = b'\\xff' * 8\n"
+                           "os.kill(os.getpid(), 9)\n";
+  EXPECT_EQ(run_python(dir_, code), 128 + 9);
+  const auto reading = read_rank_file(dir_.path() / "rank5-pid4242.fsr");
+  EXPECT_EQ(reading.state, RankFileState::kTorn);
+  EXPECT_NE(reading.problem.find("odd"), std::string::npos) << reading.problem;
+}
+
+TEST_F(RankFileReaderTest, GarbageIsInvalid) {
+  const auto path = dir_.path() / "rank0-pid1.fsr";
+  std::vector<char> garbage(512);
+  for (std::size_t i = 0; i < garbage.size(); ++i) garbage[i] = static_cast<char>(i * 37 + 11);
+  overwrite(path, garbage);
+  const auto reading = read_rank_file(path);
+  EXPECT_EQ(reading.state, RankFileState::kInvalid);
+  EXPECT_EQ(reading.problem, "not a rank file (bad magic)");
+}
+
+TEST_F(RankFileReaderTest, TruncatedFilesAreInvalid) {
+  const auto path = write_full_record();
+  const auto full = bytes_of(path);
+  for (std::size_t keep : {std::size_t{0}, std::size_t{20}, std::size_t{200}, std::size_t{511}}) {
+    overwrite(path, std::vector<char>(full.begin(), full.begin() + static_cast<std::ptrdiff_t>(keep)));
+    const auto reading = read_rank_file(path);
+    EXPECT_EQ(reading.state, RankFileState::kInvalid) << keep;
+    EXPECT_NE(reading.problem.find("truncated"), std::string::npos) << reading.problem;
+  }
+}
+
+TEST_F(RankFileReaderTest, FlippedPayloadByteFailsTheChecksum) {
+  const auto path = write_full_record();
+  auto bytes = bytes_of(path);
+  bytes[100] ^= 0x01;
+  overwrite(path, bytes);
+  const auto reading = read_rank_file(path);
+  EXPECT_EQ(reading.state, RankFileState::kInvalid);
+  EXPECT_EQ(reading.problem, "checksum mismatch");
+}
+
+TEST_F(RankFileReaderTest, NewerLayoutVersionIsUnsupportedNotGuessed) {
+  // A future writer: same magic, version 2, a bigger record.
+  const std::string code = "DIR = '" + dir_.path().string() + "'\nshm.VERSION = 2\nshm.SIZE = 1024\n" + kFullRecord;
+  ASSERT_EQ(run_python(dir_, code), 0);
+  const auto reading = read_rank_file(dir_.path() / "rank5-pid4242.fsr");
+  EXPECT_EQ(reading.state, RankFileState::kUnsupported);
+  EXPECT_EQ(reading.problem, "layout version 2 is newer than this agent reads (1)");
+}
+
+TEST_F(RankFileReaderTest, FifoIsRefusedWithoutBlocking) {
+  const auto path = dir_.path() / "rank0-pid1.fsr";
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+  const auto reading = read_rank_file(path);
+  EXPECT_EQ(reading.state, RankFileState::kInvalid);
+  EXPECT_EQ(reading.problem, "not a regular file");
+}
+
+TEST_F(RankFileReaderTest, ScanReadsOnlyRankFilesAndMarksStaleOnes) {
+  write_full_record();
+  std::ofstream(dir_.path() / "notes.txt") << "not a rank file";
+  std::ofstream(dir_.path() / "rank9-pid9.fsr.checkpoint") << "1\n";
+  std::ofstream(dir_.path() / "rank9-pid9.fsr") << "junk";
+  const auto now = testing::unix_ns_now();
+  auto readings = scan_rank_directory(dir_.path(), now, std::chrono::seconds(60));
+  ASSERT_EQ(readings.size(), 2u);
+  EXPECT_EQ(readings[0].path.filename(), "rank5-pid4242.fsr");
+  EXPECT_EQ(readings[0].state, RankFileState::kOk);
+  EXPECT_EQ(readings[1].state, RankFileState::kInvalid);
+  // Two minutes later, without an update, the rank is stale.
+  readings = scan_rank_directory(dir_.path(), now + 120'000'000'000ull, std::chrono::seconds(60));
+  EXPECT_EQ(readings[0].state, RankFileState::kStale);
+  EXPECT_EQ(readings[0].record.rank, 5);
+}
+
+TEST_F(RankFileReaderTest, MissingDirectoryHasNoRanks) {
+  EXPECT_TRUE(scan_rank_directory(dir_.path() / "absent", testing::unix_ns_now(), std::chrono::seconds(60)).empty());
+}
+
+}  // namespace
+}  // namespace fragscope::agent

@@ -1,0 +1,50 @@
+#pragma once
+/// @file test_support.h
+/// @brief Temp directories and the real Python hook writer, for the agent's tests.
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+namespace fragscope::agent::testing {
+
+/// A fresh directory under the system temp dir, removed with everything in it.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "fragscope-test-XXXXXX").string();
+    path_ = ::mkdtemp(pattern.data());
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+/// Runs `code` with the project's python/ on the path; returns the exit status.
+inline int run_python(const TempDir& dir, const std::string& code) {
+  const auto script = dir.path() / "writer.py";
+  std::ofstream(script) << "import sys, os, time\nsys.path.insert(0, '" FRAGSCOPE_SOURCE_DIR "/python')\n"
+                        << "from fragscope import shm\n" << code << '\n';
+  const std::string command = std::string(FRAGSCOPE_PYTHON) + " " + script.string();
+  const int status = std::system(command.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+inline std::uint64_t unix_ns_now() {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::system_clock::now().time_since_epoch())
+                                        .count());
+}
+
+}  // namespace fragscope::agent::testing

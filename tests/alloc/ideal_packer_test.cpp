@@ -1,0 +1,35 @@
+#include "alloc/ideal_packer.h"
+
+#include <gtest/gtest.h>
+
+namespace fragscope::alloc {
+namespace {
+
+constexpr std::uint64_t kMiB = 1ull << 20;
+
+TEST(IdealPackerTest, PeakIsThePeakOfLiveRoundedBytes) {
+  DeviceMemory device;
+  IdealPacker packer(AllocConfig{}, device);
+  const BlockHandle a = packer.malloc(1000, 0);  // 1024 after rounding
+  const BlockHandle b = packer.malloc(5 * kMiB, 1);
+  packer.free(a);
+  packer.malloc(3 * kMiB, 0);
+  EXPECT_EQ(packer.stats().peak_reserved_bytes, 8 * kMiB);
+  EXPECT_EQ(packer.stats().reserved_bytes, 8 * kMiB);
+  packer.free(b);
+  EXPECT_EQ(packer.stats().reserved_bytes, 3 * kMiB);
+  EXPECT_EQ(packer.stats().peak_reserved_bytes, 8 * kMiB);
+  EXPECT_EQ(packer.stats().num_alloc_retries, 0u);
+}
+
+TEST(IdealPackerTest, FailsOnlyBeyondTheCapacity) {
+  DeviceMemory device(10 * kMiB);
+  IdealPacker packer(AllocConfig{}, device);
+  ASSERT_NE(packer.malloc(6 * kMiB, 0), kNoBlock);
+  ASSERT_NE(packer.malloc(4 * kMiB, 0), kNoBlock);  // exactly full: no fragmentation here
+  EXPECT_EQ(packer.malloc(512, 0), kNoBlock);
+  EXPECT_EQ(packer.stats().num_ooms, 1u);
+}
+
+}  // namespace
+}  // namespace fragscope::alloc

@@ -1,0 +1,112 @@
+// The doctor on every recorded fixture, from the files a user would have: the verdict must be
+// truth.json's label (eval_spike: undetermined or capacity, never fragmentation) and the
+// data-wait fraction within 0.01 of truth.json.
+#include "diagnose/doctor.h"
+
+#include <gtest/gtest.h>
+
+#include "doctor_fixture_files.h"
+#include "../fixture_support.h"
+#include "util/error.h"
+
+namespace fragscope::diagnose {
+namespace {
+
+using fragscope::testing::doctor_scenarios;
+using fragscope::testing::doctor_user_files;
+using fragscope::testing::fixtures_dir;
+using fragscope::testing::read_json;
+
+class DoctorFixture : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(DoctorFixture, VerdictMatchesTruthLabel) {
+  const std::string scenario = GetParam();
+  const auto truth = read_json(fixtures_dir() / scenario / "truth.json");
+  const DoctorInputs inputs = collect_doctor_inputs(doctor_user_files(scenario));
+  ASSERT_TRUE(inputs.unrecognised.empty()) << inputs.unrecognised.front();
+  DoctorOptions options;
+  options.threads = 2;
+  const Diagnosis d = run_doctor(inputs, options);
+  const std::string verdict(to_string(d.verdict));
+  const std::string label = truth["label"].get<std::string>();
+  if (truth.value("oom_phase", nlohmann::json()).is_string() && truth["oom_phase"] == "eval") {
+    EXPECT_TRUE(verdict == "undetermined" || verdict == "capacity") << scenario << ": " << verdict;
+    EXPECT_EQ(d.phase, "eval");
+  } else {
+    EXPECT_EQ(verdict, label) << scenario << ": " << d.headline;
+  }
+  ASSERT_TRUE(d.data_wait_fraction.has_value());
+  EXPECT_NEAR(*d.data_wait_fraction, truth["data_wait_fraction"].get<double>(), 0.01);
+  EXPECT_FALSE(d.evidence.empty());
+  EXPECT_EQ(d.oom, truth["outcome"] == "oom");
+  if (d.verdict != Verdict::kOk) {
+    EXPECT_FALSE(d.actions.empty());
+  }
+  if (d.verdict == Verdict::kFragmentation) {
+    ASSERT_TRUE(d.capacity_bytes.has_value());
+    ASSERT_TRUE(d.projection.available);
+    EXPECT_LE(d.projection.projected_peak_bytes, *d.capacity_bytes);
+    EXPECT_EQ(d.actions.front().setting.rfind("PYTORCH_CUDA_ALLOC_CONF=", 0), 0u);
+    EXPECT_NE(d.actions.front().setting.find("expandable_segments:True"), std::string::npos);
+  }
+  if (d.verdict == Verdict::kUndetermined) {
+    EXPECT_FALSE(d.decide_with.empty());
+    for (const Action& a : d.actions) EXPECT_FALSE(a.sufficient) << a.title;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, DoctorFixture, ::testing::ValuesIn(doctor_scenarios()),
+                         [](const auto& info) { return info.param; });
+
+TEST(Doctor, OomContextStatesTheBlindSpotInNumbers) {
+  const auto truth = read_json(fixtures_dir() / "frag_oom_104" / "truth.json");
+  const Diagnosis d = run_doctor(collect_doctor_inputs(doctor_user_files("frag_oom_104")));
+  ASSERT_TRUE(d.oom_context.has_value());
+  const OomContext& c = *d.oom_context;
+  EXPECT_EQ(c.request_bytes, truth["oom_event"]["size"].get<std::uint64_t>());
+  EXPECT_EQ(c.driver_free_bytes, truth["oom_event"]["device_free"].get<std::uint64_t>());
+  ASSERT_TRUE(c.largest_free_block.has_value());
+  EXPECT_LT(*c.largest_free_block, c.request_bytes);  // the memory was there, not in one piece
+  ASSERT_TRUE(c.reserved_unallocated.has_value());
+  EXPECT_GT(*c.reserved_unallocated + *c.driver_free_bytes, c.request_bytes);
+  EXPECT_TRUE(d.segment_map_at_oom);
+  EXPECT_EQ(d.timeline_oom_index, truth["oom_event"]["index"].get<std::size_t>());
+}
+
+TEST(Doctor, CapacityOomIsNotBlamedOnFragmentationDespiteReplayPassingTheMalloc) {
+  const Diagnosis d = run_doctor(collect_doctor_inputs(doctor_user_files("capacity_oom")));
+  ASSERT_EQ(d.verdict, Verdict::kCapacity);
+  // The replay alone would pass the failing malloc: the projection decides.
+  bool some_config_passes = false;
+  for (const WhatIfLine& w : d.whatif) some_config_passes |= w.passes_oom_point.value_or(false);
+  EXPECT_TRUE(some_config_passes);
+  ASSERT_TRUE(d.projection.available);
+  EXPECT_GT(d.projection.projected_peak_bytes, *d.capacity_bytes);
+}
+
+TEST(Doctor, NothingUsableIsAnInputError) {
+  DoctorInputs nothing;
+  nothing.unrecognised.push_back("notes.txt");
+  EXPECT_THROW(run_doctor(nothing), InputError);
+}
+
+TEST(Doctor, SeveralRanksGiveTheWorstRankAndTheSpread) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fragscope::testing::doctor_scratch_dir() / "ranks";
+  fs::create_directories(dir / "rank0");
+  fs::create_directories(dir / "rank3");
+  fs::copy_file(fixtures_dir() / "fid_default" / "steps.jsonl", dir / "rank0" / "steps.jsonl", fs::copy_options::overwrite_existing);
+  fs::copy_file(fixtures_dir() / "input_bound" / "steps.jsonl", dir / "rank3" / "steps.jsonl", fs::copy_options::overwrite_existing);
+  const Diagnosis d = run_doctor(collect_doctor_inputs({dir.string()}));
+  ASSERT_EQ(d.ranks.size(), 2u);
+  EXPECT_EQ(d.ranks[0].rank, 0);
+  EXPECT_EQ(d.ranks[1].rank, 3);
+  EXPECT_EQ(d.verdict, Verdict::kInputBound);  // one rank waiting for data is enough
+  ASSERT_TRUE(d.worst_rank.has_value());
+  EXPECT_EQ(*d.worst_rank, 3);
+  EXPECT_NE(d.rank_spread.find("2 ranks"), std::string::npos);
+  EXPECT_NE(d.rank_spread.find("data wait"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace fragscope::diagnose

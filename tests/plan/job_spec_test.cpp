@@ -1,0 +1,136 @@
+#include "plan/job_spec.h"
+
+#include <filesystem>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "util/error.h"
+
+namespace fragscope::plan {
+namespace {
+
+const std::string kValid = R"(
+[model]
+hidden_size = 2048
+num_layers = 16
+num_attention_heads = 16
+intermediate_size = 5632
+vocab_size = 32000
+
+[training]
+seq_len = 2048
+micro_batch_size = 4
+grad_accum = 2
+
+[hardware]
+gpu = "h200"
+)";
+
+std::string error_of(const std::string& toml) {
+  try {
+    parse_job_spec(toml, "job.toml");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string replace(std::string text, const std::string& from, const std::string& to) {
+  text.replace(text.find(from), from.size(), to);
+  return text;
+}
+
+TEST(JobSpec, ParsesTheFixtureShapeWithDefaults) {
+  const JobSpec spec = parse_job_spec(kValid, "job.toml");
+  EXPECT_EQ(spec.model.num_kv_heads, 16u);  // defaults to the attention heads
+  EXPECT_EQ(spec.model.parameters(), 953223168u);  // plan_p1's truth.json "params"
+  EXPECT_EQ(spec.training.precision, Precision::kAmpBf16);
+  EXPECT_EQ(spec.training.optimizer, Optimizer::kAdamW);
+  EXPECT_EQ(spec.training.checkpointing, Checkpointing::kNone);
+  EXPECT_EQ(spec.parallel.strategy, Strategy::kNone);
+  EXPECT_EQ(spec.hardware.gpu, "H200");  // canonical name
+  EXPECT_EQ(spec.global_batch(), 8u);
+}
+
+TEST(JobSpec, PresetGivesTheShapeAndKeysOverrideIt) {
+  const JobSpec spec = parse_job_spec(R"(
+[model]
+preset = "llama-2-13b"
+num_layers = 20
+[training]
+seq_len = 4096
+micro_batch_size = 2
+[parallel]
+strategy = "fsdp"
+world_size = 8
+[hardware]
+gpu = "A100-80GB"
+mig = "3g.40gb"
+)",
+                                      "job.toml");
+  EXPECT_EQ(spec.model.preset, "llama-2-13b");
+  EXPECT_EQ(spec.model.hidden_size, 5120u);
+  EXPECT_EQ(spec.model.num_layers, 20u);
+  EXPECT_EQ(spec.hardware.mig, "3g.40gb");
+  // Llama-2-13B has 13,015,864,320 parameters (its config, untied embeddings).
+  JobSpec full = spec;
+  full.model.num_layers = 40;
+  EXPECT_EQ(full.model.parameters(), 13015864320u);
+}
+
+TEST(JobSpec, UnknownKeysAndTablesAreErrorsNamingThem) {
+  EXPECT_EQ(error_of(replace(kValid, "grad_accum = 2", "grad_acum = 2")), "job.toml: unknown key [training].grad_acum");
+  EXPECT_EQ(error_of(kValid + "[optimizer]\nlr = 1\n"), "job.toml: unknown table or key [optimizer]");
+  EXPECT_EQ(error_of(kValid + "[parallel]\nstrategy = \"ddp\"\nranks = 2\n"), "job.toml: unknown key [parallel].ranks");
+}
+
+TEST(JobSpec, ImpossibleValuesNameTheKey) {
+  EXPECT_EQ(error_of(replace(kValid, "num_attention_heads = 16", "num_attention_heads = 12")),
+            "job.toml: [model].hidden_size (2048) is not divisible by num_attention_heads (12)");
+  EXPECT_EQ(error_of(replace(kValid, "vocab_size = 32000", "vocab_size = 32000\nnum_kv_heads = 5")),
+            "job.toml: [model].num_kv_heads (5) must divide num_attention_heads (16)");
+  EXPECT_EQ(error_of(replace(kValid, "seq_len = 2048", "seq_len = 0")),
+            "job.toml: [training].seq_len must be a positive integer");
+  EXPECT_EQ(error_of(replace(kValid, "seq_len = 2048", "seq_len = \"long\"")),
+            "job.toml: [training].seq_len must be a positive integer");
+  EXPECT_EQ(error_of(kValid + "[parallel]\nworld_size = 4\n"),
+            "job.toml: [parallel].world_size is 4 but strategy is \"none\" (one GPU); use ddp, fsdp or zero*");
+  EXPECT_NE(error_of(replace(kValid, "gpu = \"h200\"", "gpu = \"V100\"")).find("[hardware].gpu is \"V100\"; known GPUs: A100-40GB"),
+            std::string::npos);
+  EXPECT_NE(error_of(replace(kValid, "gpu = \"h200\"", "gpu = \"h200\"\nmig = \"3g.40gb\"")).find(
+                "[hardware].mig \"3g.40gb\" is not a MIG profile of H200; its profiles: 1g.18gb"),
+            std::string::npos);
+  EXPECT_NE(error_of(replace(kValid, "grad_accum = 2", "grad_accum = 2\nprecision = \"fp8\"")).find(
+                "[training].precision is \"fp8\"; expected one of amp-bf16, amp-fp16, bf16, fp32"),
+            std::string::npos);
+  EXPECT_EQ(error_of(replace(kValid, "seq_len = 2048", "seq_len = 1099511627776")),
+            "job.toml: [model]/[training] has a size beyond 16 Mi; not a real training job");
+}
+
+TEST(JobSpec, MissingPiecesAreErrors) {
+  EXPECT_EQ(error_of(replace(kValid, "vocab_size = 32000", "")),
+            "job.toml: [model].vocab_size is missing (or give preset = \"…\")");
+  EXPECT_EQ(error_of(replace(kValid, "[hardware]\ngpu = \"h200\"", "")), "job.toml: [hardware] table is missing");
+  EXPECT_EQ(error_of("model = 3\n"), "job.toml: [model] must be a table");
+}
+
+TEST(JobSpec, SyntaxErrorIsOneLineWithPosition) {
+  const std::string message = error_of("[model]\nhidden_size = = 3\n");
+  EXPECT_EQ(message.rfind("job.toml:2:", 0), 0u) << message;
+  EXPECT_EQ(message.find('\n'), std::string::npos);
+}
+
+TEST(JobSpec, ReadsTheShippedExamples) {
+  const std::filesystem::path examples = std::filesystem::path(FRAGSCOPE_SOURCE_DIR) / "examples";
+  for (const char* name : {"seed-13b.toml", "plan_p1.toml", "plan_p2.toml", "llama3-8b-mig.toml", "llama2-7b-ddp.toml"})
+    EXPECT_NO_THROW(read_job_spec(examples / name)) << name;
+  const JobSpec seed = read_job_spec(examples / "seed-13b.toml");
+  EXPECT_EQ(seed.parallel.world_size, 8u);
+  EXPECT_EQ(seed.global_batch(), 256u);  // 2 × 16 × 8: half the target of 512
+  EXPECT_EQ(seed.training.global_batch, 512u);
+  EXPECT_THROW(read_job_spec(examples / "missing.toml"), InputError);
+}
+
+}  // namespace
+}  // namespace fragscope::plan

@@ -1,0 +1,120 @@
+"""StepRecorder: window statistics, the telemetry line schema, the rank file and checkpoints."""
+
+import json
+import os
+import struct
+import tempfile
+import time
+import unittest
+
+from fragscope import shm
+from fragscope.recorder import RankIdentity, StepRecorder, StepSample
+from fragscope.telemetry import STAT_KEYS
+
+FIXTURES = os.environ.get("FRAGSCOPE_FIXTURES_DIR", "")
+
+
+def unpack(path, fmt, offset):
+    with open(path, "rb") as f:
+        return struct.unpack_from(fmt, f.read(), offset)[0]
+
+
+def fixture_lines(name):
+    with open(os.path.join(FIXTURES, name, "steps.jsonl"), encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
+class StepRecorderTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.rank_dir = os.path.join(self.dir.name, "shm")
+        self.jsonl = os.path.join(self.dir.name, "out", "rank2", "steps.jsonl")
+        identity = RankIdentity(rank=2, local_rank=2, world_size=4, gpu=2, job="unit", pid=999)
+        self.recorder = StepRecorder(identity, rank_dir=self.rank_dir, telemetry_path=self.jsonl, window=3,
+                                     heartbeat_s=0, device_total_bytes=150_754_820_096)
+        self.rank_file = os.path.join(self.rank_dir, "rank2-pid999.fsr")
+
+    def tearDown(self):
+        self.recorder.close()
+        self.dir.cleanup()
+
+    def test_replaying_a_fixture_reproduces_its_data_wait_fraction(self):
+        # input_bound's truth.json: data_wait_fraction over all steps = 0.9102229950859219.
+        with open(os.path.join(FIXTURES, "input_bound", "truth.json"), encoding="utf-8") as f:
+            truth = json.load(f)
+        recorder = StepRecorder(RankIdentity(pid=1), window=10_000, heartbeat_s=0)
+        try:
+            for line in fixture_lines("input_bound"):
+                wait, compute = line["data_wait_ms"] / 1e3, line["compute_ms"] / 1e3
+                recorder.record(StepSample(data_wait_s=wait, step_s=wait + compute, compute_s=compute,
+                                           samples=line["mbs"], tokens=line["mbs"] * line["seq_len"],
+                                           longest=line["seq_len"], stats=line))
+            self.assertAlmostEqual(recorder._record.data_wait_ratio, truth["data_wait_fraction"], places=12)
+            self.assertEqual(recorder._record.reserved_bytes, truth["reserved_bytes_end"])
+        finally:
+            recorder.close()
+
+    def test_window_keeps_only_the_last_steps(self):
+        for wait in (0.9, 0.0, 0.1, 0.2):  # window 3: the 0.9 falls out
+            self.recorder.record(StepSample(data_wait_s=wait, step_s=1.0, compute_s=1.0 - wait, samples=4))
+        self.assertAlmostEqual(unpack(self.rank_file, "<d", 256), 0.3 / 3.0)
+        self.assertAlmostEqual(unpack(self.rank_file, "<d", 264), 4.0)   # samples/s
+        self.assertAlmostEqual(unpack(self.rank_file, "<d", 280), 1.2)   # data wait total
+        self.assertEqual(unpack(self.rank_file, "<Q", 80), 4)            # steps
+
+    def test_lines_carry_the_fixture_schema_and_the_hook_fields(self):
+        stats = fixture_lines("calib")[1]
+        line = self.recorder.record(StepSample(data_wait_s=0.001, step_s=0.36, compute_s=0.357, h2d_s=0.002,
+                                               samples=4, tokens=12928, longest=3232, queue_depth=2,
+                                               optimizer_step=False, stats=stats))
+        with open(self.jsonl, encoding="utf-8") as f:
+            written = [json.loads(x) for x in f]
+        self.assertEqual(written, [line])
+        self.assertLessEqual(set(stats), set(line), "every key the fixtures carry")
+        for key in STAT_KEYS:
+            self.assertEqual(line[key], stats[key])
+        self.assertEqual((line["seq_len"], line["mbs"], line["max_seq_len"], line["tokens"]), (3232, 4, 3232, 12928))
+        self.assertEqual((line["phase"], line["rank"], line["local_rank"]), ("train", 2, 2))
+        self.assertAlmostEqual(line["step_time_ms"], 360.0)
+        self.assertAlmostEqual(line["h2d_ms"], 2.0)
+        self.assertEqual(line["device_total_bytes"], 150_754_820_096)
+        self.assertEqual(unpack(self.rank_file, "<Q", 96), stats["reserved_bytes.all.current"])
+        self.assertEqual(unpack(self.rank_file, "<Q", 112), stats["inactive_split_bytes.all.current"])
+        self.assertEqual(unpack(self.rank_file, "<q", 216), 2)
+
+    def test_phase_is_published_at_once(self):
+        self.recorder.set_phase("eval")
+        self.assertEqual(unpack(self.rank_file, "<I", 56), 1)
+        with self.assertRaises(ValueError):
+            self.recorder.set_phase("warmup")
+
+    def test_checkpoint_request_is_seen_and_acknowledged(self):
+        self.assertFalse(self.recorder.checkpoints.poll())
+        flag = self.rank_file + ".checkpoint"
+        with open(flag + ".tmp", "w") as f:
+            f.write("3\n")
+        os.rename(flag + ".tmp", flag)
+        self.assertTrue(self.recorder.checkpoints.poll())
+        self.recorder.acknowledge_checkpoint()
+        self.assertFalse(self.recorder.checkpoints.poll())
+        self.assertEqual(unpack(self.rank_file, "<Q", 184), 3)
+
+    def test_garbage_in_the_flag_file_is_no_request(self):
+        with open(self.rank_file + ".checkpoint", "w") as f:
+            f.write("please\n")
+        self.assertFalse(self.recorder.checkpoints.poll())
+
+    def test_heartbeat_refreshes_the_update_time(self):
+        recorder = StepRecorder(RankIdentity(rank=7, pid=1234), rank_dir=self.rank_dir, heartbeat_s=0.05)
+        path = os.path.join(self.rank_dir, "rank7-pid1234.fsr")
+        try:
+            first = unpack(path, "<Q", 64)
+            time.sleep(0.3)
+            self.assertGreater(unpack(path, "<Q", 64), first)
+        finally:
+            recorder.close()
+        self.assertFalse(os.path.exists(path))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,183 @@
+// Compiling a trace into ops, on small hand-built snapshots (one rule per test).
+
+#include "replay/prepared_trace.h"
+
+#include <gtest/gtest.h>
+
+#include "util/error.h"
+
+namespace fragscope::replay {
+namespace {
+
+using snapshot::TraceAction;
+constexpr std::uint64_t kMiB = 1ull << 20;
+constexpr std::uint64_t kBase = 0x7f0000000000;
+
+snapshot::TraceEvent event(TraceAction action, std::uint64_t addr, std::uint64_t size,
+                           std::uint64_t stream = 0) {
+  snapshot::TraceEvent e;
+  e.action = action;
+  e.addr = addr;
+  e.size = size;
+  e.stream = stream;
+  return e;
+}
+
+snapshot::Snapshot with_trace(std::vector<snapshot::TraceEvent> trace) {
+  snapshot::Snapshot s;
+  s.device_traces.push_back(std::move(trace));
+  return s;
+}
+
+std::vector<OpKind> kinds(const PreparedTrace& t) {
+  std::vector<OpKind> out;
+  for (const Op& op : t.ops) out.push_back(op.kind);
+  return out;
+}
+
+TEST(PreparedTraceTest, FreeRequestedThenFreeCompletedIsOnePlainFree) {
+  const auto s = with_trace({event(TraceAction::kSegmentAlloc, kBase, 2 * kMiB),
+                             event(TraceAction::kAlloc, kBase, 1000),
+                             event(TraceAction::kFreeRequested, kBase, 1000),
+                             event(TraceAction::kFreeCompleted, kBase, 1000)});
+  const PreparedTrace t = prepare_trace(s, 0, "t");
+  EXPECT_EQ(kinds(t), (std::vector<OpKind>{OpKind::kAlloc, OpKind::kFree}));
+  EXPECT_EQ(t.ops[0].segment_end, 1u);  // the segment_alloc belongs to that malloc
+  ASSERT_EQ(t.address_hints.size(), 1u);
+  EXPECT_EQ(t.address_hints[0].address, kBase);
+  EXPECT_EQ(t.ops[1].trace_index, 2u);
+  EXPECT_EQ(t.recorded_peak_reserved, 2 * kMiB);
+  EXPECT_FALSE(t.starts_mid_run);
+}
+
+TEST(PreparedTraceTest, ALaterFreeCompletedIsARecordStreamFree) {
+  const auto s = with_trace({event(TraceAction::kSegmentAlloc, kBase, 2 * kMiB),
+                             event(TraceAction::kAlloc, kBase, 1000),
+                             event(TraceAction::kFreeRequested, kBase, 1000),
+                             event(TraceAction::kAlloc, kBase + 1024, 1000),
+                             event(TraceAction::kFreeCompleted, kBase, 1000)});
+  const PreparedTrace t = prepare_trace(s, 0, "t");
+  EXPECT_EQ(kinds(t), (std::vector<OpKind>{OpKind::kAlloc, OpKind::kFreeRequested, OpKind::kAlloc,
+                                           OpKind::kFreeCompleted}));
+  EXPECT_EQ(t.ops[1].slot, t.ops[3].slot);
+  EXPECT_NE(t.ops[0].slot, t.ops[2].slot);  // still pending: its slot is not reused yet
+}
+
+TEST(PreparedTraceTest, SlotsAreReusedSoMemoryFollowsLiveBlocks) {
+  std::vector<snapshot::TraceEvent> trace{event(TraceAction::kSegmentAlloc, kBase, 2 * kMiB)};
+  for (int i = 0; i < 100; ++i) {
+    trace.push_back(event(TraceAction::kAlloc, kBase, 512));
+    trace.push_back(event(TraceAction::kFreeRequested, kBase, 512));
+    trace.push_back(event(TraceAction::kFreeCompleted, kBase, 512));
+  }
+  const PreparedTrace t = prepare_trace(with_trace(trace), 0, "t");
+  EXPECT_EQ(t.ops.size(), 200u);
+  EXPECT_EQ(t.slot_count, 1u);
+}
+
+TEST(PreparedTraceTest, ReleaseBurstInsideAMallocBoundsTheCapacity) {
+  const auto s = with_trace({event(TraceAction::kSegmentAlloc, kBase, 20 * kMiB),
+                             event(TraceAction::kAlloc, kBase, 20 * kMiB),
+                             event(TraceAction::kFreeRequested, kBase, 20 * kMiB),
+                             event(TraceAction::kFreeCompleted, kBase, 20 * kMiB),
+                             event(TraceAction::kSegmentFree, kBase, 20 * kMiB),
+                             event(TraceAction::kSegmentAlloc, kBase + 64 * kMiB, 40 * kMiB),
+                             event(TraceAction::kAlloc, kBase + 64 * kMiB, 40 * kMiB)});
+  const PreparedTrace t = prepare_trace(s, 0, "t");
+  EXPECT_EQ(kinds(t), (std::vector<OpKind>{OpKind::kAlloc, OpKind::kFree, OpKind::kAlloc}));
+  EXPECT_EQ(t.capacity.release_bursts, 1u);
+  ASSERT_TRUE(t.capacity.failed_at);
+  EXPECT_EQ(*t.capacity.failed_at, 60 * kMiB);  // 20 MiB held + 40 MiB asked: refused
+  EXPECT_EQ(t.capacity.lower_bound, 40 * kMiB);
+  EXPECT_EQ(t.recorded_final_reserved, 40 * kMiB);
+}
+
+TEST(PreparedTraceTest, SegmentsReleasedOutsideAMallocAreAnEmptyCache) {
+  const auto s = with_trace({event(TraceAction::kSegmentAlloc, kBase, 20 * kMiB),
+                             event(TraceAction::kAlloc, kBase, 20 * kMiB),
+                             event(TraceAction::kFreeRequested, kBase, 20 * kMiB),
+                             event(TraceAction::kFreeCompleted, kBase, 20 * kMiB),
+                             event(TraceAction::kSegmentFree, kBase, 20 * kMiB),
+                             event(TraceAction::kSnapshot, 0, 0)});
+  const PreparedTrace t = prepare_trace(s, 0, "t");
+  EXPECT_EQ(kinds(t), (std::vector<OpKind>{OpKind::kAlloc, OpKind::kFree, OpKind::kEmptyCache}));
+  EXPECT_FALSE(t.capacity.failed_at);
+}
+
+TEST(PreparedTraceTest, OomEntriesAreRecordedWithTheReservedBytes) {
+  const auto s = with_trace({event(TraceAction::kSegmentAlloc, kBase, 20 * kMiB),
+                             event(TraceAction::kAlloc, kBase, 20 * kMiB),
+                             event(TraceAction::kOom, 3 * kMiB, 30 * kMiB)});
+  const PreparedTrace t = prepare_trace(s, 0, "t");
+  ASSERT_EQ(t.ooms.size(), 1u);
+  EXPECT_EQ(t.ooms[0].trace_index, 2u);
+  EXPECT_EQ(t.ooms[0].device_free, 3 * kMiB);
+  EXPECT_EQ(t.ooms[0].reserved_at_oom, 20 * kMiB);
+  EXPECT_EQ(t.ops.back().kind, OpKind::kOom);
+}
+
+TEST(PreparedTraceTest, MidRunStateIsWalkedBackFromTheEndState) {
+  // End state: one 20 MiB segment; [0, 5) MiB allocated in the trace, [5, 20) free, and a
+  // second segment whose only block the trace never touches.
+  snapshot::Snapshot s;
+  snapshot::Segment seg;
+  seg.address = kBase;
+  seg.total_size = 20 * kMiB;
+  seg.first_block = 0;
+  seg.block_count = 2;
+  s.segments.push_back(seg);
+  s.blocks.push_back({kBase, 5 * kMiB, 5 * kMiB, snapshot::BlockState::kActiveAllocated, 0});
+  s.blocks.push_back({kBase + 5 * kMiB, 15 * kMiB, 0, snapshot::BlockState::kInactive, 0});
+  snapshot::Segment other = seg;
+  other.address = kBase + 64 * kMiB;
+  other.first_block = 2;
+  other.block_count = 1;
+  s.segments.push_back(other);
+  s.blocks.push_back({other.address, 20 * kMiB, 19 * kMiB, snapshot::BlockState::kActiveAllocated, 0});
+  // The trace frees a block allocated before it (14.5 MiB asked) and then allocates [0, 5).
+  s.device_traces.push_back({event(TraceAction::kFreeRequested, kBase + 5 * kMiB, 14 * kMiB + kMiB / 2),
+                             event(TraceAction::kFreeCompleted, kBase + 5 * kMiB, 14 * kMiB + kMiB / 2),
+                             event(TraceAction::kAlloc, kBase, 5 * kMiB)});
+  const PreparedTrace t = prepare_trace(s, 0, "t");
+  EXPECT_TRUE(t.starts_mid_run);
+  EXPECT_EQ(t.recorded_initial_reserved, 40 * kMiB);
+  ASSERT_EQ(t.initial_segments.size(), 2u);
+  ASSERT_EQ(t.initial_segments[0].live_blocks.size(), 1u);
+  const alloc::InitialBlock& b = t.initial_segments[0].live_blocks[0];
+  EXPECT_EQ(b.address, kBase + 5 * kMiB);
+  // 14.5 MiB rounds to 14.5 MiB; the 0.5 MiB behind it could never have been split off.
+  EXPECT_EQ(b.size, 15 * kMiB);
+  ASSERT_EQ(t.initial_segments[1].live_blocks.size(), 1u);
+  EXPECT_EQ(t.initial_segments[1].live_blocks[0].size, 20 * kMiB);  // untouched: exact
+  EXPECT_EQ(t.initial_slots.size(), 2u);
+  EXPECT_EQ(kinds(t), (std::vector<OpKind>{OpKind::kFree, OpKind::kAlloc}));
+}
+
+TEST(PreparedTraceTest, EventsThatFitNoLiveBlockAreCountedAndSkipped) {
+  const auto s = with_trace({event(TraceAction::kFreeCompleted, kBase, 1000),
+                             event(TraceAction::kFreeRequested, kBase + 4096, 1000)});
+  // A free of a block nobody allocated and that no segment holds: a ring-buffer edge.
+  const PreparedTrace t = prepare_trace(s, 0, "t");
+  EXPECT_GE(t.anomalies, 1u);
+}
+
+TEST(PreparedTraceTest, RefusesAddressesNoAllocatorProduces) {
+  // Not 512-aligned, or beyond the 48-bit address space: a corrupt or hostile file.
+  for (std::uint64_t address : {kBase + 100ull, 1ull << 60}) {
+    const auto s = with_trace({event(TraceAction::kSegmentAlloc, address, 2 * kMiB)});
+    try {
+      prepare_trace(s, 0, "bad.pickle");
+      ADD_FAILURE() << "accepted " << address;
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("bad.pickle: trace event 0", 0), 0u) << e.what();
+    }
+  }
+}
+
+TEST(PreparedTraceTest, RefusesASnapshotWithoutATrace) {
+  snapshot::Snapshot s;
+  EXPECT_THROW(prepare_trace(s, 0, "empty.pickle"), InputError);
+}
+
+}  // namespace
+}  // namespace fragscope::replay

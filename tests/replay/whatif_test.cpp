@@ -1,0 +1,72 @@
+#include "replay/whatif.h"
+
+#include <gtest/gtest.h>
+
+#include "fixture_util.h"
+
+namespace fragscope::replay {
+namespace {
+
+TEST(WhatIfTest, SweepStartsWithTheRecordedConfigAndHasNoDuplicates) {
+  const PreparedTrace trace = testing::prepare_fixture("fid_expandable");
+  const auto sweep = standard_sweep(trace, false);
+  ASSERT_FALSE(sweep.empty());
+  EXPECT_TRUE(sweep[0].recorded);
+  EXPECT_EQ(sweep[0].conf, "expandable_segments:True");
+  for (std::size_t i = 0; i < sweep.size(); ++i) {
+    for (std::size_t j = i + 1; j < sweep.size(); ++j) EXPECT_FALSE(sweep[i].config == sweep[j].config);
+  }
+  const auto with_gc = standard_sweep(trace, true);
+  EXPECT_GT(with_gc.size(), sweep.size());  // GC thresholds only make sense with a fraction
+}
+
+TEST(WhatIfTest, FragmentationOomRecommendsExpandableSegments) {
+  const PreparedTrace trace = testing::prepare_fixture("frag_oom_104");
+  const Capacity capacity = resolve_capacity(trace, {});
+  WhatIfOptions options;
+  options.threads = 2;
+  const WhatIfReport report = run_whatif(trace, standard_sweep(trace, false), capacity, options);
+  ASSERT_TRUE(report.recommended);
+  const WhatIfRow& best = report.rows[*report.recommended];
+  EXPECT_TRUE(best.config.config.expandable_segments);
+  EXPECT_TRUE(best.fits());
+  for (const WhatIfRow& row : report.rows) {
+    if (row.config.recorded) {
+      ASSERT_TRUE(row.at_capacity);
+      EXPECT_TRUE(row.at_capacity->oom);  // the recorded config fails where the real run did
+      EXPECT_EQ(*row.at_capacity->oom_trace_index, trace.ooms[0].trace_index);
+    }
+    EXPECT_GE(row.unlimited.stats.peak_reserved_bytes, report.ideal.stats.peak_reserved_bytes);
+  }
+  for (std::size_t i = 1; i < report.rows.size(); ++i) {
+    EXPECT_LE(report.rows[i - 1].unlimited.stats.peak_reserved_bytes,
+              report.rows[i].unlimited.stats.peak_reserved_bytes);
+  }
+}
+
+TEST(WhatIfTest, MinCapacityIsTheEdgeOfSurvival) {
+  const PreparedTrace trace = testing::prepare_fixture("frag_oom_104");
+  const Capacity capacity = resolve_capacity(trace, {});
+  const ReplayResult ideal = run_replay(trace, ModelKind::kIdeal, trace.recorded_config, {});
+  for (const char* conf : {"", "expandable_segments:True"}) {
+    const alloc::AllocConfig config = alloc::parse_alloc_conf(conf);
+    const ReplayResult unlimited = run_replay(trace, ModelKind::kCaching, config, {});
+    const std::uint64_t need = find_min_capacity(trace, ModelKind::kCaching, config, {},
+                                                 ideal.stats.peak_reserved_bytes,
+                                                 unlimited.stats.peak_reserved_bytes);
+    ReplayOptions at;
+    at.capacity = need;
+    EXPECT_FALSE(run_replay(trace, ModelKind::kCaching, config, at).oom) << conf;
+    at.capacity = need - (2ull << 20);
+    EXPECT_TRUE(run_replay(trace, ModelKind::kCaching, config, at).oom) << conf;
+    EXPECT_GE(need, ideal.stats.peak_reserved_bytes);
+    if (config.expandable_segments) {
+      EXPECT_LT(need, *capacity.bytes);  // it survives the recorded device
+    } else {
+      EXPECT_GT(need, *capacity.bytes);  // the default config needs more than the device had
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fragscope::replay
