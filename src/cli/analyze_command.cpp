@@ -1,15 +1,13 @@
 #include <algorithm>
 #include <iostream>
 #include <memory>
-#include <optional>
 
 #include <fmt/format.h>
 
 #include "cli/commands.h"
-#include "cli/progress_bar.h"
+#include "cli/read_snapshot.h"
 #include "metrics/snapshot_analysis.h"
 #include "report/analyze_report.h"
-#include "snapshot/snapshot_reader.h"
 #include "util/error.h"
 
 namespace fragscope::cli {
@@ -25,14 +23,7 @@ struct AnalyzeOptions {
 };
 
 void run_analyze(const AnalyzeOptions& o, RunState& state) {
-  snapshot::Snapshot snap;
-  {
-    std::optional<ProgressBar> progress;
-    snap = snapshot::read_snapshot_file(o.path, [&](std::uint64_t done, std::uint64_t size) {
-      if (!progress) progress.emplace(o.path, size);
-      progress->update(done, size);
-    });
-  }
+  const snapshot::Snapshot snap = read_snapshot_with_progress(o.path);
   const auto analysis = metrics::analyze_snapshot(snap, o.device, o.top);
   if (o.device != 0 && std::find(analysis.devices.begin(), analysis.devices.end(), o.device) == analysis.devices.end())
     throw InputError(fmt::format("{}: no segments or trace for device {}", o.path, o.device));

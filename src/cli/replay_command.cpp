@@ -5,7 +5,7 @@
 #include "alloc/alloc_config.h"
 #include "cli/capacity_options.h"
 #include "cli/commands.h"
-#include "cli/progress_bar.h"
+#include "cli/read_snapshot.h"
 #include "replay/prepared_trace.h"
 #include "replay/replay_report.h"
 #include "replay/replay_summary.h"
@@ -26,12 +26,7 @@ void run_replay_command(const ReplayFlags& f, RunState& state) {
   if (f.alloc_conf) alloc::parse_alloc_conf(*f.alloc_conf);  // refuse a bad config before reading
   // The snapshot is dropped once compiled: the replays need only the (smaller) op list.
   const replay::PreparedTrace trace = [&] {
-    std::optional<ProgressBar> progress;
-    const snapshot::Snapshot snap =
-        snapshot::read_snapshot_file(f.path, [&](std::uint64_t done, std::uint64_t size) {
-          if (!progress) progress.emplace(f.path, size);
-          progress->update(done, size);
-        });
+    const snapshot::Snapshot snap = read_snapshot_with_progress(f.path);
     return replay::prepare_trace(snap, f.device.device.value_or(replay::busiest_device(snap)),
                                  f.path);
   }();

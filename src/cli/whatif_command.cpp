@@ -1,13 +1,12 @@
 #include <algorithm>
 #include <iostream>
 #include <memory>
-#include <optional>
 #include <vector>
 
 #include "alloc/alloc_config.h"
 #include "cli/capacity_options.h"
 #include "cli/commands.h"
-#include "cli/progress_bar.h"
+#include "cli/read_snapshot.h"
 #include "replay/prepared_trace.h"
 #include "replay/replay_report.h"
 #include "replay/whatif.h"
@@ -34,12 +33,7 @@ void run_whatif_command(const WhatIfFlags& f, RunState& state) {
   }
   // The snapshot is dropped once compiled: the replays need only the (smaller) op list.
   const replay::PreparedTrace trace = [&] {
-    std::optional<ProgressBar> progress;
-    const snapshot::Snapshot snap =
-        snapshot::read_snapshot_file(f.path, [&](std::uint64_t done, std::uint64_t size) {
-          if (!progress) progress.emplace(f.path, size);
-          progress->update(done, size);
-        });
+    const snapshot::Snapshot snap = read_snapshot_with_progress(f.path);
     return replay::prepare_trace(snap, f.device.device.value_or(replay::busiest_device(snap)),
                                  f.path);
   }();
