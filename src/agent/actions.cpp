@@ -124,6 +124,29 @@ void ActionDispatcher::act(ActionKind kind, const Alert& alert, const std::strin
   }
 }
 
+void ActionDispatcher::remove_requests_of_gone_ranks(const std::set<std::string>& present) {
+  std::error_code error;
+  std::vector<std::filesystem::path> gone;
+  for (auto it = std::filesystem::directory_iterator(rank_dir_, error);
+       !error && it != std::filesystem::directory_iterator(); it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    for (std::string_view suffix : {".fsr.checkpoint", ".fsr.checkpoint.tmp"}) {
+      if (!name.ends_with(suffix)) continue;
+      const std::string rank_file = name.substr(0, name.size() - suffix.size() + 4);  // keep ".fsr"
+      if (!present.contains(rank_file)) gone.push_back(it->path());
+    }
+  }
+  for (const auto& path : gone) {
+    if (std::filesystem::remove(path, error)) {
+      const std::string name = path.filename().string();
+      checkpoint_ids_.erase(name.substr(0, name.find(".fsr.") + 4));
+      events_ << nlohmann::json{{"event", "checkpoint_request_removed"}, {"node", node_}, {"path", path.string()},
+                                {"reason", "rank gone"}}.dump()
+              << '\n' << std::flush;
+    }
+  }
+}
+
 bool ActionDispatcher::request_checkpoint(const RankView& rank, std::string& detail) {
   std::uint64_t& id = checkpoint_ids_[rank.file_name];
   id = std::max(id, rank.record.checkpoint_ack) + 1;

@@ -76,6 +76,11 @@ class ActionDispatcher {
   /// @brief Collects a finished drain command, if any, and logs its exit status.
   void reap();
 
+  /// @brief Removes checkpoint requests (and leftover temp files) of ranks that are gone: whose
+  /// rank file is not in `present` (the names of this poll's rank files, stale ones left out).
+  /// A rank that died before acting on its request would otherwise leave the flag forever.
+  void remove_requests_of_gone_ranks(const std::set<std::string>& present);
+
   /// @brief Action attempts so far, by action and outcome.
   std::uint64_t count(ActionKind kind, ActionOutcome outcome) const;
 

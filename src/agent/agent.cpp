@@ -1,5 +1,6 @@
 #include "agent/agent.h"
 
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -40,6 +41,11 @@ void Agent::poll() {
   const auto started = std::chrono::steady_clock::now();
   const std::uint64_t now_ns = unix_ns_now();
   auto readings = scan_rank_directory(options_.rank_dir, now_ns, options_.stale_after);
+  std::set<std::string> present;
+  for (const auto& reading : readings) {
+    if (reading.state != RankFileState::kStale) present.insert(reading.path.filename().string());
+  }
+  actions_.remove_requests_of_gone_ranks(present);
   NodeView view = make_node_view(now_ns, std::move(readings), nvml_.sample());
   view.scan_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 

@@ -1,5 +1,10 @@
 #include "snapshot/byte_source.h"
 
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <condition_variable>
@@ -22,6 +27,7 @@ namespace fragscope::snapshot {
 namespace {
 
 constexpr std::size_t kChunk = 1 << 20;
+constexpr std::size_t kMappedWindow = std::size_t{8} << 20;
 
 class FileSource final : public ByteSource {
  public:
@@ -48,6 +54,55 @@ class FileSource final : public ByteSource {
   std::uint64_t consumed_ = 0;
 };
 
+/// A plain file read through a read-only mapping: the parser works on the page cache in place.
+/// Each window is dropped from the mapping once the next is handed out, so resident memory
+/// stays at a window or two, not the file's size. (A file truncated by another process while
+/// it is read raises SIGBUS, as with any mapped file.)
+class MappedFileSource final : public ByteSource {
+ public:
+  MappedFileSource(const std::uint8_t* data, std::size_t size) : data_(data), size_(size) {
+    madvise(const_cast<std::uint8_t*>(data_), size_, MADV_SEQUENTIAL);
+  }
+  ~MappedFileSource() override { munmap(const_cast<std::uint8_t*>(data_), size_); }
+  MappedFileSource(const MappedFileSource&) = delete;
+  MappedFileSource& operator=(const MappedFileSource&) = delete;
+
+  std::size_t read(std::span<std::uint8_t> out) override {
+    const std::size_t n = std::min(out.size(), size_ - pos_);
+    std::memcpy(out.data(), data_ + pos_, n);
+    pos_ += n;
+    return n;
+  }
+  std::span<const std::uint8_t> next_chunk() override {
+    // Borrowed windows end where the next begins; the previous one is no longer referenced.
+    const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    const std::size_t done = pos_ / page * page;
+    if (done > dropped_) {
+      madvise(const_cast<std::uint8_t*>(data_) + dropped_, done - dropped_, MADV_DONTNEED);
+      dropped_ = done;
+    }
+    const std::size_t n = std::min(kMappedWindow, size_ - pos_);
+    const std::span<const std::uint8_t> window(data_ + pos_, n);
+    pos_ += n;
+    return window;
+  }
+  std::uint64_t input_consumed() const override { return pos_; }
+  std::uint64_t expected_size() const override { return size_; }
+
+  /// @brief Maps `file` (`size` bytes, > 0), or returns null when it cannot be mapped.
+  static std::unique_ptr<MappedFileSource> map(std::FILE* file, std::size_t size) {
+    void* data = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fileno(file), 0);
+    if (data == MAP_FAILED) return nullptr;
+    return std::make_unique<MappedFileSource>(static_cast<const std::uint8_t*>(data), size);
+  }
+
+ private:
+  const std::uint8_t* data_;
+  std::size_t size_;
+  std::size_t pos_ = 0;
+  std::size_t dropped_ = 0;
+};
+
 class MemorySource final : public ByteSource {
  public:
   explicit MemorySource(std::span<const std::uint8_t> bytes) : bytes_(bytes) {}
@@ -56,6 +111,11 @@ class MemorySource final : public ByteSource {
     std::memcpy(out.data(), bytes_.data() + pos_, n);
     pos_ += n;
     return n;
+  }
+  std::span<const std::uint8_t> next_chunk() override {
+    const auto rest = bytes_.subspan(pos_);
+    pos_ = bytes_.size();
+    return rest;
   }
   std::uint64_t input_consumed() const override { return pos_; }
   std::uint64_t expected_size() const override { return bytes_.size(); }
@@ -78,6 +138,14 @@ class PeekedSource final : public ByteSource {
       return n;
     }
     return inner_->read(out);
+  }
+  std::span<const std::uint8_t> next_chunk() override {
+    if (head_pos_ < head_.size()) {
+      const auto rest = std::span<const std::uint8_t>(head_).subspan(head_pos_);
+      head_pos_ = head_.size();
+      return rest;
+    }
+    return inner_->next_chunk();
   }
   std::uint64_t input_consumed() const override { return inner_->input_consumed(); }
   std::uint64_t expected_size() const override { return inner_->expected_size(); }
@@ -210,21 +278,7 @@ class ThreadedSource final : public ByteSource {
   std::size_t read(std::span<std::uint8_t> out) override {
     std::size_t copied = 0;
     while (copied < out.size()) {
-      if (current_pos_ == current_.size()) {
-        std::unique_lock lock(mutex_);
-        changed_.wait(lock, [this] { return !ready_.empty() || done_; });
-        if (ready_.empty()) {
-          if (error_) std::rethrow_exception(error_);
-          break;
-        }
-        free_.push_back(std::move(current_));
-        current_ = std::move(ready_.front());
-        ready_.pop_front();
-        current_pos_ = 0;
-        consumed_ = ready_consumed_.front();
-        ready_consumed_.pop_front();
-        changed_.notify_all();
-      }
+      if (current_pos_ == current_.size() && !take_next()) break;
       const std::size_t n = std::min(out.size() - copied, current_.size() - current_pos_);
       std::memcpy(out.data() + copied, current_.data() + current_pos_, n);
       copied += n;
@@ -232,11 +286,36 @@ class ThreadedSource final : public ByteSource {
     }
     return copied;
   }
+  std::span<const std::uint8_t> next_chunk() override {
+    if (current_pos_ == current_.size() && !take_next()) return {};
+    const auto rest = std::span<const std::uint8_t>(current_).subspan(current_pos_);
+    current_pos_ = current_.size();
+    return rest;
+  }
   std::uint64_t input_consumed() const override { return consumed_; }
   std::uint64_t expected_size() const override { return expected_; }
 
  private:
   static constexpr std::size_t kDepth = 4;
+
+  /// Makes the next decompressed chunk current, recycling the old one; false at the end.
+  /// @throws what the producer threw.
+  bool take_next() {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [this] { return !ready_.empty() || done_; });
+    if (ready_.empty()) {
+      if (error_) std::rethrow_exception(error_);
+      return false;
+    }
+    free_.push_back(std::move(current_));
+    current_ = std::move(ready_.front());
+    ready_.pop_front();
+    current_pos_ = 0;
+    consumed_ = ready_consumed_.front();
+    ready_consumed_.pop_front();
+    changed_.notify_all();
+    return true;
+  }
 
   void produce() {
     try {
@@ -294,6 +373,8 @@ class ThreadedSource final : public ByteSource {
   std::thread worker_;  // last: starts after every other member is ready
 };
 
+constexpr std::uint64_t kMaxPlausibleZstdRatio = 64;
+
 std::unique_ptr<ByteSource> wrap_by_magic(std::unique_ptr<ByteSource> raw, const std::string& name) {
   std::vector<std::uint8_t> head(18);  // ZSTD_FRAMEHEADERSIZE_MAX: magic + the largest frame header;
   std::size_t got = 0;
@@ -310,7 +391,11 @@ std::unique_ptr<ByteSource> wrap_by_magic(std::unique_ptr<ByteSource> raw, const
     case Compression::kZstd: {
       const unsigned long long size = ZSTD_getFrameContentSize(head_copy.data(), head_copy.size());
       const bool known = size != ZSTD_CONTENTSIZE_UNKNOWN && size != ZSTD_CONTENTSIZE_ERROR;
-      return std::make_unique<ZstdSource>(std::move(peeked), name, known ? size : 0);
+      // The header's content size is only a hint for reservations, and a hostile header can claim
+      // exabytes: trust it up to kMaxPlausibleZstdRatio times the compressed size (snapshots
+      // compress about 20x).
+      const std::uint64_t plausible = peeked->expected_size() * kMaxPlausibleZstdRatio;
+      return std::make_unique<ZstdSource>(std::move(peeked), name, known ? std::min<std::uint64_t>(size, plausible) : 0);
     }
     case Compression::kGzip: return std::make_unique<GzipSource>(std::move(peeked), name);
     case Compression::kNone: break;
@@ -319,6 +404,17 @@ std::unique_ptr<ByteSource> wrap_by_magic(std::unique_ptr<ByteSource> raw, const
 }
 
 }  // namespace
+
+std::span<const std::uint8_t> ByteSource::next_chunk() {
+  chunk_buffer_.resize(kChunk);
+  std::size_t filled = 0;
+  while (filled < chunk_buffer_.size()) {
+    const std::size_t n = read(std::span(chunk_buffer_).subspan(filled));
+    if (n == 0) break;
+    filled += n;
+  }
+  return {chunk_buffer_.data(), filled};
+}
 
 Compression detect_compression(std::span<const std::uint8_t> head) {
   if (head.size() >= 2 && head[0] == 0x1f && head[1] == 0x8b) return Compression::kGzip;
@@ -333,11 +429,20 @@ std::unique_ptr<ByteSource> open_file_source(const std::string& path, std::uint6
     throw InputError(fmt::format("{}: cannot read: is a directory", path));
   std::FILE* file = std::fopen(path.c_str(), "rb");
   if (!file) throw InputError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
-  if (input_size) {
-    const auto size = std::filesystem::file_size(path, ec);
-    *input_size = ec ? 0 : static_cast<std::uint64_t>(size);
+  struct stat info {};
+  const bool regular = fstat(fileno(file), &info) == 0 && S_ISREG(info.st_mode);
+  const std::uint64_t size = regular ? static_cast<std::uint64_t>(info.st_size) : 0;
+  if (input_size) *input_size = size;
+  // An uncompressed regular file is mapped: nothing to decompress, nothing to copy.
+  std::uint8_t head[4] = {};
+  if (size >= sizeof head && pread(fileno(file), head, sizeof head, 0) == sizeof head &&
+      detect_compression(head) == Compression::kNone) {
+    if (auto mapped = MappedFileSource::map(file, size)) {
+      std::fclose(file);
+      return mapped;
+    }
   }
-  const std::uint64_t size = input_size ? *input_size : 0;
+  // Compressed (or unmappable): decompress ahead on a second thread.
   return std::make_unique<ThreadedSource>(
       wrap_by_magic(std::make_unique<FileSource>(file, path, size), path));
 }

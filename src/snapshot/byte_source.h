@@ -3,7 +3,9 @@
 /// @brief Sequential byte sources for readers: a file, a memory span, and the gzip / zstd
 /// decompressors over either, chosen by magic bytes (never by file name).
 ///
-/// Readers pull bytes in chunks, so a 1 GB snapshot is never held whole in memory.
+/// Readers pull bytes in chunks, so a 1 GB snapshot is never held whole in memory. A reader
+/// that can work on borrowed bytes calls next_chunk(): plain files are then read from the page
+/// cache in place, and decompressed chunks are handed over, not copied.
 /// Thread-safety: one source per reader thread.
 
 #include <cstddef>
@@ -11,6 +13,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace fragscope::snapshot {
 
@@ -23,10 +26,17 @@ class ByteSource {
   /// @brief Copies up to `out.size()` bytes into `out`; returns how many (0 = end of input).
   /// @throws InputError naming the source on read or decompression errors.
   virtual std::size_t read(std::span<std::uint8_t> out) = 0;
+  /// @brief The next bytes of the stream, borrowed: valid until the next call to next_chunk()
+  /// or read(). Empty at the end of the input. The default reads into a buffer of the source.
+  /// @throws InputError as read().
+  virtual std::span<const std::uint8_t> next_chunk();
   /// @brief Bytes of the underlying (compressed) input consumed so far, for progress.
   virtual std::uint64_t input_consumed() const = 0;
   /// @brief Total bytes this source will produce when known up front (else 0); a hint only.
   virtual std::uint64_t expected_size() const { return 0; }
+
+ private:
+  std::vector<std::uint8_t> chunk_buffer_;  // for the default next_chunk()
 };
 
 /// @brief Recognises gzip (1f 8b) and zstd (28 b5 2f fd) magic numbers.

@@ -39,7 +39,7 @@ enum : std::uint8_t {
 Machine::Machine(ByteSource& source, std::string name, StringTable& strings, Observer* observer,
                  std::function<void()> progress)
     : source_(source), name_(std::move(name)), strings_(strings), observer_(observer),
-      progress_(std::move(progress)), buf_(kChunk) {
+      progress_(std::move(progress)) {
   // Reserving address space costs no memory until touched, and spares the copies of growth.
   // A snapshot holds about one memo entry per 30 bytes of pickle and one object per 50.
   const std::uint64_t expected = std::min<std::uint64_t>(source_.expected_size(), std::uint64_t{1} << 36);
@@ -62,30 +62,64 @@ void Machine::fail_underflow() const { fail("corrupt pickle: stack underflow"); 
 
 bool Machine::refill(std::size_t need) {
   if (end_ - pos_ >= need) return true;
-  if (eof_) return false;
-  // Keep the unread tail, move it to the front, grow for long strings.
-  const std::size_t tail = end_ - pos_;
-  if (pos_ > 0) {
-    std::memmove(buf_.data(), buf_.data() + pos_, tail);
-    base_offset_ += pos_;
-    pos_ = 0;
-    end_ = tail;
+  if (in_stitch_ && end_ - pos_ <= from_chunk_) {  // the rest of stitch_ is in chunk_: go back
+    const std::size_t unread = end_ - pos_;
+    in_stitch_ = false;
+    data_ = chunk_.data();
+    pos_ = resume_ - unread;
+    end_ = chunk_.size();
+    base_offset_ = chunk_offset_;
+    if (end_ - pos_ >= need) return true;
   }
-  if (buf_.size() < need) buf_.resize(std::max(need, buf_.size() * 2));
-  while (end_ < need || end_ < kChunk / 2) {
-    if (end_ == buf_.size()) break;
-    const std::size_t n = source_.read(std::span(buf_).subspan(end_));
-    if (n == 0) {
+  if (eof_) return false;
+  // Gather the unread bytes, then whole or partial chunks, until `need` bytes are contiguous.
+  const std::uint64_t offset = base_offset_ + pos_;
+  scratch_.assign(data_ + pos_, data_ + end_);
+  std::size_t from_chunk = in_stitch_ ? std::min(from_chunk_, end_ - pos_) : end_ - pos_;
+  if (in_stitch_) {
+    scratch_.insert(scratch_.end(), chunk_.begin() + static_cast<std::ptrdiff_t>(resume_), chunk_.end());
+    from_chunk += chunk_.size() - resume_;
+  }
+  std::size_t resume = chunk_.size();
+  while (scratch_.size() < need) {
+    chunk_offset_ += chunk_.size();
+    chunk_ = source_.next_chunk();
+    if (chunk_.empty()) {
       eof_ = true;
+      from_chunk = resume = 0;
       break;
     }
-    end_ += n;
+    if (scratch_.empty() && chunk_.size() >= need) {  // nothing to stitch: read the chunk in place
+      in_stitch_ = false;
+      data_ = chunk_.data();
+      pos_ = 0;
+      end_ = chunk_.size();
+      base_offset_ = chunk_offset_;
+      report_progress();
+      return true;
+    }
+    // Copy a little beyond `need`, so that reading soon moves back to the chunk.
+    constexpr std::size_t kStitchSlack = 64;
+    resume = from_chunk = std::min(chunk_.size(), need - scratch_.size() + kStitchSlack);
+    scratch_.insert(scratch_.end(), chunk_.begin(), chunk_.begin() + static_cast<std::ptrdiff_t>(resume));
   }
+  stitch_.swap(scratch_);
+  in_stitch_ = true;
+  from_chunk_ = from_chunk;
+  resume_ = resume;
+  data_ = stitch_.data();
+  pos_ = 0;
+  end_ = stitch_.size();
+  base_offset_ = offset;
+  report_progress();
+  return end_ >= need;
+}
+
+void Machine::report_progress() {
   if (progress_ && base_offset_ + end_ >= next_progress_) {
     next_progress_ = base_offset_ + end_ + kProgressEvery;
     progress_();
   }
-  return end_ - pos_ >= need;
 }
 
 inline void Machine::need(std::size_t n, const char* what) {
@@ -94,7 +128,7 @@ inline void Machine::need(std::size_t n, const char* what) {
 
 inline std::uint64_t Machine::read_le(std::size_t n) {
   std::uint64_t v = 0;
-  std::memcpy(&v, buf_.data() + pos_, n);  // x86-64 and aarch64 Linux are little-endian
+  std::memcpy(&v, data_ + pos_, n);  // x86-64 and aarch64 Linux are little-endian
   pos_ += n;
   return v;
 }
@@ -132,7 +166,7 @@ Value Machine::new_object(ObjectKind kind) {
   return Value::make(Kind::kObject, objects_.size() - 1);
 }
 
-std::vector<Value>& Machine::storage_of(std::uint64_t object) {
+Machine::Values& Machine::storage_of(std::uint64_t object) {
   Object& o = objects_[object];
   if (o.index == kNoStorage) {
     o.index = static_cast<std::uint32_t>(storage_.size());
@@ -151,7 +185,7 @@ void Machine::retype(Value v, TypedRef ref) {
   Object& o = objects_[v.payload()];
   if (o.kind != ObjectKind::kTyped && o.index != kNoStorage) {
     live_values_ -= storage_[o.index].size();
-    std::vector<Value>().swap(storage_[o.index]);
+    Values().swap(storage_[o.index]);
   }
   o = {ObjectKind::kTyped, ref.type, ref.index};
 }
@@ -232,7 +266,7 @@ double Machine::to_float(Value v) const {
 Value Machine::read_string(std::size_t n) {
   if (n > kMaxString) fail(fmt::format("string length {} exceeds the 256 MiB limit", n));
   need(n, "a string");
-  const std::string_view text(reinterpret_cast<const char*>(buf_.data() + pos_), n);
+  const std::string_view text(reinterpret_cast<const char*>(data_ + pos_), n);
   pos_ += n;
   return Value::make(Kind::kString, strings_.intern(text));
 }
@@ -261,17 +295,17 @@ inline Value Machine::memo_get(std::uint64_t index) {
 Value Machine::run() {
   // Protocols 2 to 5 always begin with PROTO: anything else is some other file.
   refill(2);
-  if (end_ > pos_ && buf_[pos_] != PROTO)
+  if (end_ > pos_ && data_[pos_] != PROTO)
     throw InputError(fmt::format("{}: not a pickle (starts with 0x{:02x}; snapshots start with 0x80)",
-                                 name_, buf_[pos_]));
+                                 name_, data_[pos_]));
   for (;;) {
     if (end_ - pos_ < 16) refill(16);
     if (pos_ >= end_) fail("truncated pickle: input ends before STOP");
-    const std::uint8_t op = buf_[pos_++];
+    const std::uint8_t op = data_[pos_++];
     switch (op) {
       case PROTO: {
         need(1, "PROTO");
-        const unsigned version = buf_[pos_++];
+        const unsigned version = data_[pos_++];
         if (version < 2 || version > 5)
           fail(fmt::format("unsupported pickle protocol {} (snapshots use 2 to 5)", version));
         break;
@@ -294,7 +328,7 @@ Value Machine::run() {
       case NONE: push(Value::make(Kind::kNone, 0)); break;
       case NEWTRUE: push(Value::make(Kind::kBool, 1)); break;
       case NEWFALSE: push(Value::make(Kind::kBool, 0)); break;
-      case BININT1: need(1, "BININT1"); push(Value::inline_int(buf_[pos_++])); break;
+      case BININT1: need(1, "BININT1"); push(Value::inline_int(data_[pos_++])); break;
       case BININT2: need(2, "BININT2"); push(Value::inline_int(static_cast<std::int64_t>(read_le(2)))); break;
       case BININT: {
         need(4, "BININT");
@@ -303,7 +337,7 @@ Value Machine::run() {
       }
       case LONG1: {
         need(1, "LONG1");
-        const std::size_t n = buf_[pos_++];
+        const std::size_t n = data_[pos_++];
         push(read_long(n));
         break;
       }
@@ -326,7 +360,7 @@ Value Machine::run() {
       case SHORT_BINBYTES:
       case SHORT_BINSTRING: {
         need(1, "a string length");
-        const std::size_t n = buf_[pos_++];
+        const std::size_t n = data_[pos_++];
         push(read_string(n));
         break;
       }
@@ -413,9 +447,9 @@ Value Machine::run() {
       }
 
       case MEMOIZE: memo_put(memo_.size()); break;
-      case BINPUT: need(1, "BINPUT"); memo_put(buf_[pos_++]); break;
+      case BINPUT: need(1, "BINPUT"); memo_put(data_[pos_++]); break;
       case LONG_BINPUT: need(4, "LONG_BINPUT"); memo_put(read_le(4)); break;
-      case BINGET: need(1, "BINGET"); push(memo_get(buf_[pos_++])); break;
+      case BINGET: need(1, "BINGET"); push(memo_get(data_[pos_++])); break;
       case LONG_BINGET: need(4, "LONG_BINGET"); push(memo_get(read_le(4))); break;
 
       case GLOBAL: refuse("GLOBAL", "would import code");

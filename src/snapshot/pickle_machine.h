@@ -26,6 +26,7 @@
 #include "snapshot/byte_source.h"
 #include "snapshot/pickle_value.h"
 #include "snapshot/string_table.h"
+#include "util/huge_pages.h"
 
 namespace fragscope::snapshot::pickle {
 
@@ -95,8 +96,12 @@ class Machine {
     std::uint32_t index;  // typed: observer's index; generic: storage slot or kNoStorage
   };
   static constexpr std::uint32_t kNoStorage = 0xffffffffu;
+  // The large arrays live on huge pages (util/huge_pages.h): fewer page faults.
+  using Values = std::vector<Value, HugePageAllocator<Value>>;
 
+  /// Makes at least `need` bytes readable at data_ + pos_; false when the input ends first.
   bool refill(std::size_t need);
+  void report_progress();
   void need(std::size_t n, const char* what);
   std::uint64_t read_le(std::size_t n);
   void push(Value v);
@@ -104,7 +109,7 @@ class Machine {
   Value& top();
   std::size_t pop_mark();
   Value new_object(ObjectKind kind);
-  std::vector<Value>& storage_of(std::uint64_t object);
+  Values& storage_of(std::uint64_t object);
   void add_dict_items(Value dict, std::span<const Value> items);
   void add_list_items(Value list, std::span<const Value> items);
   Value make_tuple(std::span<const Value> items);
@@ -124,17 +129,28 @@ class Machine {
   std::function<void()> progress_;
   std::uint64_t next_progress_ = 0;
 
-  std::vector<std::uint8_t> buf_;
+  // Input: the parser reads data_[pos_, end_), a window into the borrowed chunk_ or, where an
+  // opcode spans chunks, into stitch_ (a copy of the unread tail plus the next chunk's start).
+  // The last from_chunk_ bytes of stitch_ are chunk_[resume_ - from_chunk_, resume_): once the
+  // unread part of stitch_ is no longer than that, reading moves back to chunk_.
+  const std::uint8_t* data_ = nullptr;
   std::size_t pos_ = 0;
   std::size_t end_ = 0;
-  std::uint64_t base_offset_ = 0;  // offset of buf_[0] in the pickle stream
+  std::uint64_t base_offset_ = 0;  // offset of data_[0] in the pickle stream
+  std::span<const std::uint8_t> chunk_;
+  std::uint64_t chunk_offset_ = 0;  // offset of chunk_[0] in the pickle stream
+  std::vector<std::uint8_t> stitch_;
+  std::vector<std::uint8_t> scratch_;
+  bool in_stitch_ = false;
+  std::size_t from_chunk_ = 0;
+  std::size_t resume_ = 0;
   bool eof_ = false;
 
   std::vector<Value> stack_;
   std::vector<std::size_t> marks_;
-  std::vector<Value> memo_;
-  std::vector<Object> objects_;
-  std::vector<std::vector<Value>> storage_;
+  Values memo_;
+  std::vector<Object, HugePageAllocator<Object>> objects_;
+  std::vector<Values> storage_;
   std::vector<std::int64_t> wide_ints_;
   std::vector<double> floats_;
   std::uint64_t live_values_ = 0;

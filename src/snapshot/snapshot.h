@@ -24,6 +24,7 @@
 #include "snapshot/stack_table.h"
 #include "snapshot/string_table.h"
 #include "snapshot/trace_action.h"
+#include "util/huge_pages.h"
 
 namespace fragscope::snapshot {
 
@@ -91,6 +92,9 @@ struct Annotation {
   std::vector<std::pair<StringId, StringId>> fields;  ///< every other key → value as text
 };
 
+/// @brief A device's trace. Huge pages: it is the largest array of a snapshot, written once.
+using TraceEventList = std::vector<TraceEvent, HugePageAllocator<TraceEvent>>;
+
 enum class SnapshotFormat : std::uint8_t {
   kDict,                ///< modern: {segments, device_traces, allocator_settings, ...}
   kLegacySegmentList,   ///< old memory_snapshot(): a bare list of segments, no trace
@@ -100,7 +104,7 @@ struct Snapshot {
   SnapshotFormat format = SnapshotFormat::kDict;
   std::vector<Segment> segments;
   std::vector<Block> blocks;
-  std::vector<std::vector<TraceEvent>> device_traces;  ///< indexed by device ordinal
+  std::vector<TraceEventList> device_traces;  ///< indexed by device ordinal
   AllocatorSettings allocator_settings;
   std::vector<Annotation> annotations;
   StringTable strings;

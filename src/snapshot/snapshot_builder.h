@@ -72,7 +72,7 @@ class SnapshotBuilder final : public pickle::Observer {
   static constexpr std::uint64_t kNoAddress = ~std::uint64_t{0};
   std::vector<Block> staged_blocks_;
   std::vector<Segment> staged_segments_;
-  std::vector<TraceEvent> staged_events_;
+  TraceEventList staged_events_;
   std::vector<FrameId> frame_ids_scratch_;
 };
 

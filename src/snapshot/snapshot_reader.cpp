@@ -8,10 +8,8 @@
 
 namespace fragscope::snapshot {
 
-namespace {
-
-Snapshot read_from(ByteSource& source, const std::string& name, std::uint64_t input_size,
-                   const ProgressCallback& progress) {
+Snapshot read_snapshot(ByteSource& source, const std::string& name, std::uint64_t input_size,
+                       const ProgressCallback& progress) {
   Snapshot snapshot;
   SnapshotBuilder builder(snapshot, source.expected_size());
   // Progress counts pickle bytes when their total is known (plain files, zstd frames that
@@ -33,18 +31,16 @@ Snapshot read_from(ByteSource& source, const std::string& name, std::uint64_t in
   return snapshot;
 }
 
-}  // namespace
-
 Snapshot read_snapshot_file(const std::string& path, const ProgressCallback& progress) {
   std::uint64_t size = 0;
   auto source = open_file_source(path, &size);
-  return read_from(*source, path, size, progress);
+  return read_snapshot(*source, path, size, progress);
 }
 
 Snapshot parse_snapshot(std::span<const std::uint8_t> bytes, const std::string& source,
                         const ProgressCallback& progress) {
   auto stream = open_memory_source(bytes, source);
-  return read_from(*stream, source, bytes.size(), progress);
+  return read_snapshot(*stream, source, bytes.size(), progress);
 }
 
 }  // namespace fragscope::snapshot

@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 
+#include "snapshot/byte_source.h"
 #include "snapshot/snapshot.h"
 
 namespace fragscope::snapshot {
@@ -29,5 +30,11 @@ Snapshot read_snapshot_file(const std::string& path, const ProgressCallback& pro
 /// @throws InputError as read_snapshot_file.
 Snapshot parse_snapshot(std::span<const std::uint8_t> bytes, const std::string& source,
                         const ProgressCallback& progress = {});
+
+/// @brief Reads a snapshot from an already opened (and, where needed, decompressing) source.
+/// `name` names it in errors; `input_size` is the compressed size for progress (0 = unknown).
+/// @throws InputError as read_snapshot_file.
+Snapshot read_snapshot(ByteSource& source, const std::string& name, std::uint64_t input_size = 0,
+                       const ProgressCallback& progress = {});
 
 }  // namespace fragscope::snapshot

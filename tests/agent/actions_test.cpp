@@ -74,6 +74,23 @@ TEST_F(ActionDispatcherTest, LogsAndRequestsACheckpointThroughTheFlagFile) {
   EXPECT_EQ(actions.count(ActionKind::kCheckpoint, ActionOutcome::kExecuted), 1u);
 }
 
+TEST_F(ActionDispatcherTest, RequestsOfGoneRanksAreRemovedOthersKept) {
+  ActionDispatcher actions(settings_, dir_.path(), "node-a", events_);
+  actions.dispatch({alert_}, view_, t0_);
+  std::ofstream(dir_.path() / "rank5-pid90.fsr.checkpoint.tmp") << "2\n";  // a rename that never happened
+  std::ofstream(dir_.path() / "notes.txt") << "not ours\n";
+  actions.remove_requests_of_gone_ranks({"rank3-pid77.fsr"});
+  EXPECT_TRUE(std::filesystem::exists(dir_.path() / "rank3-pid77.fsr.checkpoint"));
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() / "rank5-pid90.fsr.checkpoint.tmp"));
+  actions.remove_requests_of_gone_ranks({});  // rank 3 died (or went stale)
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() / "rank3-pid77.fsr.checkpoint"));
+  EXPECT_TRUE(std::filesystem::exists(dir_.path() / "notes.txt"));
+  const auto events = events_of(events_);
+  ASSERT_EQ(events.size(), 4u);  // log, checkpoint, two removals
+  EXPECT_EQ(events[3]["event"], "checkpoint_request_removed");
+  EXPECT_EQ(events[3]["path"], (dir_.path() / "rank3-pid77.fsr.checkpoint").string());
+}
+
 TEST_F(ActionDispatcherTest, RateLimitsPerTargetAndNumbersRequestsPastTheAck) {
   ActionDispatcher actions(settings_, dir_.path(), "node-a", events_);
   actions.dispatch({alert_}, view_, t0_);

@@ -23,7 +23,7 @@ snapshot::TraceEvent event(TraceAction action, std::uint64_t addr, std::uint64_t
   return e;
 }
 
-snapshot::Snapshot with_trace(std::vector<snapshot::TraceEvent> trace) {
+snapshot::Snapshot with_trace(snapshot::TraceEventList trace) {
   snapshot::Snapshot s;
   s.device_traces.push_back(std::move(trace));
   return s;
@@ -64,7 +64,7 @@ TEST(PreparedTraceTest, ALaterFreeCompletedIsARecordStreamFree) {
 }
 
 TEST(PreparedTraceTest, SlotsAreReusedSoMemoryFollowsLiveBlocks) {
-  std::vector<snapshot::TraceEvent> trace{event(TraceAction::kSegmentAlloc, kBase, 2 * kMiB)};
+  snapshot::TraceEventList trace{event(TraceAction::kSegmentAlloc, kBase, 2 * kMiB)};
   for (int i = 0; i < 100; ++i) {
     trace.push_back(event(TraceAction::kAlloc, kBase, 512));
     trace.push_back(event(TraceAction::kFreeRequested, kBase, 512));

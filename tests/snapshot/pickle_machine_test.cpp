@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "snapshot/byte_source.h"
 #include "snapshot/snapshot_reader.h"
 #include "util/error.h"
 
@@ -151,6 +152,16 @@ TEST(PickleMachine, CorruptCompressedStreams) {
   auto flipped = gz;
   flipped[gz.size() / 2] ^= 0xff;
   EXPECT_THROW(parse_snapshot(flipped, "flipped.pickle.gz"), InputError);
+}
+
+// Found by the fuzzer: a zstd header claiming ~2^63 bytes of content made the reader reserve
+// for it. The claim is now a hint bounded by the compressed size.
+TEST(PickleMachine, ZstdContentSizeClaimIsBoundedByCompressedSize) {
+  const auto frame = bytes("\x28\xb5\x2f\xfd\xe4\xb0\xff\xf8\x00\xe5\x0a\xb2\x03\x90\x06\x79\x2d\x3e\xbe\xc7"
+                           "\x6f\x50\xa1\xd3\x90\x9e\x5a\x33\x2e\x31\xf5\xff\xff\xff\x02\x75\x40\xec\x4b"s);
+  const auto source = open_memory_source(frame, "claims.pickle.zst");
+  EXPECT_LE(source->expected_size(), frame.size() * 64);
+  EXPECT_THROW(parse_snapshot(frame, "claims.pickle.zst"), InputError);
 }
 
 }  // namespace

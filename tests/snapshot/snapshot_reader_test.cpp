@@ -6,8 +6,11 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "metrics/memory_totals.h"
+#include "../chunked_source.h"
+#include "snapshot/byte_source.h"
 #include "util/error.h"
 
 namespace fragscope::snapshot {
@@ -37,6 +40,64 @@ void expect_same_model(const Snapshot& a, const Snapshot& b) {
       EXPECT_EQ(a.stacks.stack(x.stack).size(), b.stacks.stack(y.stack).size());
     }
   }
+}
+
+std::vector<std::uint8_t> read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+/// The decompressed pickle of `path`.
+std::vector<std::uint8_t> pickle_bytes(const std::string& path) {
+  const auto compressed = read_bytes(path);
+  auto source = open_memory_source(compressed, path);
+  std::vector<std::uint8_t> out;
+  std::vector<std::uint8_t> buffer(1 << 16);
+  while (const std::size_t n = source->read(buffer)) out.insert(out.end(), buffer.begin(), buffer.begin() + n);
+  return out;
+}
+
+TEST(SnapshotReader, ChunkBoundariesAnywhereGiveTheSameModel) {
+  const auto bytes = pickle_bytes(kFixture);
+  const Snapshot reference = read_snapshot_file(kFixture);
+  for (const std::vector<std::size_t>& sizes : std::vector<std::vector<std::size_t>>{
+           {1}, {2, 3}, {7, 1, 15}, {16}, {17, 64, 1}, {4095, 3}, {100000}}) {
+    SCOPED_TRACE(testing::PrintToString(sizes));
+    ChunkedSource source(bytes, sizes);
+    expect_same_model(reference, read_snapshot(source, "chunked.pickle"));
+  }
+}
+
+std::string error_of(const std::function<void()>& read) {
+  try {
+    read();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(SnapshotReader, TruncationAcrossChunksIsTheSameError) {
+  // Same message, same byte offset, wherever the chunk boundaries fall.
+  const auto bytes = read_bytes(kData + "small_snapshot.pickle");
+  for (std::size_t cut = 0; cut < bytes.size(); cut += 7) {
+    const auto head = std::span<const std::uint8_t>(bytes).first(cut);
+    const std::string whole = error_of([&] { parse_snapshot(head, "cut.pickle"); });
+    ChunkedSource source(head, {5, 1, 9});
+    EXPECT_EQ(error_of([&] { read_snapshot(source, "cut.pickle"); }), whole) << "cut at " << cut;
+    EXPECT_NE(whole, "(no error)");
+  }
+}
+
+TEST(SnapshotReader, PlainFileIsReadInPlaceAcrossWindows) {
+  // An uncompressed file is mapped and read in windows of a few MiB: take one spanning several.
+  const std::string zst = std::string(FRAGSCOPE_FIXTURES_DIR) + "/midrun_default/snapshot.pickle.zst";
+  const auto bytes = pickle_bytes(zst);
+  ASSERT_GT(bytes.size(), std::size_t{10} << 20);
+  const auto plain = std::filesystem::path(::testing::TempDir()) / "midrun_default.pickle";
+  std::ofstream(plain, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
+                                               static_cast<std::streamsize>(bytes.size()));
+  expect_same_model(read_snapshot_file(zst), read_snapshot_file(plain.string()));
 }
 
 TEST(SnapshotReader, ReadsTheRecordedSnapshot) {
