@@ -4,10 +4,11 @@
 1. Overhead: the fixtures' Llama workload (0.95 B parameters, bf16 autocast, AdamW, micro-batch
    4 x 2048 tokens) in alternating blocks of steps without and with fragscope.torch.Monitor;
    reports the step-time difference and the hook's own measured time per step.
-2. Push toward fragmentation: variable sequence lengths, a memory cap, and per-step buffers
-   that stay alive in every third slot (a leak that pins split segments). The agent (started
-   by the caller with the config this script writes) fires its rules, asks the rank to
-   checkpoint (the loop does, and acknowledges), and logs a dry-run drain.
+2. Push toward fragmentation: long-lived 256 MiB tensors pin the starts of 1 GiB segments
+   (the rest of each is freed but stranded), then the process is capped just above what it
+   holds and trains on variable sequence lengths. The agent (started by the caller with its
+   config) fires its rules, asks the rank to checkpoint (the loop does, and acknowledges), and
+   logs a dry-run drain.
 
     h200_monitor_run.py --out DIR --agent-port PORT --rank-dir DIR
 
@@ -61,6 +62,7 @@ def main():
     p.add_argument("--blocks", type=int, default=8)
     p.add_argument("--block-steps", type=int, default=10)
     p.add_argument("--push-steps", type=int, default=40)
+    p.add_argument("--stranded-segments", type=int, default=40)
     args = p.parse_args()
     results = {"torch": torch.__version__, "device": torch.cuda.get_device_name(0)}
 
@@ -115,19 +117,30 @@ def main():
 
     # -- 2. toward fragmentation ------------------------------------------------------------
     lens = lengths(args.push_steps + 6, 256, 4096, 1234)
-    warm = lens[:6]
-    for L in warm:
+    for L in lens[:6]:
         ids = torch.randint(0, 32000, (4, L)).pin_memory()
         with mon.step(ids):
             train(mon.to_device(ids))
-    peak = torch.cuda.max_memory_reserved()
+    # Strand memory the way long-lived small tensors do in real jobs: each 1 GiB segment gets a
+    # 256 MiB tensor that stays alive at its start; the 768 MiB behind it is freed but cannot be
+    # returned to the driver (the segment is split), nor serve a request larger than itself.
+    stranded_segments = args.stranded_segments
+    torch.cuda.empty_cache()  # so the 256 MiB requests land in the fresh segments
+    kept, fillers = [], []
+    for _ in range(stranded_segments):
+        whole = torch.empty(GiB, dtype=torch.uint8, device="cuda")  # a fresh 1 GiB segment
+        del whole
+        kept.append(torch.empty(256 * 2 ** 20, dtype=torch.uint8, device="cuda"))
+        fillers.append(torch.empty(768 * 2 ** 20, dtype=torch.uint8, device="cuda"))
+    del fillers
+    reserved = torch.cuda.memory_reserved()
     total = torch.cuda.mem_get_info()[1]
-    keep_budget = 16 * GiB
-    fraction = min(0.95, (peak + keep_budget + 2 * GiB) / total)
+    # Cap the process just above what it holds: a longer batch now needs the stranded memory.
+    fraction = min(0.95, (reserved + 2 * GiB) / total)
     torch.cuda.set_per_process_memory_fraction(fraction)
-    results["push"] = {"peak_reserved_before": peak, "memory_fraction": fraction, "keep_budget": keep_budget}
-    rng = random.Random(7)
-    kept, kept_bytes, ooms, checkpoints, trajectory = [], 0, 0, 0, []
+    results["push"] = {"stranded_segments": stranded_segments, "reserved_after_stranding": reserved,
+                       "memory_fraction": fraction}
+    ooms, checkpoints, trajectory = 0, 0, []
     t_push = time.time()
     for i, L in enumerate(lens[6:]):
         ids = torch.randint(0, 32000, (4, L)).pin_memory()
@@ -137,15 +150,7 @@ def main():
         except torch.cuda.OutOfMemoryError:
             ooms += 1
             opt.zero_grad(set_to_none=True)
-            del kept[: len(kept) // 2]  # shed half of the leak and go on
-            kept_bytes = sum(t.numel() for t in kept)
-        # The leak: buffers carved from the cache after each step; every third one stays alive.
-        if kept_bytes < keep_budget:
-            carved = [torch.empty(rng.randrange(64, 384) * 2 ** 20, dtype=torch.uint8, device="cuda")
-                      for _ in range(9)]
-            kept.extend(carved[::3])
-            kept_bytes += sum(t.numel() for t in carved[::3])
-            del carved
+        time.sleep(0.2)  # the agent polls every 0.5 s; rules hold for 5 s
         if mon.checkpoint_requested:
             with mon.phase("checkpoint"):
                 torch.save({k: v.detach().cpu() for k, v in list(model.state_dict().items())[:8]},
@@ -155,7 +160,7 @@ def main():
         trajectory.append({"step": mon.steps, "seq_len": L, "t": round(time.time() - t_push, 2),
                            "fragmentation_ratio": s["inactive_split_bytes.all.current"] / max(1, s["reserved_bytes.all.current"]),
                            "reserved": s["reserved_bytes.all.current"], "retries": s["num_alloc_retries"],
-                           "ooms": s["num_ooms"], "kept_bytes": kept_bytes})
+                           "ooms": s["num_ooms"]})
     time.sleep(2.0)
     metrics_b = scrape(args.agent_port)
     with open(os.path.join(args.out, "metrics_push.txt"), "w") as f:
