@@ -4,9 +4,10 @@
 //
 // BM_Replay/<fixture>      the replay loop (trace compiled once, as whatif does): one core
 // BM_Prepare/<fixture>     compiling the trace (once per snapshot)
-// BM_WhatIf/<threads>      the standard sweep on fid_default, 1 vs all threads
+// BM_WhatIf/<threads>      the standard sweep on fid_default on 1, 2, 4, 8 and 16 threads
 // BM_FreeSet/<impl>        the best-fit index alone on the operation stream of fid_default's
 //                          replay: FreeBlockSet vs std::set<(size, address)> (what PyTorch uses)
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <set>
@@ -26,13 +27,19 @@
 namespace fragscope::replay {
 namespace {
 
+/// The fixtures: $FRAGSCOPE_FIXTURES_DIR when set (another machine), else the build's.
+std::string fixtures_dir() {
+  const char* dir = std::getenv("FRAGSCOPE_FIXTURES_DIR");
+  return dir ? dir : FRAGSCOPE_FIXTURES_DIR;
+}
+
 /// Snapshots are read once per process and kept.
 const snapshot::Snapshot& fixture(const std::string& name) {
   static std::map<std::string, std::unique_ptr<snapshot::Snapshot>> cache;
   auto& slot = cache[name];
   if (!slot) {
-    slot = std::make_unique<snapshot::Snapshot>(snapshot::read_snapshot_file(
-        std::string(FRAGSCOPE_FIXTURES_DIR) + "/" + name + "/snapshot.pickle.zst"));
+    slot = std::make_unique<snapshot::Snapshot>(
+        snapshot::read_snapshot_file(fixtures_dir() + "/" + name + "/snapshot.pickle.zst"));
   }
   return *slot;
 }
@@ -149,7 +156,7 @@ int main(int argc, char** argv) {
     benchmark::RegisterBenchmark((std::string("BM_Prepare/") + name).c_str(), BM_Prepare, std::string(name))
         ->Unit(benchmark::kMillisecond);
   }
-  benchmark::RegisterBenchmark("BM_WhatIf", BM_WhatIf)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("BM_WhatIf", BM_WhatIf)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Arg(16)->UseRealTime()->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("BM_FreeSet/reference_std_set", BM_FreeSet_Reference)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("BM_FreeSet/fragscope", BM_FreeSet_Fragscope)->Unit(benchmark::kMillisecond);
   benchmark::Initialize(&argc, argv);

@@ -3,6 +3,8 @@
 # side in one run (alternating, so both see the same machine load). Prints median wall time and
 # peak RSS of each, and the ratios, as a Markdown table for docs/PERFORMANCE.md.
 #   bench/snapshot/analyze_vs_pickle.sh [SNAPSHOT.zst] [RUNS] [FRAGSCOPE]
+# PLAIN_PICKLE=FILE uses FILE as the uncompressed pickle (where no zstd command exists). Without
+# GNU time, wall time and peak RSS come from Python's resource module.
 set -euo pipefail
 snapshot=${1:-../shared/fixtures/big/snapshot.pickle.zst}
 runs=${2:-5}
@@ -10,11 +12,17 @@ fragscope=${3:-build/src/cli/fragscope}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 plain=$work/snapshot.pickle
-zstd -qdc "$snapshot" >"$plain"
+if [[ -n ${PLAIN_PICKLE:-} ]]; then plain=$PLAIN_PICKLE; else zstd -qdc "$snapshot" >"$plain"; fi
 size=$(stat -c %s "$plain")
 
 measure() {  # prints "seconds kilobytes" of one run of "$@"
-  /usr/bin/time -f "%e %M" -o "$work/t" "$@" >/dev/null 2>"$work/err" || { cat "$work/err" >&2; exit 1; }
+  if [[ -x /usr/bin/time ]]; then
+    /usr/bin/time -f "%e %M" -o "$work/t" "$@" >/dev/null 2>"$work/err" || { cat "$work/err" >&2; exit 1; }
+  else
+    python3 -c 'import resource, subprocess, sys, time
+t = time.perf_counter(); subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True)
+print(f"{time.perf_counter() - t:.3f} {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}")' "$@" >"$work/t" || exit 1
+  fi
   cat "$work/t"
 }
 declare -a py_s py_kb fz_s fz_kb fp_s fp_kb

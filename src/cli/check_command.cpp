@@ -5,7 +5,7 @@
 
 #include "cli/commands.h"
 #include "diagnose/acceptance_check.h"
-#include "diagnose/acceptance_criteria.h"
+#include "snapshot/acceptance_criteria.h"
 #include "diagnose/acceptance_report.h"
 #include "snapshot/nvidia_smi_csv.h"
 #include "snapshot/telemetry_reader.h"
@@ -22,8 +22,8 @@ struct CheckOptions {
 };
 
 void run_check(const CheckOptions& o, RunState& state) {
-  const diagnose::AcceptanceCriteria criteria =
-      o.criteria.empty() ? diagnose::AcceptanceCriteria{} : diagnose::read_acceptance_criteria_file(o.criteria);
+  const snapshot::AcceptanceCriteria criteria =
+      o.criteria.empty() ? snapshot::AcceptanceCriteria{} : snapshot::read_acceptance_criteria_file(o.criteria);
   const std::string criteria_source = o.criteria.empty() ? "defaults (no --criteria)" : o.criteria;
   std::vector<diagnose::TelemetryFile> files;
   for (const auto& path : o.telemetry) files.push_back({path, snapshot::read_telemetry_file(path)});

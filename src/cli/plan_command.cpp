@@ -44,7 +44,7 @@ void run_plan(const PlanOptions& o, RunState& state) {
     if (!o.criteria_out.empty()) {
       std::ofstream file(o.criteria_out);
       if (!file) throw InputError(fmt::format("{}: cannot write the criteria file", o.criteria_out));
-      plan::write_criteria_json(file, canary->criteria);
+      snapshot::write_acceptance_criteria(file, canary->criteria);
       if (!file) throw InputError(fmt::format("{}: write failed", o.criteria_out));
     }
   }

@@ -27,11 +27,14 @@
 #include <string>
 #include <vector>
 
-#include "diagnose/acceptance_criteria.h"
+#include "snapshot/acceptance_criteria.h"
 #include "snapshot/nvidia_smi_csv.h"
 #include "snapshot/step_telemetry.h"
 
 namespace fragscope::diagnose {
+
+/// The criteria file format lives with the other inputs (snapshot/acceptance_criteria.h).
+using snapshot::AcceptanceCriteria;
 
 inline constexpr double kIdleUtilizationPercent = 10.0;
 inline constexpr std::size_t kMinTraceSamples = 10;

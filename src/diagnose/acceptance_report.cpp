@@ -71,7 +71,7 @@ void write_check_json(std::ostream& out, const CheckReport& report, const Accept
   doc["not_evaluated"] = report.count(Verdict::kNotEvaluated);
   doc["criteria_source"] = criteria_source;
   std::ostringstream criteria_json;
-  write_acceptance_criteria(criteria_json, criteria);
+  snapshot::write_acceptance_criteria(criteria_json, criteria);
   doc["criteria"] = nlohmann::ordered_json::parse(criteria_json.str());
   doc["results"] = nlohmann::ordered_json::array();
   for (const auto& r : report.results) {

@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "diagnose/acceptance_check.h"
-#include "diagnose/acceptance_criteria.h"
+#include "snapshot/acceptance_criteria.h"
 
 namespace fragscope::diagnose {
 

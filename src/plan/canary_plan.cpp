@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "util/bytes.h"
 
@@ -23,10 +22,11 @@ CanaryPlan canary_plan(const JobSpec& spec, const MemoryEstimate& estimate, cons
   if (!change.empty())
     plan.steps.push_back({"Apply the recommended change", fmt::format("{} (the job as specified does not fit).", change)});
   plan.criteria.device_memory_bytes = estimate.device_bytes;
+  plan.criteria.max_hbm_fraction = kMaxHbmFraction;
   plan.predicted_hbm_fraction =
       static_cast<double>(estimate.peak_reserved_bytes) / static_cast<double>(estimate.device_bytes);
   const std::uint64_t ga = spec.training.grad_accum;
-  plan.micro_steps = std::max(kMinMicroSteps, (plan.criteria.warmup_steps + kMinOptimizerSteps) * ga);
+  plan.micro_steps = std::max(kMinMicroSteps, (static_cast<std::uint64_t>(plan.criteria.warmup_steps) + kMinOptimizerSteps) * ga);
   const std::uint64_t ranks = spec.parallel.world_size;
   const std::string lengths =
       spec.training.variable_length
@@ -62,22 +62,6 @@ CanaryPlan canary_plan(const JobSpec& spec, const MemoryEstimate& estimate, cons
        "Apply the recommended proposal (fragscope plan --propose), or replay the canary's snapshot with fragscope to "
        "compare allocator settings, and run the canary again."});
   return plan;
-}
-
-void write_criteria_json(std::ostream& out, const AcceptanceCriteria& c) {
-  nlohmann::ordered_json j;
-  j["version"] = c.version;
-  if (c.device_memory_bytes) j["device_memory_bytes"] = c.device_memory_bytes;
-  j["max_hbm_fraction"] = c.max_hbm_fraction;
-  j["max_data_wait_fraction"] = c.max_data_wait_fraction;
-  j["max_gpu_idle_fraction"] = c.max_gpu_idle_fraction;
-  j["allow_oom"] = c.allow_oom;
-  j["max_alloc_retries"] = c.max_alloc_retries;
-  j["required_phases"] = c.required_phases;
-  j["max_step_time_spread"] = c.max_step_time_spread;
-  j["max_throughput_spread"] = c.max_throughput_spread;
-  j["warmup_steps"] = c.warmup_steps;
-  out << j.dump(2) << '\n';
 }
 
 }  // namespace fragscope::plan

@@ -129,7 +129,7 @@ void write_plan_text(std::ostream& out, const JobSpec& spec, const MemoryEstimat
       out << fmt::format("  {}. {}: {}\n", i + 1, canary->steps[i].title, canary->steps[i].detail);
     out << "acceptance criteria:\n";
     std::ostringstream criteria;
-    write_criteria_json(criteria, canary->criteria);
+    snapshot::write_acceptance_criteria(criteria, canary->criteria);
     out << criteria.str();
   }
 }
@@ -176,7 +176,7 @@ void write_plan_json(std::ostream& out, const JobSpec& spec, const MemoryEstimat
     nlohmann::ordered_json steps = nlohmann::ordered_json::array();
     for (const auto& s : canary->steps) steps.push_back({{"title", s.title}, {"detail", s.detail}});
     std::ostringstream criteria;
-    write_criteria_json(criteria, canary->criteria);
+    snapshot::write_acceptance_criteria(criteria, canary->criteria);
     j["canary"] = {{"micro_steps", canary->micro_steps},
                    {"predicted_hbm_fraction", canary->predicted_hbm_fraction},
                    {"steps", steps},

@@ -45,7 +45,6 @@ Machine::Machine(ByteSource& source, std::string name, StringTable& strings, Obs
   const std::uint64_t expected = std::min<std::uint64_t>(source_.expected_size(), std::uint64_t{1} << 36);
   memo_.reserve(expected / 24);
   objects_.reserve(expected / 40);
-  stack_.reserve(1 << 16);
 }
 
 void Machine::fail(const std::string& message) const {

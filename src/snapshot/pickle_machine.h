@@ -26,6 +26,7 @@
 #include "snapshot/byte_source.h"
 #include "snapshot/pickle_value.h"
 #include "snapshot/string_table.h"
+#include "snapshot/value_stack.h"
 #include "util/huge_pages.h"
 
 namespace fragscope::snapshot::pickle {
@@ -146,7 +147,7 @@ class Machine {
   std::size_t resume_ = 0;
   bool eof_ = false;
 
-  std::vector<Value> stack_;
+  ValueStack stack_;
   std::vector<std::size_t> marks_;
   Values memo_;
   std::vector<Object, HugePageAllocator<Object>> objects_;

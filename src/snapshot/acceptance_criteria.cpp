@@ -1,4 +1,4 @@
-#include "diagnose/acceptance_criteria.h"
+#include "snapshot/acceptance_criteria.h"
 
 #include <algorithm>
 #include <cmath>
@@ -12,13 +12,13 @@
 #include "util/bytes.h"
 #include "util/error.h"
 
-namespace fragscope::diagnose {
+namespace fragscope::snapshot {
 
 namespace {
 
 // A JSON value quoted in an error: one line, printable, bounded.
 std::string shown(const nlohmann::json& value) {
-  return snapshot::printable_excerpt(value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  return printable_excerpt(value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 class Fields {
@@ -100,7 +100,7 @@ constexpr const char* kKeys[] = {"version",          "device_memory_bytes",   "m
 }  // namespace
 
 AcceptanceCriteria parse_acceptance_criteria(std::string_view json_text, std::string_view source) {
-  const nlohmann::json document = snapshot::parse_json_document(json_text, source);
+  const nlohmann::json document = parse_json_document(json_text, source);
   if (!document.is_object())
     throw InputError(fmt::format("{}: acceptance criteria must be a JSON object, found {}", source,
                                  document.type_name()));
@@ -131,7 +131,7 @@ AcceptanceCriteria parse_acceptance_criteria(std::string_view json_text, std::st
 }
 
 AcceptanceCriteria read_acceptance_criteria_file(const std::filesystem::path& path) {
-  return parse_acceptance_criteria(snapshot::read_text_file(path), path.string());
+  return parse_acceptance_criteria(read_text_file(path), path.string());
 }
 
 void write_acceptance_criteria(std::ostream& out, const AcceptanceCriteria& criteria) {
@@ -150,4 +150,4 @@ void write_acceptance_criteria(std::ostream& out, const AcceptanceCriteria& crit
   out << object.dump(2) << '\n';
 }
 
-}  // namespace fragscope::diagnose
+}  // namespace fragscope::snapshot

@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-namespace fragscope::diagnose {
+namespace fragscope::snapshot {
 
 inline constexpr int kAcceptanceCriteriaVersion = 1;
 
@@ -46,4 +46,4 @@ AcceptanceCriteria read_acceptance_criteria_file(const std::filesystem::path& pa
 /// gives `criteria` back.
 void write_acceptance_criteria(std::ostream& out, const AcceptanceCriteria& criteria);
 
-}  // namespace fragscope::diagnose
+}  // namespace fragscope::snapshot

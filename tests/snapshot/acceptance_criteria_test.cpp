@@ -1,5 +1,5 @@
 // The acceptance criteria file: defaults, every key, round trip, and one-line errors.
-#include "diagnose/acceptance_criteria.h"
+#include "snapshot/acceptance_criteria.h"
 
 #include <sstream>
 
@@ -8,7 +8,7 @@
 #include "util/error.h"
 
 using fragscope::InputError;
-using namespace fragscope::diagnose;
+using namespace fragscope::snapshot;
 
 namespace {
 
