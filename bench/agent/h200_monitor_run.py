@@ -63,6 +63,9 @@ def main():
     p.add_argument("--block-steps", type=int, default=10)
     p.add_argument("--push-steps", type=int, default=40)
     p.add_argument("--stranded-segments", type=int, default=40)
+    p.add_argument("--history-entries", type=int, default=0,
+                   help="keep memory history on (the hook then dumps a snapshot with its trace at an OOM; "
+                        "this adds to the measured overhead)")
     args = p.parse_args()
     results = {"torch": torch.__version__, "device": torch.cuda.get_device_name(0)}
 
@@ -88,7 +91,7 @@ def main():
     for _ in range(3):
         train(batch.to("cuda", non_blocking=True))
     mon = Monitor(os.path.join(args.out, "telemetry"), job="h200-demo", rank_dir=args.rank_dir,
-                  largest_free_every=10)
+                  largest_free_every=10, history_max_entries=args.history_entries or None)
     times = {False: [], True: []}
     for block in range(args.blocks):
         use = block % 2 == 1

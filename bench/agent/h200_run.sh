@@ -40,12 +40,22 @@ m = urllib.request.urlopen("http://127.0.0.1:9478/metrics").read().decode()
 print("\n".join(l for l in m.splitlines() if l.startswith(("fragscope_nvml_up", "fragscope_gpu_"))))
 PY
 T0=$(date +%s)
-python3 bench/agent/h200_monitor_run.py --out $OUT/run --agent-port 9478 --rank-dir $RANKDIR
+python3 bench/agent/h200_monitor_run.py --out $OUT/run --agent-port 9478 --rank-dir $RANKDIR \
+  --history-entries "${HISTORY_ENTRIES:-0}"
 echo "run took $(( $(date +%s) - T0 )) s"
 echo "agent: $(grep -E 'VmRSS|VmHWM' /proc/$AGENT/status | tr -s ' ' | tr '\n' ' ') cpu_ticks=$(awk '{print $14+$15}' /proc/$AGENT/stat) clk=$(getconf CLK_TCK)"
 kill $AGENT; wait $AGENT; echo "agent exit $?"
 cp $OUT/run/results.json $OUT/run/metrics_overhead.txt $OUT/run/metrics_push.txt $OUT/ 2>/dev/null
-cp $OUT/run/telemetry/rank0/steps.jsonl $OUT/steps.jsonl 2>/dev/null
-cp $OUT/run/telemetry/rank0/meta.json $OUT/oom_meta.json 2>/dev/null
+# The doctor on what the hook dumped at the OOM (snapshot with its trace when HISTORY_ENTRIES is set).
+if [ -f $OUT/run/telemetry/rank0/snapshot_at_oom.pickle ]; then
+  export LD_LIBRARY_PATH=$PWD/.device/lib
+  .device/bin/fragscope doctor $OUT/run/telemetry/rank0 > $OUT/doctor.txt; echo "doctor exit $?"
+  .device/bin/fragscope doctor $OUT/run/telemetry/rank0 --json > $OUT/doctor.json
+  .device/bin/fragscope analyze $OUT/run/telemetry/rank0/snapshot_at_oom.pickle > $OUT/analyze.txt
+  unset LD_LIBRARY_PATH
+  # What the doctor read, in one file: the hook's OOM dump and the rank's telemetry.
+  gzip $OUT/run/telemetry/rank0/snapshot_at_oom.pickle
+  tar -C $OUT/run/telemetry -czf $OUT/oom_dump.tar.gz rank0
+fi
 rm -rf $OUT/run
 ls -la $OUT

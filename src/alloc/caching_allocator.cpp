@@ -273,8 +273,12 @@ bool CachingAllocator::release_available_cached_blocks(const Request& r) {
   if (config_.max_split_size == kNoSplitLimit) return false;
   Pool& pool = pools_[r.pool];
   const std::uint64_t key = std::max(r.size, config_.max_split_size);
+  // Only whole cudaMalloc segments can be freed. Under one config from the process start an
+  // oversize free block always is one; a what-if that starts from a state recorded under another
+  // config can hold oversize pieces of split segments, which stay.
+  auto releasable = [&](BlockHandle h) { return blocks_[h].expandable == kNone && !is_split(blocks_[h]); };
   auto it = pool.blocks.lower_bound(key);
-  if (it != pool.blocks.end() && blocks_[it->block()].expandable == kNone) {
+  if (it != pool.blocks.end() && releasable(it->block())) {
     release_block(it->block());
     return true;
   }
@@ -283,7 +287,7 @@ bool CachingAllocator::release_available_cached_blocks(const Request& r) {
   std::uint64_t released = 0;
   std::vector<BlockHandle> victims;
   for (auto cur = std::prev(it); released < key && cur->size >= config_.max_split_size;) {
-    if (blocks_[cur->block()].expandable == kNone) {
+    if (releasable(cur->block())) {
       released += cur->size;
       victims.push_back(cur->block());
     }

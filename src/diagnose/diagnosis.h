@@ -55,6 +55,7 @@ struct OomContext {
   std::optional<std::uint64_t> largest_free_block;      ///< biggest hole at the OOM
   std::optional<std::uint64_t> smi_used_bytes;          ///< what nvidia-smi showed in use
   std::optional<std::uint64_t> smi_total_bytes;
+  std::optional<std::uint64_t> allowed_bytes;           ///< "X allowed": a memory-fraction cap
   std::optional<std::size_t> trace_index;               ///< the `oom` entry, when a trace has one
   std::optional<int> rank;
 };
@@ -119,6 +120,9 @@ struct Diagnosis {
   std::string phase_source;  ///< how the phase was found
   std::string trigger;       ///< what set off the OOM (empty when there was none)
   bool oom = false;
+  /// Fragmentation only: some allocator setting of the sweep passes the OOM point. False when
+  /// the ideal packer fits but every setting inherits pieces the trace starts with.
+  bool setting_fixes_it = true;
 
   std::optional<double> data_wait_fraction;         ///< Σ wait / Σ (wait + compute), all steps
   std::optional<double> steady_data_wait_fraction;  ///< the same without the warm-up step

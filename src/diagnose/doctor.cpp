@@ -267,6 +267,9 @@ OomContext build_oom_context(const DoctorInputs& in, const OomSignals& oom, cons
       message = &m;
       break;
     }
+  // A message without a rank prefix (the hook's meta.json, a single-process log) is the rank's own.
+  for (const auto& m : oom.messages)
+    if (!message && !m.rank) message = &m;
   if (trace.replay && trace.oom_index) {
     const auto& e = trace.replay->snapshot.trace(trace.device)[*trace.oom_index];
     c.trace_index = trace.oom_index;
@@ -283,6 +286,7 @@ OomContext build_oom_context(const DoctorInputs& in, const OomSignals& oom, cons
     if (message->reserved_by_pytorch) c.reserved_bytes = message->reserved_by_pytorch;
     if (message->reserved_unallocated) c.reserved_unallocated = message->reserved_unallocated;
     if (message->total_capacity) c.smi_total_bytes = message->total_capacity;
+    c.allowed_bytes = message->allowed;
   }
   if (!d.segment_map.empty() && d.segment_map_at_oom) {
     std::uint64_t largest = 0;
@@ -321,6 +325,9 @@ std::string blind_spot_line(const OomContext& c) {
   if (c.smi_used_bytes && c.smi_total_bytes)
     line += fmt::format("nvidia-smi shows {} of {} in use; ", format_bytes(*c.smi_used_bytes), format_bytes(*c.smi_total_bytes));
   if (c.driver_free_bytes) line += fmt::format("the driver reports {} free", format_bytes(*c.driver_free_bytes));
+  if (c.allowed_bytes)
+    line += fmt::format("{}the process may use only {} (set_per_process_memory_fraction)", line.empty() ? "" : " but ",
+                        format_bytes(*c.allowed_bytes));
   if (c.reserved_unallocated)
     line += fmt::format("{}PyTorch holds {} reserved but unallocated", line.empty() ? "" : " and ", format_bytes(*c.reserved_unallocated));
   if (c.largest_free_block) line += fmt::format("; the largest free block is {}", format_bytes(*c.largest_free_block));
@@ -334,8 +341,11 @@ Verdict judge_oom_with_trace(const TraceChoice& trace, const TelemetryInput* tel
   const snapshot::Snapshot& snap = trace.replay->snapshot;
   const std::size_t oom_index = *trace.oom_index;
   const replay::PreparedTrace prepared = replay::prepare_trace(snap, trace.device, trace.replay->path);
-  const replay::Capacity capacity = replay::resolve_capacity(prepared, {});
-  d.capacity_bytes = capacity.bytes;
+  replay::CapacityRequest capacity_request;
+  capacity_request.allowed_from_message = d.oom_context->allowed_bytes;
+  const replay::Capacity capacity = replay::resolve_capacity(prepared, capacity_request);
+  d.capacity_bytes = capacity.allowed_maximum ? std::min(capacity.bytes.value_or(*capacity.allowed_maximum), *capacity.allowed_maximum)
+                                              : capacity.bytes;
   d.capacity_source = capacity.source;
 
   replay::WhatIfOptions whatif_options;
@@ -351,7 +361,7 @@ Verdict judge_oom_with_trace(const TraceChoice& trace, const TelemetryInput* tel
   ideal_options.timeline_points = 0;
   const replay::ReplayResult ideal = replay::run_replay(prepared, replay::ModelKind::kIdeal, prepared.recorded_config, ideal_options);
   const std::uint64_t request = d.oom_context->request_bytes;
-  const std::uint64_t cap = capacity.bytes.value_or(0);
+  const std::uint64_t cap = d.capacity_bytes.value_or(0);  // the tighter of the driver and a fraction cap
 
   const WhatIfLine* recorded = nullptr;
   const WhatIfLine* best = nullptr;
@@ -464,7 +474,12 @@ Verdict judge_oom_with_trace(const TraceChoice& trace, const TelemetryInput* tel
   }
   add(d, "projection_vs_capacity", fmt::format("the step's projected peak {} fits in {} ({} to spare with perfect packing)",
                                                format_bytes(p.projected_peak_bytes), format_bytes(cap), format_bytes(cap - p.projected_peak_bytes)));
-  if (!best) return Verdict::kCapacity;
+  if (!best) {
+    d.setting_fixes_it = false;
+    add(d, "stranded", "the ideal packer fits the step but no setting of the sweep does: the trace starts with the memory "
+                       "already in pieces (live blocks pinning split segments), and a setting changed from that state "
+                       "inherits them");
+  }
   return Verdict::kFragmentation;
 }
 
@@ -650,7 +665,10 @@ Diagnosis run_doctor(const DoctorInputs& in, const DoctorOptions& options) {
                                d.phase.empty() || d.phase == "unknown" ? "" : " in its " + d.phase + " phase");
       break;
     case Verdict::kFragmentation:
-      d.headline = "The memory was there but not in one piece: an allocator setting would have run it.";
+      d.headline = d.setting_fixes_it
+                       ? "The memory was there but not in one piece: an allocator setting would have run it."
+                       : "The memory was there but not in one piece, and no allocator setting undoes the pieces "
+                         "already made: smaller steps, or a setting from the job's start, will.";
       break;
     case Verdict::kInputBound:
       d.headline = "The GPU waits for data: the input pipeline, not the GPU, limits the run.";

@@ -56,7 +56,23 @@ void allocator_action(Diagnosis& d, bool sufficient, const std::string& evidence
   d.actions.push_back({"Change the allocator setting", "PYTORCH_CUDA_ALLOC_CONF=" + d.recommended_conf, evidence, sufficient});
 }
 
+/// Fragmentation that the trace's starting state already holds: no setting of the sweep helps.
+void stranded_fragmentation(Diagnosis& d) {
+  memory_reduction_actions(d, true);
+  d.actions.push_back({"Set the allocator from the job's start", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+                       "expandable segments map pages on demand and leave no split segments behind; the replay cannot show "
+                       "it: the trace begins after the pieces were made", false});
+  d.actions.push_back({"Allocate long-lived tensors before the loop", "create buffers, caches and optimizer state once, up front",
+                       "a small tensor that outlives the step pins the segment it was carved from; its free neighbours can "
+                       "then serve only smaller requests", false});
+  never_buy_or_slice(d, "the memory was there; it was in pieces");
+}
+
 void fragmentation(Diagnosis& d) {
+  if (!d.setting_fixes_it) {
+    stranded_fragmentation(d);
+    return;
+  }
   const WhatIfLine* best = line_for(d, d.recommended_conf);
   const WhatIfLine* recorded = recorded_line(d);
   std::string evidence = "the replay at the same capacity passes the point where the real run failed";

@@ -1,5 +1,7 @@
 #include "replay/capacity.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "util/bytes.h"
@@ -49,6 +51,17 @@ Capacity resolve_capacity(const PreparedTrace& trace, const CapacityRequest& req
   const std::optional<double> fraction =
       request.memory_fraction ? request.memory_fraction
                               : trace.recorded_config.per_process_memory_fraction;
+  if (!fraction && request.allowed_from_message) {
+    // The message's figure is rounded: the exact cap lies at or above the most the process
+    // reserved, and below the smallest reserved + request that failed.
+    std::uint64_t allowed = std::max(*request.allowed_from_message, trace.capacity.lower_bound);
+    if (trace.capacity.failed_at && *trace.capacity.failed_at > trace.capacity.lower_bound)
+      allowed = std::min(allowed, *trace.capacity.failed_at - 1);
+    capacity.allowed_maximum = allowed;
+    capacity.source += fmt::format("; the process was capped at {} (set_per_process_memory_fraction, from the OOM message)",
+                                   format_bytes(allowed));
+    return capacity;
+  }
   if (fraction) {
     if (!(*fraction > 0.0 && *fraction <= 1.0)) {
       throw InputError(fmt::format("--memory-fraction: {} is not in (0, 1]", *fraction));

@@ -7,7 +7,8 @@
 /// reserve, from util/gpu_catalog.h), then what the trace recorded: at an `oom` entry the
 /// process could have reserved exactly reserved-at-that-moment + the entry's device_free; a
 /// cudaMalloc that failed and was retried after a release burst bounds it from above. With no
-/// evidence the device is unlimited.
+/// evidence the device is unlimited. A memory-fraction cap comes from --memory-fraction, else
+/// the recorded config, else an OOM message's "X allowed".
 
 #include <cstdint>
 #include <optional>
@@ -24,6 +25,10 @@ struct CapacityRequest {
   std::optional<double> memory_fraction;         ///< --memory-fraction F
   std::optional<std::uint64_t> device_memory;    ///< --device-memory BYTES (totalGlobalMem)
   bool unlimited = false;                        ///< ignore the trace's evidence
+  /// The process's cap from an OOM message ("X allowed;": set_per_process_memory_fraction was
+  /// in force). The message rounds it to 0.01 GiB; the trace's own successes and failures
+  /// narrow it. Ignored when --memory-fraction is given.
+  std::optional<std::uint64_t> allowed_from_message;
 };
 
 /// @brief The simulated device.

@@ -3,6 +3,8 @@
 // data-wait fraction within 0.01 of truth.json.
 #include "diagnose/doctor.h"
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "doctor_fixture_files.h"
@@ -82,6 +84,29 @@ TEST(Doctor, CapacityOomIsNotBlamedOnFragmentationDespiteReplayPassingTheMalloc)
   EXPECT_TRUE(some_config_passes);
   ASSERT_TRUE(d.projection.available);
   EXPECT_GT(d.projection.projected_peak_bytes, *d.capacity_bytes);
+}
+
+TEST(Doctor, MemoryFractionCapIsTheCapacityAndPinnedPiecesAreFragmentation) {
+  // A real H200 dump (tests/data/doctor/h200_fraction_oom/README.md): the process was capped at
+  // "53.58 GiB allowed" while the driver had 86 GiB free.
+  const std::string dir = std::string(FRAGSCOPE_SOURCE_DIR) + "/tests/data/doctor/h200_fraction_oom";
+  DoctorOptions options;
+  options.threads = 2;
+  const Diagnosis d = run_doctor(collect_doctor_inputs({dir}), options);
+  ASSERT_TRUE(d.capacity_bytes.has_value());
+  constexpr double kGiB = 1024.0 * 1024 * 1024;
+  EXPECT_NEAR(static_cast<double>(*d.capacity_bytes) / kGiB, 53.58, 0.005);  // the message rounds to 0.01 GiB
+  EXPECT_NE(d.capacity_source.find("set_per_process_memory_fraction"), std::string::npos);
+  // Replayed at that cap under the recorded config, the trace fails where the real run did.
+  const auto recorded = std::find_if(d.whatif.begin(), d.whatif.end(), [](const WhatIfLine& w) { return w.recorded; });
+  ASSERT_NE(recorded, d.whatif.end());
+  EXPECT_FALSE(recorded->passes_oom_point.value_or(true));
+  // The step fits with perfect packing, but the pieces the trace starts with stay whatever the setting.
+  EXPECT_EQ(d.verdict, Verdict::kFragmentation);
+  EXPECT_FALSE(d.setting_fixes_it);
+  for (const WhatIfLine& w : d.whatif) EXPECT_FALSE(w.passes_oom_point.value_or(false)) << w.conf;
+  ASSERT_FALSE(d.actions.empty());
+  EXPECT_NE(d.headline.find("no allocator setting undoes"), std::string::npos);
 }
 
 TEST(Doctor, NothingUsableIsAnInputError) {
