@@ -168,8 +168,13 @@ Value Machine::new_object(ObjectKind kind) {
 Machine::Values& Machine::storage_of(std::uint64_t object) {
   Object& o = objects_[object];
   if (o.index == kNoStorage) {
-    o.index = static_cast<std::uint32_t>(storage_.size());
-    storage_.emplace_back();
+    if (!free_storage_.empty()) {
+      o.index = free_storage_.back();
+      free_storage_.pop_back();
+    } else {
+      o.index = static_cast<std::uint32_t>(storage_.size());
+      storage_.emplace_back();
+    }
   }
   return storage_[o.index];
 }
@@ -184,7 +189,8 @@ void Machine::retype(Value v, TypedRef ref) {
   Object& o = objects_[v.payload()];
   if (o.kind != ObjectKind::kTyped && o.index != kNoStorage) {
     live_values_ -= storage_[o.index].size();
-    Values().swap(storage_[o.index]);
+    storage_[o.index].clear();  // keeps its capacity for the next list (most are frame lists)
+    free_storage_.push_back(o.index);
   }
   o = {ObjectKind::kTyped, ref.type, ref.index};
 }

@@ -152,6 +152,7 @@ class Machine {
   Values memo_;
   std::vector<Object, HugePageAllocator<Object>> objects_;
   std::vector<Values> storage_;
+  std::vector<std::uint32_t> free_storage_;  // slots of retyped objects, reused
   std::vector<std::int64_t> wide_ints_;
   std::vector<double> floats_;
   std::uint64_t live_values_ = 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <string_view>
 
 #include "util/bytes.h"
 
@@ -32,14 +33,21 @@ constexpr std::array<MigProfile, 5> kA100_40Mig{{
     {"4g.20gb", eighths(kA100_40, 4), 4, 1},
     {"7g.40gb", eighths(kA100_40, 8), 7, 1},
 }};
-constexpr std::array<MigProfile, 6> kA100_80Mig{{
-    {"1g.10gb", eighths(kA100_80, 1), 1, 7},
-    {"1g.20gb", eighths(kA100_80, 2), 1, 4},
-    {"2g.20gb", eighths(kA100_80, 2), 2, 3},
-    {"3g.40gb", eighths(kA100_80, 4), 3, 2},
-    {"4g.40gb", eighths(kA100_80, 4), 4, 1},
-    {"7g.80gb", eighths(kA100_80, 8), 7, 1},
-}};
+
+/// The six profiles of an 80 GB-class A100, H100-94GB, H200 and B200: 1/8, 2/8, 2/8, 4/8, 4/8
+/// and the whole card, with these compute slices and instance counts.
+constexpr std::array<MigProfile, 6> eighth_profiles(std::uint64_t total_mib, const std::array<std::string_view, 6>& names) {
+  return {{
+      {names[0], eighths(total_mib, 1), 1, 7},
+      {names[1], eighths(total_mib, 2), 1, 4},
+      {names[2], eighths(total_mib, 2), 2, 3},
+      {names[3], eighths(total_mib, 4), 3, 2},
+      {names[4], eighths(total_mib, 4), 4, 1},
+      {names[5], eighths(total_mib, 8), 7, 1},
+  }};
+}
+constexpr auto kA100_80Mig = eighth_profiles(kA100_80, {"1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"});
+
 // `nvidia-smi mig -lgip` on an H100-80GB: 9.75, 19.62, 19.62, 39.50, 39.50, 79.25 GiB.
 constexpr std::array<MigProfile, 6> kH100_80Mig{{
     {"1g.10gb", 9984 * kMiB, 1, 7},
@@ -49,30 +57,10 @@ constexpr std::array<MigProfile, 6> kH100_80Mig{{
     {"4g.40gb", 40448 * kMiB, 4, 1},
     {"7g.80gb", 81152 * kMiB, 7, 1},
 }};
-constexpr std::array<MigProfile, 6> kH100_94Mig{{
-    {"1g.12gb", eighths(kH100_94, 1), 1, 7},
-    {"1g.24gb", eighths(kH100_94, 2), 1, 4},
-    {"2g.24gb", eighths(kH100_94, 2), 2, 3},
-    {"3g.47gb", eighths(kH100_94, 4), 3, 2},
-    {"4g.47gb", eighths(kH100_94, 4), 4, 1},
-    {"7g.94gb", eighths(kH100_94, 8), 7, 1},
-}};
-constexpr std::array<MigProfile, 6> kH200Mig{{
-    {"1g.18gb", eighths(kH200, 1), 1, 7},
-    {"1g.35gb", eighths(kH200, 2), 1, 4},
-    {"2g.35gb", eighths(kH200, 2), 2, 3},
-    {"3g.71gb", eighths(kH200, 4), 3, 2},
-    {"4g.71gb", eighths(kH200, 4), 4, 1},
-    {"7g.141gb", eighths(kH200, 8), 7, 1},
-}};
-constexpr std::array<MigProfile, 6> kB200Mig{{
-    {"1g.23gb", eighths(kB200, 1), 1, 7},
-    {"1g.45gb", eighths(kB200, 2), 1, 4},
-    {"2g.45gb", eighths(kB200, 2), 2, 3},
-    {"3g.90gb", eighths(kB200, 4), 3, 2},
-    {"4g.90gb", eighths(kB200, 4), 4, 1},
-    {"7g.180gb", eighths(kB200, 8), 7, 1},
-}};
+
+constexpr auto kH100_94Mig = eighth_profiles(kH100_94, {"1g.12gb", "1g.24gb", "2g.24gb", "3g.47gb", "4g.47gb", "7g.94gb"});
+constexpr auto kH200Mig = eighth_profiles(kH200, {"1g.18gb", "1g.35gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb"});
+constexpr auto kB200Mig = eighth_profiles(kB200, {"1g.23gb", "1g.45gb", "2g.45gb", "3g.90gb", "4g.90gb", "7g.180gb"});
 
 const std::array<GpuSpec, 7> kGpus{{
     {"A100-40GB", kA100_40 * kMiB, 420 * kMiB + kProcessContext, kA100_40Mig},

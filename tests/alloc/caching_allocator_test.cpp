@@ -300,5 +300,22 @@ TEST(CachingAllocatorTest, RestoreRebuildsAMidRunState) {
   EXPECT_EQ(model.stats().segments, 1u);
 }
 
+TEST(CachingAllocatorTest, WhatIfFromAnotherConfigsStateNeverFreesPartOfASegment) {
+  // Recorded under the defaults: a 1 GiB segment whose first 256 MiB stay live, the 768 MiB
+  // behind them free. Under max_split_size that free block is "oversize", but it is a piece of
+  // a segment: release_available must pass over it (cudaFree takes whole segments), and the
+  // request ends in an OOM, not in freeing memory that is still in use.
+  Harness h("max_split_size_mb:128", 1124 * kMiB);
+  InitialSegment segment;
+  segment.address = 0x7f0000000000;
+  segment.size = 1024 * kMiB;
+  segment.live_blocks = {{0x7f0000000000, 256 * kMiB, 256 * kMiB, false}};
+  ASSERT_EQ(h.model.restore({segment}).size(), 1u);
+  EXPECT_EQ(h.model.malloc(300 * kMiB, 0), kNoBlock);
+  EXPECT_EQ(h.stats().num_ooms, 1u);
+  EXPECT_EQ(h.stats().reserved_bytes, 1024 * kMiB);
+  EXPECT_EQ(h.stats().segments, 1u);
+}
+
 }  // namespace
 }  // namespace fragscope::alloc
