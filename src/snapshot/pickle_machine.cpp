@@ -13,7 +13,7 @@ namespace {
 
 constexpr std::size_t kChunk = 1 << 20;
 constexpr std::size_t kMaxString = std::size_t{256} << 20;
-constexpr std::uint64_t kMaxLiveValues = std::uint64_t{1} << 28;
+constexpr std::uint64_t kMaxValues = std::uint64_t{1} << 28;  // each of: stack, memo, objects, container items
 constexpr std::uint64_t kProgressEvery = std::uint64_t{16} << 20;
 constexpr std::uint64_t kMaxMemoGap = 1 << 16;
 
@@ -133,9 +133,19 @@ inline std::uint64_t Machine::read_le(std::size_t n) {
 }
 
 [[gnu::always_inline]] inline void Machine::push(Value v) {
-  if (++live_values_ > kMaxLiveValues) [[unlikely]]
-    fail_too_many();
-  stack_.push_back(v);
+  if (stack_.full()) [[unlikely]]
+    grow_stack();
+  stack_.push_unchecked(v);
+}
+
+void Machine::grow_stack() {
+  if (stack_.size() >= kMaxValues) fail_too_many();
+  stack_.grow();
+}
+
+void Machine::count_stored(std::size_t n) {
+  stored_values_ += n;
+  if (stored_values_ > kMaxValues) fail_too_many();
 }
 
 inline Value Machine::pop() {
@@ -143,7 +153,6 @@ inline Value Machine::pop() {
     fail_underflow();
   Value v = stack_.back();
   stack_.pop_back();
-  --live_values_;
   return v;
 }
 
@@ -161,6 +170,8 @@ std::size_t Machine::pop_mark() {
 }
 
 Value Machine::new_object(ObjectKind kind) {
+  if (objects_.size() >= kMaxValues) [[unlikely]]
+    fail_too_many();
   objects_.push_back({kind, 0, kNoStorage});
   return Value::make(Kind::kObject, objects_.size() - 1);
 }
@@ -188,7 +199,7 @@ std::span<const Value> Machine::items(Value v) const {
 void Machine::retype(Value v, TypedRef ref) {
   Object& o = objects_[v.payload()];
   if (o.kind != ObjectKind::kTyped && o.index != kNoStorage) {
-    live_values_ -= storage_[o.index].size();
+    stored_values_ -= storage_[o.index].size();
     storage_[o.index].clear();  // keeps its capacity for the next list (most are frame lists)
     free_storage_.push_back(o.index);
   }
@@ -208,24 +219,24 @@ void Machine::add_dict_items(Value dict, std::span<const Value> items) {
     }
   }
   auto& storage = storage_of(dict.payload());
+  count_stored(items.size());
   storage.insert(storage.end(), items.begin(), items.end());
-  live_values_ += items.size();
 }
 
 void Machine::add_list_items(Value list, std::span<const Value> items) {
   if (list.kind() != Kind::kObject || objects_[list.payload()].kind != ObjectKind::kList)
     fail("corrupt pickle: APPEND(S)/ADDITEMS target is not a list or set");
   auto& storage = storage_of(list.payload());
+  count_stored(items.size());
   storage.insert(storage.end(), items.begin(), items.end());
-  live_values_ += items.size();
 }
 
 Value Machine::make_tuple(std::span<const Value> items) {
   Value t = new_object(ObjectKind::kTuple);
   if (!items.empty()) {
     auto& storage = storage_of(t.payload());
+    count_stored(items.size());
     storage.assign(items.begin(), items.end());
-    live_values_ += items.size();
   }
   return t;
 }
@@ -279,6 +290,8 @@ Value Machine::read_string(std::size_t n) {
 inline void Machine::memo_put(std::uint64_t index) {
   const Value v = top();
   if (index == memo_.size()) [[likely]] {
+    if (memo_.size() >= kMaxValues) [[unlikely]]
+      fail_too_many();
     memo_.push_back(v);
     return;
   }
@@ -286,7 +299,9 @@ inline void Machine::memo_put(std::uint64_t index) {
     memo_[index] = v;
     return;
   }
-  if (index - memo_.size() > kMaxMemoGap) fail(fmt::format("memo index {} out of range", index));
+  // Pickler memo indices are dense: each entry took at least one byte of input, so an index
+  // beyond the bytes read so far is hostile (it would make a few bytes allocate gigabytes).
+  if (index - memo_.size() > kMaxMemoGap || index >= offset()) fail(fmt::format("memo index {} out of range", index));
   memo_.resize(index + 1, Value::make(Kind::kMark, 0));
   memo_[index] = v;
 }
@@ -304,8 +319,10 @@ Value Machine::run() {
     throw InputError(fmt::format("{}: not a pickle (starts with 0x{:02x}; snapshots start with 0x80)",
                                  name_, data_[pos_]));
   for (;;) {
-    if (end_ - pos_ < 16) refill(16);
-    if (pos_ >= end_) fail("truncated pickle: input ends before STOP");
+    if (end_ - pos_ < 16) [[unlikely]] {  // near a chunk's end: 16 bytes cover every fixed-size operand
+      refill(16);
+      if (pos_ >= end_) fail("truncated pickle: input ends before STOP");
+    }
     const std::uint8_t op = data_[pos_++];
     switch (op) {
       case PROTO: {
@@ -324,7 +341,6 @@ Value Machine::run() {
       case POP: pop(); break;
       case POP_MARK: {
         const std::size_t m = pop_mark();
-        live_values_ -= stack_.size() - m;
         stack_.resize(m);
         break;
       }
@@ -395,7 +411,6 @@ Value Machine::run() {
         if (stack_.size() < n || (!marks_.empty() && stack_.size() - marks_.back() < n))
           fail("corrupt pickle: stack underflow");
         const Value t = make_tuple(std::span(stack_).last(n));
-        live_values_ -= n;
         stack_.resize(stack_.size() - n);
         push(t);
         break;
@@ -416,7 +431,6 @@ Value Machine::run() {
           result = new_object(ObjectKind::kList);
           if (!items.empty()) add_list_items(result, items);
         }
-        live_values_ -= items.size();
         stack_.resize(m);
         push(result);
         break;
@@ -425,7 +439,6 @@ Value Machine::run() {
         if (stack_.size() < 3 || (!marks_.empty() && stack_.size() - marks_.back() < 3))
           fail("corrupt pickle: stack underflow");
         add_dict_items(stack_[stack_.size() - 3], std::span(stack_).last(2));
-        live_values_ -= 2;
         stack_.resize(stack_.size() - 2);
         break;
       }
@@ -438,7 +451,6 @@ Value Machine::run() {
         const std::span<const Value> items = std::span(stack_).subspan(m);
         if (op == SETITEMS) add_dict_items(stack_[m - 1], items);
         else add_list_items(stack_[m - 1], items);
-        live_values_ -= items.size();
         stack_.resize(m);
         break;
       }
@@ -446,7 +458,6 @@ Value Machine::run() {
         if (stack_.size() < 2 || (!marks_.empty() && stack_.size() - marks_.back() < 2))
           fail("corrupt pickle: stack underflow");
         add_list_items(stack_[stack_.size() - 2], std::span(stack_).last(1));
-        --live_values_;
         stack_.pop_back();
         break;
       }

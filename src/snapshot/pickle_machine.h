@@ -12,8 +12,9 @@
 /// (a trace event, a block, a frame...). This is how a 1 GB snapshot is converted while it
 /// streams by, without a generic tree of millions of dicts.
 ///
-/// Limits (hostile input): strings up to 256 MiB, at most 2^28 live values; deep nesting costs
-/// no native stack (the machine is iterative).
+/// Limits (hostile input): strings up to 256 MiB; at most 2^28 values on the stack, in the memo,
+/// as objects and as container items (each); deep nesting costs no native stack (the machine
+/// is iterative).
 /// Thread-safety: one machine per thread.
 
 #include <cstdint>
@@ -106,6 +107,8 @@ class Machine {
   void need(std::size_t n, const char* what);
   std::uint64_t read_le(std::size_t n);
   void push(Value v);
+  [[gnu::noinline]] void grow_stack();
+  void count_stored(std::size_t n);
   Value pop();
   Value& top();
   std::size_t pop_mark();
@@ -155,7 +158,7 @@ class Machine {
   std::vector<std::uint32_t> free_storage_;  // slots of retyped objects, reused
   std::vector<std::int64_t> wide_ints_;
   std::vector<double> floats_;
-  std::uint64_t live_values_ = 0;
+  std::uint64_t stored_values_ = 0;  // items held in containers' storage
 };
 
 }  // namespace fragscope::snapshot::pickle

@@ -81,25 +81,34 @@ std::optional<TypedRef> SnapshotBuilder::claim_dict(Machine& m, std::span<const 
   return std::nullopt;
 }
 
-std::uint64_t SnapshotBuilder::uint_field(Machine& m, const Fields& f, Key k, const char* what) const {
-  const std::int64_t v = int_field(m, f, k, what);
-  if (v < 0) m.fail(fmt::format("{}: '{}' is negative ({})", what, kKeyNames[k], v));
-  return static_cast<std::uint64_t>(v);
-}
-
-std::int64_t SnapshotBuilder::int_field(Machine& m, const Fields& f, Key k, const char* what) const {
+// Field accessors run a few times per trace entry: the checks are inline, the messages cold.
+[[noreturn, gnu::cold, gnu::noinline]] void SnapshotBuilder::bad_field(Machine& m, const Fields& f, Key k, const char* what,
+                                                                       const char* expected) const {
   if (!f.has(k)) m.fail(fmt::format("{} has no '{}'", what, kKeyNames[k]));
   const Value v = f.value[k];
-  if (!is_int(v)) m.fail(fmt::format("{}: '{}' is {}, expected an int", what, kKeyNames[k], kind_name(v.kind())));
-  return m.to_int(v);
+  if (std::string_view(expected) == "int" && is_int(v))  // an int that failed uint_field
+    m.fail(fmt::format("{}: '{}' is negative ({})", what, kKeyNames[k], m.to_int(v)));
+  m.fail(fmt::format("{}: '{}' is {}, expected {} {}", what, kKeyNames[k], kind_name(v.kind()),
+                     std::string_view(expected) == "int" ? "an" : "a", expected));
 }
 
-StringId SnapshotBuilder::string_field(Machine& m, const Fields& f, Key k, const char* what) const {
-  if (!f.has(k)) m.fail(fmt::format("{} has no '{}'", what, kKeyNames[k]));
-  const Value v = f.value[k];
-  if (v.kind() != Kind::kString)
-    m.fail(fmt::format("{}: '{}' is {}, expected a str", what, kKeyNames[k], kind_name(v.kind())));
-  return static_cast<StringId>(v.payload());
+inline std::int64_t SnapshotBuilder::int_field(Machine& m, const Fields& f, Key k, const char* what) const {
+  if (!f.has(k) || !is_int(f.value[k])) [[unlikely]]  // value[k] is set only when has(k)
+    bad_field(m, f, k, what, "int");
+  return m.to_int(f.value[k]);
+}
+
+inline std::uint64_t SnapshotBuilder::uint_field(Machine& m, const Fields& f, Key k, const char* what) const {
+  const std::int64_t n = int_field(m, f, k, what);
+  if (n < 0) [[unlikely]]
+    bad_field(m, f, k, what, "int");
+  return static_cast<std::uint64_t>(n);
+}
+
+inline StringId SnapshotBuilder::string_field(Machine& m, const Fields& f, Key k, const char* what) const {
+  if (!f.has(k) || f.value[k].kind() != Kind::kString) [[unlikely]]
+    bad_field(m, f, k, what, "str");
+  return static_cast<StringId>(f.value[k].payload());
 }
 
 TraceAction SnapshotBuilder::action_of(StringId name) {

@@ -29,15 +29,21 @@ StackId StackTable::intern_stack(std::span<const FrameId> frames) {
   if (frames.empty()) return 0;
   std::uint64_t hash = frames.size();
   for (FrameId f : frames) hash = mix(hash, f);
-  auto& candidates = stacks_by_hash_[hash];
-  for (StackId id : candidates) {
-    auto existing = stack(id);
-    if (std::equal(existing.begin(), existing.end(), frames.begin(), frames.end())) return id;
-  }
+  auto same = [&](StackId id) {
+    const auto existing = stack(id);
+    return std::equal(existing.begin(), existing.end(), frames.begin(), frames.end());
+  };
   const auto id = static_cast<StackId>(stack_count());
+  const auto [first, inserted] = stack_by_hash_.try_emplace(hash, id);
+  if (!inserted) {
+    if (same(first->second)) return first->second;
+    auto& others = colliding_stacks_[hash];
+    for (StackId other : others)
+      if (same(other)) return other;
+    others.push_back(id);
+  }
   frame_ids_.insert(frame_ids_.end(), frames.begin(), frames.end());
   stack_offsets_.push_back(static_cast<std::uint32_t>(frame_ids_.size()));
-  candidates.push_back(id);
   return id;
 }
 

@@ -9,8 +9,9 @@
 
 #include <cstdint>
 #include <span>
-#include <unordered_map>
 #include <vector>
+
+#include <absl/container/flat_hash_map.h>
 
 #include "snapshot/string_table.h"
 
@@ -49,10 +50,13 @@ class StackTable {
     std::size_t operator()(const Frame& f) const noexcept;
   };
   std::vector<Frame> frames_;
-  std::unordered_map<Frame, FrameId, FrameHash> frame_ids_by_value_;
+  absl::flat_hash_map<Frame, FrameId, FrameHash> frame_ids_by_value_;
   std::vector<FrameId> frame_ids_;         // all stacks' frames, back to back
   std::vector<std::uint32_t> stack_offsets_;  // stack i = frame_ids_[offsets[i], offsets[i+1])
-  std::unordered_map<std::uint64_t, std::vector<StackId>> stacks_by_hash_;
+  // A stack by the hash of its frames; stacks whose 64-bit hash is taken (practically never)
+  // go to colliding_stacks_.
+  absl::flat_hash_map<std::uint64_t, StackId> stack_by_hash_;
+  absl::flat_hash_map<std::uint64_t, std::vector<StackId>> colliding_stacks_;
 };
 
 }  // namespace fragscope::snapshot

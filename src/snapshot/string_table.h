@@ -10,8 +10,9 @@
 #include <deque>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
+
+#include <absl/container/flat_hash_map.h>
 
 namespace fragscope::snapshot {
 
@@ -34,7 +35,7 @@ class StringTable {
  private:
   std::deque<std::string> storage_;  // deque: growth never moves the strings views point into
   std::vector<std::string_view> views_;
-  std::unordered_map<std::string_view, StringId> ids_;
+  absl::flat_hash_map<std::string_view, StringId> ids_;
 };
 
 }  // namespace fragscope::snapshot

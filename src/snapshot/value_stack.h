@@ -3,7 +3,8 @@
 /// @brief The pickle machine's operand stack: a vector whose push is a compare and a store.
 ///
 /// std::vector::push_back was not inlined into the opcode loop (its growth path is large), and
-/// it was 6% of reading a snapshot. Here growth is out of line and the fast path is inline.
+/// it was 6% of reading a snapshot. Here the owner checks full() and calls grow() out of line
+/// (where it also enforces its limit), and the store is inline.
 /// Thread-safety: none (one per machine).
 
 #include <cstddef>
@@ -17,10 +18,16 @@ class ValueStack {
  public:
   ValueStack() { grow(); }
 
-  [[gnu::always_inline]] void push_back(Value v) {
-    if (size_ == capacity_) [[unlikely]]
-      grow();
-    data_[size_++] = v;
+  bool full() const { return size_ == capacity_; }
+  /// REQUIRES: !full().
+  [[gnu::always_inline]] void push_unchecked(Value v) { data_[size_++] = v; }
+  /// Doubles the capacity.
+  [[gnu::noinline]] void grow() {
+    const std::size_t capacity = capacity_ ? capacity_ * 2 : std::size_t{1} << 16;
+    auto bigger = std::make_unique_for_overwrite<Value[]>(capacity);
+    for (std::size_t i = 0; i < size_; ++i) bigger[i] = data_[i];
+    data_ = std::move(bigger);
+    capacity_ = capacity;
   }
   /// REQUIRES: !empty().
   void pop_back() { --size_; }
@@ -36,14 +43,6 @@ class ValueStack {
   Value* end() { return data_.get() + size_; }
 
  private:
-  [[gnu::noinline]] void grow() {
-    const std::size_t capacity = capacity_ ? capacity_ * 2 : std::size_t{1} << 16;
-    auto bigger = std::make_unique_for_overwrite<Value[]>(capacity);
-    for (std::size_t i = 0; i < size_; ++i) bigger[i] = data_[i];
-    data_ = std::move(bigger);
-    capacity_ = capacity;
-  }
-
   std::unique_ptr<Value[]> data_;
   std::size_t size_ = 0;
   std::size_t capacity_ = 0;

@@ -111,6 +111,14 @@ TEST(PickleMachine, MemoIndicesOutOfRange) {
             std::string::npos);
   EXPECT_NE(error_of(bytes(kProto4 + "Nr\xff\xff\xff\xff")).find("memo index 4294967295 out of range"),
             std::string::npos);
+  // Each LONG_BINPUT a little past the memo's end: before the bound, 4,096 of them (20 kB)
+  // made the memo 2^28 entries (2 GiB). Indices never outrun the bytes read.
+  std::string ladder = kProto4 + "N";
+  for (std::uint32_t index = 60000; index < 60000u * 4096; index += 60000) {
+    ladder += 'r';
+    for (int b = 0; b < 4; ++b) ladder += static_cast<char>((index >> (8 * b)) & 0xff);
+  }
+  EXPECT_NE(error_of(bytes(ladder)).find("memo index 60000 out of range"), std::string::npos);
 }
 
 TEST(PickleMachine, DeepNestingCostsNoNativeStack) {
