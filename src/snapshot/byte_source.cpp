@@ -1,8 +1,6 @@
 #include "snapshot/byte_source.h"
 
-#include <sys/mman.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -27,7 +25,6 @@ namespace fragscope::snapshot {
 namespace {
 
 constexpr std::size_t kChunk = 1 << 20;
-constexpr std::size_t kMappedWindow = std::size_t{8} << 20;
 
 class FileSource final : public ByteSource {
  public:
@@ -52,55 +49,6 @@ class FileSource final : public ByteSource {
   std::string name_;
   std::uint64_t size_;
   std::uint64_t consumed_ = 0;
-};
-
-/// A plain file read through a read-only mapping: the parser works on the page cache in place.
-/// Each window is dropped from the mapping once the next is handed out, so resident memory
-/// stays at a window or two, not the file's size. (A file truncated by another process while
-/// it is read raises SIGBUS, as with any mapped file.)
-class MappedFileSource final : public ByteSource {
- public:
-  MappedFileSource(const std::uint8_t* data, std::size_t size) : data_(data), size_(size) {
-    madvise(const_cast<std::uint8_t*>(data_), size_, MADV_SEQUENTIAL);
-  }
-  ~MappedFileSource() override { munmap(const_cast<std::uint8_t*>(data_), size_); }
-  MappedFileSource(const MappedFileSource&) = delete;
-  MappedFileSource& operator=(const MappedFileSource&) = delete;
-
-  std::size_t read(std::span<std::uint8_t> out) override {
-    const std::size_t n = std::min(out.size(), size_ - pos_);
-    std::memcpy(out.data(), data_ + pos_, n);
-    pos_ += n;
-    return n;
-  }
-  std::span<const std::uint8_t> next_chunk() override {
-    // Borrowed windows end where the next begins; the previous one is no longer referenced.
-    const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-    const std::size_t done = pos_ / page * page;
-    if (done > dropped_) {
-      madvise(const_cast<std::uint8_t*>(data_) + dropped_, done - dropped_, MADV_DONTNEED);
-      dropped_ = done;
-    }
-    const std::size_t n = std::min(kMappedWindow, size_ - pos_);
-    const std::span<const std::uint8_t> window(data_ + pos_, n);
-    pos_ += n;
-    return window;
-  }
-  std::uint64_t input_consumed() const override { return pos_; }
-  std::uint64_t expected_size() const override { return size_; }
-
-  /// @brief Maps `file` (`size` bytes, > 0), or returns null when it cannot be mapped.
-  static std::unique_ptr<MappedFileSource> map(std::FILE* file, std::size_t size) {
-    void* data = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fileno(file), 0);
-    if (data == MAP_FAILED) return nullptr;
-    return std::make_unique<MappedFileSource>(static_cast<const std::uint8_t*>(data), size);
-  }
-
- private:
-  const std::uint8_t* data_;
-  std::size_t size_;
-  std::size_t pos_ = 0;
-  std::size_t dropped_ = 0;
 };
 
 class MemorySource final : public ByteSource {
@@ -433,16 +381,7 @@ std::unique_ptr<ByteSource> open_file_source(const std::string& path, std::uint6
   const bool regular = fstat(fileno(file), &info) == 0 && S_ISREG(info.st_mode);
   const std::uint64_t size = regular ? static_cast<std::uint64_t>(info.st_size) : 0;
   if (input_size) *input_size = size;
-  // An uncompressed regular file is mapped: nothing to decompress, nothing to copy.
-  std::uint8_t head[4] = {};
-  if (size >= sizeof head && pread(fileno(file), head, sizeof head, 0) == sizeof head &&
-      detect_compression(head) == Compression::kNone) {
-    if (auto mapped = MappedFileSource::map(file, size)) {
-      std::fclose(file);
-      return mapped;
-    }
-  }
-  // Compressed (or unmappable): decompress ahead on a second thread.
+  // Read (and decompress) ahead on a second thread; its chunks are handed over, not copied.
   return std::make_unique<ThreadedSource>(
       wrap_by_magic(std::make_unique<FileSource>(file, path, size), path));
 }

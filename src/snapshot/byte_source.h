@@ -4,8 +4,8 @@
 /// decompressors over either, chosen by magic bytes (never by file name).
 ///
 /// Readers pull bytes in chunks, so a 1 GB snapshot is never held whole in memory. A reader
-/// that can work on borrowed bytes calls next_chunk(): plain files are then read from the page
-/// cache in place, and decompressed chunks are handed over, not copied.
+/// that can work on borrowed bytes calls next_chunk(): the chunks a file source reads (and
+/// decompresses) ahead on its second thread are then handed over, not copied.
 /// Thread-safety: one source per reader thread.
 
 #include <cstddef>
