@@ -12,6 +12,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "agent/rank_file_layout.h"
+
 extern char** environ;
 
 namespace fragscope::agent {
@@ -27,6 +29,10 @@ std::string replace_all(std::string text, std::string_view from, const std::stri
 double unix_seconds_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
+
+// The request beside a rank file, and the temp name it is written under before the rename.
+std::string checkpoint_suffix() { return std::string(layout::kCheckpointSuffix); }
+std::string temp_checkpoint_suffix() { return checkpoint_suffix() + ".tmp"; }
 
 }  // namespace
 
@@ -126,20 +132,20 @@ void ActionDispatcher::act(ActionKind kind, const Alert& alert, const std::strin
 
 void ActionDispatcher::remove_requests_of_gone_ranks(const std::set<std::string>& present) {
   std::error_code error;
-  std::vector<std::filesystem::path> gone;
+  std::vector<std::pair<std::filesystem::path, std::string>> gone;  // request file, its rank file
   for (auto it = std::filesystem::directory_iterator(rank_dir_, error);
        !error && it != std::filesystem::directory_iterator(); it.increment(error)) {
     const std::string name = it->path().filename().string();
-    for (std::string_view suffix : {".fsr.checkpoint", ".fsr.checkpoint.tmp"}) {
+    for (const std::string& suffix : {checkpoint_suffix(), temp_checkpoint_suffix()}) {
       if (!name.ends_with(suffix)) continue;
-      const std::string rank_file = name.substr(0, name.size() - suffix.size() + 4);  // keep ".fsr"
-      if (!present.contains(rank_file)) gone.push_back(it->path());
+      std::string rank_file = name.substr(0, name.size() - suffix.size());
+      if (rank_file.ends_with(layout::kFileSuffix) && !present.contains(rank_file))
+        gone.emplace_back(it->path(), std::move(rank_file));
     }
   }
-  for (const auto& path : gone) {
+  for (const auto& [path, rank_file] : gone) {
     if (std::filesystem::remove(path, error)) {
-      const std::string name = path.filename().string();
-      checkpoint_ids_.erase(name.substr(0, name.find(".fsr.") + 4));
+      checkpoint_ids_.erase(rank_file);
       events_ << nlohmann::json{{"event", "checkpoint_request_removed"}, {"node", node_}, {"path", path.string()},
                                 {"reason", "rank gone"}}.dump()
               << '\n' << std::flush;
@@ -150,8 +156,8 @@ void ActionDispatcher::remove_requests_of_gone_ranks(const std::set<std::string>
 bool ActionDispatcher::request_checkpoint(const RankView& rank, std::string& detail) {
   std::uint64_t& id = checkpoint_ids_[rank.file_name];
   id = std::max(id, rank.record.checkpoint_ack) + 1;
-  const auto path = rank_dir_ / (rank.file_name + ".checkpoint");
-  const auto tmp = rank_dir_ / (rank.file_name + ".checkpoint.tmp");
+  const auto path = rank_dir_ / (rank.file_name + checkpoint_suffix());
+  const auto tmp = rank_dir_ / (rank.file_name + temp_checkpoint_suffix());
   {
     std::ofstream out(tmp, std::ios::trunc);
     out << id << '\n';

@@ -344,8 +344,7 @@ Verdict judge_oom_with_trace(const TraceChoice& trace, const TelemetryInput* tel
   replay::CapacityRequest capacity_request;
   capacity_request.allowed_from_message = d.oom_context->allowed_bytes;
   const replay::Capacity capacity = replay::resolve_capacity(prepared, capacity_request);
-  d.capacity_bytes = capacity.allowed_maximum ? std::min(capacity.bytes.value_or(*capacity.allowed_maximum), *capacity.allowed_maximum)
-                                              : capacity.bytes;
+  d.capacity_bytes = capacity.effective_bytes();
   d.capacity_source = capacity.source;
 
   replay::WhatIfOptions whatif_options;
@@ -361,7 +360,7 @@ Verdict judge_oom_with_trace(const TraceChoice& trace, const TelemetryInput* tel
   ideal_options.timeline_points = 0;
   const replay::ReplayResult ideal = replay::run_replay(prepared, replay::ModelKind::kIdeal, prepared.recorded_config, ideal_options);
   const std::uint64_t request = d.oom_context->request_bytes;
-  const std::uint64_t cap = d.capacity_bytes.value_or(0);  // the tighter of the driver and a fraction cap
+  const std::uint64_t cap = d.capacity_bytes.value_or(0);
 
   const WhatIfLine* recorded = nullptr;
   const WhatIfLine* best = nullptr;

@@ -10,6 +10,7 @@
 /// evidence the device is unlimited. A memory-fraction cap comes from --memory-fraction, else
 /// the recorded config, else an OOM message's "X allowed".
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -37,6 +38,13 @@ struct Capacity {
   std::optional<std::uint64_t> allowed_maximum;  ///< fraction × device memory
   std::uint64_t device_total = 0;                ///< totalGlobalMem when known, else 0
   std::string source;                            ///< one line: where `bytes` comes from
+
+  /// @brief What the process can hold: the tighter of `bytes` and `allowed_maximum`
+  /// (nullopt when neither limits it).
+  std::optional<std::uint64_t> effective_bytes() const {
+    if (!allowed_maximum) return bytes;
+    return bytes ? std::min(*bytes, *allowed_maximum) : *allowed_maximum;
+  }
 };
 
 /// @brief Resolves `request` against what `trace` recorded.

@@ -279,12 +279,7 @@ class ThreadedSource final : public ByteSource {
           }
         }
         chunk.resize(kChunk);
-        std::size_t filled = 0;
-        while (filled < chunk.size()) {
-          const std::size_t n = inner_->read(std::span(chunk).subspan(filled));
-          if (n == 0) break;
-          filled += n;
-        }
+        const std::size_t filled = inner_->read_fully(chunk);
         chunk.resize(filled);
         const std::uint64_t consumed = inner_->input_consumed();
         std::lock_guard lock(mutex_);
@@ -325,13 +320,7 @@ constexpr std::uint64_t kMaxPlausibleZstdRatio = 64;
 
 std::unique_ptr<ByteSource> wrap_by_magic(std::unique_ptr<ByteSource> raw, const std::string& name) {
   std::vector<std::uint8_t> head(18);  // ZSTD_FRAMEHEADERSIZE_MAX: magic + the largest frame header;
-  std::size_t got = 0;
-  while (got < head.size()) {
-    const std::size_t n = raw->read(std::span(head).subspan(got));
-    if (n == 0) break;
-    got += n;
-  }
-  head.resize(got);
+  head.resize(raw->read_fully(head));
   const Compression kind = detect_compression(head);
   const std::vector<std::uint8_t> head_copy = head;
   auto peeked = std::make_unique<PeekedSource>(std::move(raw), std::move(head));
@@ -353,15 +342,19 @@ std::unique_ptr<ByteSource> wrap_by_magic(std::unique_ptr<ByteSource> raw, const
 
 }  // namespace
 
-std::span<const std::uint8_t> ByteSource::next_chunk() {
-  chunk_buffer_.resize(kChunk);
+std::size_t ByteSource::read_fully(std::span<std::uint8_t> out) {
   std::size_t filled = 0;
-  while (filled < chunk_buffer_.size()) {
-    const std::size_t n = read(std::span(chunk_buffer_).subspan(filled));
+  while (filled < out.size()) {
+    const std::size_t n = read(out.subspan(filled));
     if (n == 0) break;
     filled += n;
   }
-  return {chunk_buffer_.data(), filled};
+  return filled;
+}
+
+std::span<const std::uint8_t> ByteSource::next_chunk() {
+  chunk_buffer_.resize(kChunk);
+  return {chunk_buffer_.data(), read_fully(chunk_buffer_)};
 }
 
 Compression detect_compression(std::span<const std::uint8_t> head) {

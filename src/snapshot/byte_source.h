@@ -26,6 +26,9 @@ class ByteSource {
   /// @brief Copies up to `out.size()` bytes into `out`; returns how many (0 = end of input).
   /// @throws InputError naming the source on read or decompression errors.
   virtual std::size_t read(std::span<std::uint8_t> out) = 0;
+  /// @brief read() until `out` is full or the input ends; returns how many bytes were read.
+  /// @throws InputError as read().
+  std::size_t read_fully(std::span<std::uint8_t> out);
   /// @brief The next bytes of the stream, borrowed: valid until the next call to next_chunk()
   /// or read(). Empty at the end of the input. The default reads into a buffer of the source.
   /// @throws InputError as read().

@@ -85,29 +85,30 @@ std::optional<TypedRef> SnapshotBuilder::claim_dict(Machine& m, std::span<const 
 [[noreturn, gnu::cold, gnu::noinline]] void SnapshotBuilder::bad_field(Machine& m, const Fields& f, Key k, const char* what,
                                                                        const char* expected) const {
   if (!f.has(k)) m.fail(fmt::format("{} has no '{}'", what, kKeyNames[k]));
-  const Value v = f.value[k];
-  if (std::string_view(expected) == "int" && is_int(v))  // an int that failed uint_field
-    m.fail(fmt::format("{}: '{}' is negative ({})", what, kKeyNames[k], m.to_int(v)));
-  m.fail(fmt::format("{}: '{}' is {}, expected {} {}", what, kKeyNames[k], kind_name(v.kind()),
-                     std::string_view(expected) == "int" ? "an" : "a", expected));
+  m.fail(fmt::format("{}: '{}' is {}, expected {}", what, kKeyNames[k], kind_name(f.value[k].kind()), expected));
+}
+
+[[noreturn, gnu::cold, gnu::noinline]] void SnapshotBuilder::negative_field(Machine& m, Key k, const char* what,
+                                                                            std::int64_t value) const {
+  m.fail(fmt::format("{}: '{}' is negative ({})", what, kKeyNames[k], value));
 }
 
 inline std::int64_t SnapshotBuilder::int_field(Machine& m, const Fields& f, Key k, const char* what) const {
   if (!f.has(k) || !is_int(f.value[k])) [[unlikely]]  // value[k] is set only when has(k)
-    bad_field(m, f, k, what, "int");
+    bad_field(m, f, k, what, "an int");
   return m.to_int(f.value[k]);
 }
 
 inline std::uint64_t SnapshotBuilder::uint_field(Machine& m, const Fields& f, Key k, const char* what) const {
   const std::int64_t n = int_field(m, f, k, what);
   if (n < 0) [[unlikely]]
-    bad_field(m, f, k, what, "int");
+    negative_field(m, k, what, n);
   return static_cast<std::uint64_t>(n);
 }
 
 inline StringId SnapshotBuilder::string_field(Machine& m, const Fields& f, Key k, const char* what) const {
   if (!f.has(k) || f.value[k].kind() != Kind::kString) [[unlikely]]
-    bad_field(m, f, k, what, "str");
+    bad_field(m, f, k, what, "a str");
   return static_cast<StringId>(f.value[k].payload());
 }
 

@@ -54,6 +54,7 @@ class SnapshotBuilder final : public pickle::Observer {
   StackId stack_of(pickle::Machine& m, pickle::Value frames, const char* what);
   TraceAction action_of(StringId name);
   [[noreturn]] void bad_field(pickle::Machine& m, const Fields& f, Key k, const char* what, const char* expected) const;
+  [[noreturn]] void negative_field(pickle::Machine& m, Key k, const char* what, std::int64_t value) const;
   std::uint64_t uint_field(pickle::Machine& m, const Fields& f, Key k, const char* what) const;
   std::int64_t int_field(pickle::Machine& m, const Fields& f, Key k, const char* what) const;
   StringId string_field(pickle::Machine& m, const Fields& f, Key k, const char* what) const;

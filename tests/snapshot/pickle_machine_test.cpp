@@ -141,6 +141,18 @@ TEST(PickleMachine, CorruptStructureIsReported) {
   EXPECT_NE(error_of(bytes(kProto4 + "I5\n.")).find("unsupported protocol-0 opcode 'I'"), std::string::npos);
 }
 
+TEST(PickleMachine, TraceEntryFieldsOfTheWrongKindOrSign) {
+  // Adjacent literals end each hex escape: "\x06" "action", not "\x06action".
+  const std::string entry = kProto4 + "}(\x8c\x06" "action" "\x8c\x05" "alloc" "\x8c\x04" "size";
+  EXPECT_NE(error_of(bytes(entry + "J\xff\xff\xff\xffu."s)).find("hostile.pickle: trace entry: 'size' is negative (-1)"),
+            std::string::npos);
+  EXPECT_NE(error_of(bytes(entry + "\x8c\x01" "xu.")).find("hostile.pickle: trace entry: 'size' is a str, expected an int"),
+            std::string::npos);
+  const std::string frame = kProto4 + "}(\x8c\x08" "filename" "\x8c\x01" "f" "\x8c\x04" "line" "\x8c\x01" "x"
+                            "\x8c\x04" "name" "\x8c\x01" "nu.";
+  EXPECT_NE(error_of(bytes(frame)).find("hostile.pickle: frame: 'line' is a str, expected an int"), std::string::npos);
+}
+
 TEST(PickleMachine, PicklesThatAreNotSnapshots) {
   EXPECT_EQ(error_of(bytes(kProto4 + "K\x05.")),
             "hostile.pickle: not a memory snapshot: the top-level object is an int (at byte 5)");
