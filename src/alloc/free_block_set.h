@@ -140,30 +140,46 @@ std::size_t prefix_length(const FreeBlockSet::Entry* first, std::size_t n, Pred 
   const FreeBlockSet::Entry* base = first;
   while (n > 1) {
     const std::size_t half = n / 2;
-    base += static_cast<std::size_t>(pred(base[half])) * half;  // no branch to mispredict
+    base = pred(base[half]) ? base + half : base;  // a conditional move: no branch to mispredict
     n -= half;
   }
   return static_cast<std::size_t>(base - first) + (pred(*base) ? 1 : 0);
 }
 
-/// Entries strictly after (size, packed) in the descending physical order.
-inline auto after_key(std::uint64_t size, std::uint64_t packed) {
-  return [size, packed](const FreeBlockSet::Entry& e) {
-    return (e.size > size) | ((e.size == size) & (e.packed > packed));
-  };
+/// (size, packed) as one 128-bit integer: a single compare-and-borrow orders two entries.
+__extension__ using Key = unsigned __int128;
+inline Key key_of(std::uint64_t size, std::uint64_t packed) {
+  return (static_cast<Key>(size) << 64) | packed;
+}
+
+/// Entries strictly after `key` in the descending physical order.
+inline auto after_key(Key key) {
+  return [key](const FreeBlockSet::Entry& e) { return key_of(e.size, e.packed) > key; };
 }
 
 }  // namespace free_block_set_detail
 
 inline void FreeBlockSet::insert(std::uint64_t size, std::uint64_t address, BlockHandle block) {
+  using free_block_set_detail::key_of;
   if (address >= (1ull << 48) || block > kHandleMask) {
     throw std::length_error("FreeBlockSet: address or block handle out of range");
   }
   const std::uint32_t cls = class_of(size);
   std::vector<Entry>& entries = classes_[cls];
   const Entry entry{size, pack(address, block)};
-  const std::size_t pos = free_block_set_detail::prefix_length(entries.data(), entries.size(), free_block_set_detail::after_key(size, entry.packed));
-  entries.insert(entries.begin() + static_cast<std::ptrdiff_t>(pos), entry);
+  // Most inserts land at either end of their class (a replay of big: 3 in 4), so look there
+  // before searching.
+  const free_block_set_detail::Key key = key_of(size, entry.packed);
+  if (entries.empty() || key < key_of(entries.back().size, entries.back().packed)) {
+    entries.push_back(entry);
+  } else {
+    const std::size_t pos =
+        key > key_of(entries.front().size, entries.front().packed)
+            ? 0
+            : free_block_set_detail::prefix_length(entries.data(), entries.size(),
+                                                   free_block_set_detail::after_key(key));
+    entries.insert(entries.begin() + static_cast<std::ptrdiff_t>(pos), entry);
+  }
   mark(cls, true);
   ++count_;
 }
@@ -171,13 +187,20 @@ inline void FreeBlockSet::insert(std::uint64_t size, std::uint64_t address, Bloc
 inline void FreeBlockSet::erase(std::uint64_t size, std::uint64_t address) {
   const std::uint32_t cls = class_of(size);
   std::vector<Entry>& entries = classes_[cls];
-  // The handle is unknown: search with the highest packed key of this address.
-  const std::size_t pos = free_block_set_detail::prefix_length(entries.data(), entries.size(),
-                                        free_block_set_detail::after_key(size, pack(address, 0) | kHandleMask));
-  if (pos == entries.size() || entries[pos].size != size || entries[pos].address() != address) {
-    throw std::logic_error("FreeBlockSet::erase of a block that is not free");
+  auto is_target = [&](const Entry& e) { return e.size == size && e.address() == address; };
+  if (!entries.empty() && is_target(entries.back())) {
+    entries.pop_back();  // the lowest (size, address) of its class: a third of all erases
+  } else {
+    // The handle is unknown: search with the highest packed key of this address.
+    const std::size_t pos = free_block_set_detail::prefix_length(
+        entries.data(), entries.size(),
+        free_block_set_detail::after_key(
+            free_block_set_detail::key_of(size, pack(address, 0) | kHandleMask)));
+    if (pos == entries.size() || !is_target(entries[pos])) {
+      throw std::logic_error("FreeBlockSet::erase of a block that is not free");
+    }
+    entries.erase(entries.begin() + static_cast<std::ptrdiff_t>(pos));
   }
-  entries.erase(entries.begin() + static_cast<std::ptrdiff_t>(pos));
   --count_;
   if (entries.empty()) mark(cls, false);
 }
@@ -193,11 +216,14 @@ inline FreeBlockSet::Iterator FreeBlockSet::lower_bound(std::uint64_t size) cons
   const std::uint32_t cls = class_of(size);
   const std::vector<Entry>& entries = classes_[cls];
   // Entries of at least `size` bytes form a prefix of the descending vector; the best fit is
-  // its last element.
-  const auto fits = static_cast<std::uint32_t>(
-      free_block_set_detail::prefix_length(entries.data(), entries.size(), [size](const Entry& e) { return e.size >= size; }));
-  if (fits > 0) return {this, cls, static_cast<std::uint32_t>(entries.size()) - fits};
-  return first_from(cls + 1);
+  // its last element. Most lookups (7 in 10 on big) find none in their class, and most others
+  // find all of it: both show at the ends.
+  if (entries.empty() || entries.front().size < size) return first_from(cls + 1);
+  const auto n = static_cast<std::uint32_t>(entries.size());
+  if (entries.back().size >= size) return {this, cls, 0};
+  const auto fits = static_cast<std::uint32_t>(free_block_set_detail::prefix_length(
+      entries.data(), n, [size](const Entry& e) { return e.size >= size; }));
+  return {this, cls, n - fits};
 }
 
 }  // namespace fragscope::alloc
