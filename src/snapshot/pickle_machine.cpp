@@ -247,9 +247,8 @@ Value Machine::make_int(std::int64_t v) {
   return Value::make(Kind::kWideInt, wide_ints_.size() - 1);
 }
 
-std::int64_t Machine::to_int(Value v) const {
+std::int64_t Machine::boxed_int(Value v) const {
   switch (v.kind()) {
-    case Kind::kInt: return v.inline_value();
     case Kind::kWideInt: return wide_ints_[v.payload()];
     case Kind::kBool: return static_cast<std::int64_t>(v.payload());
     default: return 0;
@@ -310,6 +309,123 @@ inline Value Machine::memo_get(std::uint64_t index) {
   if (index >= memo_.size() || memo_[index].kind() == Kind::kMark) [[unlikely]]
     fail(fmt::format("memo index {} out of range (memo holds {})", index, memo_.size()));
   return memo_[index];
+}
+
+// Most of a snapshot is dicts written as EMPTY_DICT MEMOIZE MARK, keys and values, SETITEMS,
+// where a value is a scalar, a memo reference or a list of memo references (a trace entry's
+// frames). This loop reads such a body with its items in local arrays and the read position in
+// a register. At the first opcode it does not handle it hands over to run() in exactly the state
+// run() would have reached by then, so the result (and any error) is the same.
+bool Machine::fill_dict_inline(Value dict) {
+  if (end_ - pos_ < 2 || data_[pos_] != MEMOIZE || data_[pos_ + 1] != MARK) return false;
+  push(dict);
+  memo_put(memo_.size());
+  marks_.push_back(stack_.size());
+  constexpr std::size_t kMaxItems = 64;
+  constexpr std::size_t kMaxListItems = 256;
+  Value items[kMaxItems];
+  Value list_items[kMaxListItems];
+  std::size_t n = 0;
+  std::size_t p = pos_ + 2;
+  const std::uint8_t* const data = data_;
+  const std::size_t end = end_;
+  // A memo reference; a bad index fails as run() would, `after` being the opcode's end.
+  auto lookup = [&](std::uint64_t index, std::size_t after) {
+    if (index >= memo_.size() || memo_[index].kind() == Kind::kMark) [[unlikely]] {
+      pos_ = after;
+      return memo_get(index);
+    }
+    return memo_[index];
+  };
+  auto read_u32 = [&](std::size_t at) {
+    std::uint32_t v;
+    std::memcpy(&v, data + at, 4);
+    return v;
+  };
+  // Every opcode read here needs at most 16 bytes from p, a short string its length more.
+  while (end - p >= 16 && n < kMaxItems) {
+    const std::uint8_t op = data[p];
+    if (op == BINGET) {
+      items[n++] = lookup(data[p + 1], p + 2);
+      p += 2;
+    } else if (op == LONG_BINGET) {
+      items[n++] = lookup(read_u32(p + 1), p + 5);
+      p += 5;
+    } else if (op == MEMOIZE && n > 0 && memo_.size() < kMaxValues) {
+      memo_.push_back(items[n - 1]);
+      p += 1;
+    } else if (op == SHORT_BINUNICODE && end - p >= std::size_t{data[p + 1]} + 18) {
+      const std::size_t length = data[p + 1];
+      const std::string_view text(reinterpret_cast<const char*>(data + p + 2), length);
+      items[n++] = Value::make(Kind::kString, strings_.intern(text));
+      p += 2 + length;
+    } else if (op == BININT1) {
+      items[n++] = Value::inline_int(data[p + 1]);
+      p += 2;
+    } else if (op == BININT2) {
+      items[n++] = Value::inline_int(data[p + 1] | (data[p + 2] << 8));
+      p += 3;
+    } else if (op == BININT) {
+      items[n++] = Value::inline_int(static_cast<std::int32_t>(read_u32(p + 1)));
+      p += 5;
+    } else if (op == LONG1 && data[p + 1] <= 8) {
+      pos_ = p + 2;
+      items[n++] = read_long(data[p + 1]);
+      p = pos_;
+    } else if (op == NONE || op == NEWTRUE || op == NEWFALSE) {
+      items[n++] = op == NONE ? Value::make(Kind::kNone, 0) : Value::make(Kind::kBool, op == NEWTRUE);
+      p += 1;
+    } else if (op == EMPTY_LIST && data[p + 1] == MEMOIZE && data[p + 2] == MARK &&
+               memo_.size() < kMaxValues) {
+      pos_ = p + 1;
+      const Value list = new_object(ObjectKind::kList);
+      memo_.push_back(list);
+      p += 3;
+      std::size_t m = 0;
+      bool appended = false;
+      while (end - p >= 16 && m < kMaxListItems) {
+        const std::uint8_t item_op = data[p];
+        if (item_op == BINGET) {
+          list_items[m++] = lookup(data[p + 1], p + 2);
+          p += 2;
+        } else if (item_op == LONG_BINGET) {
+          list_items[m++] = lookup(read_u32(p + 1), p + 5);
+          p += 5;
+        } else if (item_op == MEMOIZE && m > 0 && memo_.size() < kMaxValues) {
+          memo_.push_back(list_items[m - 1]);
+          p += 1;
+        } else if (item_op == APPENDS) {
+          pos_ = p + 1;
+          add_list_items(list, std::span(list_items, m));
+          p += 1;
+          appended = true;
+          break;
+        } else {
+          break;
+        }
+      }
+      if (!appended) {  // hand over inside the list: dict, MARK, items, list, MARK, its items
+        pos_ = p;
+        for (std::size_t i = 0; i < n; ++i) push(items[i]);
+        push(list);
+        marks_.push_back(stack_.size());
+        for (std::size_t i = 0; i < m; ++i) push(list_items[i]);
+        return true;
+      }
+      items[n++] = list;
+    } else if (op == SETITEMS && n % 2 == 0) {
+      pos_ = p + 1;
+      add_dict_items(dict, std::span(items, n));
+      marks_.pop_back();
+      return true;
+    } else {
+      break;
+    }
+  }
+  // Hand over: the dict and its MARK are already where run() keeps them; add the items.
+  pos_ = p;
+  for (std::size_t i = 0; i < n; ++i) push(items[i]);
+  return true;
 }
 
 Value Machine::run() {
@@ -400,7 +516,11 @@ Value Machine::run() {
         break;
       }
 
-      case EMPTY_DICT: push(new_object(ObjectKind::kDict)); break;
+      case EMPTY_DICT: {
+        const Value dict = new_object(ObjectKind::kDict);
+        if (!fill_dict_inline(dict)) push(dict);
+        break;
+      }
       case EMPTY_LIST:
       case EMPTY_SET: push(new_object(ObjectKind::kList)); break;
       case EMPTY_TUPLE: push(make_tuple({})); break;

@@ -70,7 +70,10 @@ class Machine {
   // --- Inspecting values (for observers and the caller) ---
   Kind kind(Value v) const { return v.kind(); }
   /// @brief The integer value. REQUIRES: kind is kInt, kWideInt or kBool.
-  std::int64_t to_int(Value v) const;
+  std::int64_t to_int(Value v) const {
+    if (v.kind() == Kind::kInt) [[likely]] return v.inline_value();  // inline: a few per trace entry
+    return boxed_int(v);
+  }
   /// @brief The float value; ints convert. REQUIRES: kind is kFloat, kInt or kWideInt.
   double to_float(Value v) const;
   ObjectKind object_kind(Value v) const { return objects_[v.payload()].kind; }
@@ -120,8 +123,10 @@ class Machine {
   Value make_int(std::int64_t v);
   Value read_long(std::size_t n);
   Value read_string(std::size_t n);
+  bool fill_dict_inline(Value dict);
   void memo_put(std::uint64_t index);
   Value memo_get(std::uint64_t index);
+  std::int64_t boxed_int(Value v) const;
   [[noreturn]] [[gnu::noinline, gnu::cold]] void fail_too_many() const;
   [[noreturn]] [[gnu::noinline, gnu::cold]] void fail_underflow() const;
   [[noreturn]] [[gnu::noinline, gnu::cold]] void refuse(const char* opcode, const char* why) const;

@@ -6,6 +6,7 @@
 /// keeps a 1 GB snapshot's model small. Id 0 is always the empty string.
 /// Thread-safety: none; build on one thread, then share read-only.
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <string>
@@ -27,12 +28,27 @@ class StringTable {
   StringTable& operator=(StringTable&&) = default;
 
   /// @brief Returns the id of `text`, adding it when new. Views stay valid for the table's life.
-  StringId intern(std::string_view text);
+  StringId intern(std::string_view text) {
+    if (text.size() <= kShortMax) return intern_short(text);
+    return intern_long(text);
+  }
   /// @brief The string named by `id`. REQUIRES: id < size().
   std::string_view view(StringId id) const { return views_[id]; }
   std::size_t size() const { return views_.size(); }
 
  private:
+  // Short strings (keys, actions, 'N/A') repeat millions of times in a row: a direct-mapped
+  // cache of their bytes answers most lookups before the hash map is asked.
+  static constexpr std::size_t kShortMax = 16;
+  struct ShortEntry {
+    std::uint64_t low = 0, high = 0;
+    std::uint32_t length = ~0u;  // no string has this length: the slot is empty
+    StringId id = 0;
+  };
+  StringId intern_short(std::string_view text);
+  StringId intern_long(std::string_view text);
+
+  std::array<ShortEntry, 256> short_cache_{};
   std::deque<std::string> storage_;  // deque: growth never moves the strings views point into
   std::vector<std::string_view> views_;
   absl::flat_hash_map<std::string_view, StringId> ids_;

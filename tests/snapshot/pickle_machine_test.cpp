@@ -2,11 +2,14 @@
 // unbounded memory or executed code.
 #include "snapshot/pickle_machine.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <string>
 #include <iterator>
 
+#include "../chunked_source.h"
 #include "snapshot/byte_source.h"
 #include "snapshot/snapshot_reader.h"
 #include "util/error.h"
@@ -182,6 +185,90 @@ TEST(PickleMachine, ZstdContentSizeClaimIsBoundedByCompressedSize) {
   const auto source = open_memory_source(frame, "claims.pickle.zst");
   EXPECT_LE(source->expected_size(), frame.size() * 64);
   EXPECT_THROW(parse_snapshot(frame, "claims.pickle.zst"), InputError);
+}
+
+// Dict bodies (EMPTY_DICT MEMOIZE MARK ... SETITEMS) take a fast path that hands over to the
+// generic loop at any opcode it does not handle. In 1-byte chunks the fast path hardly ever
+// starts, so comparing the two readings checks every hand-over.
+
+/// SHORT_BINUNICODE of `text`, memoized.
+std::string str(std::string_view text) {
+  return "\x8c"s + static_cast<char>(text.size()) + std::string(text) + "\x94";
+}
+
+/// A snapshot whose one trace holds `entries` (each a complete dict). A 256-byte string comes
+/// first: the reader's first bytes are a short peeked chunk, where no fast path runs.
+std::string trace_snapshot(const std::string& entries) {
+  return kProto4 + "}(" + str("padding") + "X\x00\x01\x00\x00"s + std::string(256, '.') +
+         str("segments") + "]" + str("device_traces") + "](](" + entries + "eeu.";
+}
+
+/// The outcome of reading `pickle` whole or in chunks of `chunk` bytes: error text or a digest.
+std::string outcome(const std::string& pickle, std::size_t chunk) {
+  const auto data = bytes(pickle);
+  try {
+    Snapshot s;
+    if (chunk == 0) {
+      s = parse_snapshot(data, "body.pickle");
+    } else {
+      ChunkedSource source(data, {chunk});
+      s = read_snapshot(source, "body.pickle");
+    }
+    std::string digest;
+    for (const TraceEvent& e : s.device_traces.at(0)) {
+      digest += fmt::format("{}:{}:{}:{}:{} ", static_cast<int>(e.action), e.addr, e.size, e.stream,
+                            s.stacks.stack(e.stack).size());
+    }
+    return digest;
+  } catch (const InputError& e) {
+    return e.what();
+  }
+}
+
+TEST(PickleMachine, DictBodyFastPathHandsOverExactly) {
+  const std::string frame = "}\x94(" + str("filename") + str("a.py") + str("line") + "K\x07" + str("name") + str("f") + "u";
+  const std::string head = "}\x94(" + str("action") + str("alloc") + str("addr") + "\x8a\x06\x00\x00\x20\x00\x00\x7f"s +
+                           str("size") + "J\x00\x02\x00\x00"s + str("stream") + "K\x00"s;
+  // A new frame inside the frames list (the list hands over), a float and a nested dict (the
+  // dict hands over), a None and a bool, then an entry that reuses the first one's frames list.
+  const std::string entries =
+      head + str("frames") + "]\x94(" + frame + "\x94" "e" "u" +
+      head + str("extra") + "G\x3f\xf8\x00\x00\x00\x00\x00\x00"s + str("frames") + "N" + "u" +
+      head + str("nested") + "}" + str("flag") + "\x88" + "u" +
+      head + str("frames") + "h\x0a" + "u";  // memo 10: the first entry's frames list
+  const std::string pickle = trace_snapshot(entries);
+  const std::string whole = outcome(pickle, 0);
+  EXPECT_EQ(whole, "0:139637978824704:512:0:1 0:139637978824704:512:0:0 0:139637978824704:512:0:0 "
+                   "0:139637978824704:512:0:1 ");
+  for (const std::size_t chunk : {1, 2, 5, 16, 17, 40}) {
+    SCOPED_TRACE(chunk);
+    EXPECT_EQ(outcome(pickle, chunk), whole);
+  }
+}
+
+TEST(PickleMachine, ErrorsInsideADictBodyMatchTheGenericReader) {
+  const std::string head = "}\x94(" + str("action") + str("alloc") + str("size") + "K\x01";
+  const std::string padding(24, 'N');  // enough bytes behind for the fast path to run
+  struct Case {
+    std::string body;
+    std::string message;
+  };
+  const Case cases[] = {
+      {head + "cos\nsystem\n" + padding, "refusing to load: pickle opcode GLOBAL would import code"},
+      {head + str("addr") + "h\xc8" + padding, "memo index 200 out of range"},
+      {head + str("addr") + "j\x00\x00\x00\x10"s + padding, "memo index 268435456 out of range"},
+      {"}\x94(\x94" + padding, "stack underflow"},
+      {head + str("addr") + "u" + padding, "SETITEMS with an odd number of values"},
+      {head + str("addr") + "]\x94(h\xc8" + padding, "memo index 200 out of range"},
+      {head + str("addr") + "J\xff\xff\xff\xffu"s + padding, "trace entry: 'addr' is negative (-1)"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.message);
+    const std::string pickle = trace_snapshot(c.body);
+    const std::string whole = outcome(pickle, 0);
+    EXPECT_NE(whole.find(c.message), std::string::npos) << whole;
+    EXPECT_EQ(outcome(pickle, 1), whole);
+  }
 }
 
 }  // namespace

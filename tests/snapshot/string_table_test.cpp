@@ -1,0 +1,49 @@
+#include "snapshot/string_table.h"
+
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace fragscope::snapshot {
+namespace {
+
+using namespace std::string_literals;
+
+TEST(StringTable, EmptyStringIsIdZero) {
+  StringTable table;
+  EXPECT_EQ(table.intern(""), 0u);
+  EXPECT_EQ(table.view(0), "");
+  EXPECT_EQ(table.size(), 1u);
+}
+
+TEST(StringTable, EqualTextsShareAnIdAndViewsStayValid) {
+  StringTable table;
+  const StringId a = table.intern("alloc");
+  const std::string_view view = table.view(a);
+  for (int i = 0; i < 100000; ++i) table.intern("s" + std::to_string(i));  // growth moves nothing
+  EXPECT_EQ(table.intern("alloc"), a);
+  EXPECT_EQ(view, "alloc");
+  EXPECT_EQ(table.intern(std::string(200, 'x')), table.intern(std::string(200, 'x')));
+}
+
+// Short strings go through a direct-mapped cache first: texts that share slots, prefixes,
+// lengths or bytes up to a NUL must still get their own ids.
+TEST(StringTable, ShortStringCacheNeverConfusesTexts) {
+  StringTable table;
+  std::vector<std::string> texts = {"a", "a\0"s, "\0"s, "\0\0"s, "ab", "abc", "N/A", "0123456789abcdef",
+                                    "0123456789abcdeg", "0123456789abcdef0", "0123456789abcde"};
+  for (int i = 0; i < 5000; ++i) texts.push_back("k" + std::to_string(i));  // many share a slot
+  std::vector<StringId> ids;
+  for (const std::string& t : texts) ids.push_back(table.intern(t));
+  EXPECT_EQ(table.size(), texts.size() + 1);  // all distinct, plus ""
+  for (int round = 0; round < 3; ++round) {
+    for (std::size_t i = 0; i < texts.size(); ++i) {
+      ASSERT_EQ(table.intern(texts[i]), ids[i]) << i;
+      ASSERT_EQ(table.view(ids[i]), texts[i]) << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fragscope::snapshot
