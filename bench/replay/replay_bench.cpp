@@ -53,9 +53,7 @@ const PreparedTrace& prepared(const std::string& name) {
 
 void BM_Replay(benchmark::State& state, const std::string& name) {
   const PreparedTrace& trace = prepared(name);
-  const Capacity capacity = resolve_capacity(trace, {});
-  ReplayOptions options;
-  options.capacity = capacity.bytes;
+  ReplayOptions options = replay_options_for(resolve_capacity(trace, {}));
   options.timeline_points = 0;
   for (auto _ : state) {
     benchmark::DoNotOptimize(run_replay(trace, ModelKind::kCaching, trace.recorded_config, options));

@@ -353,10 +353,7 @@ Verdict judge_oom_with_trace(const TraceChoice& trace, const TelemetryInput* tel
   const replay::WhatIfReport report = replay::run_whatif(prepared, configs, capacity, whatif_options);
   fill_whatif(report, d);
 
-  replay::ReplayOptions ideal_options;
-  ideal_options.capacity = capacity.bytes;
-  ideal_options.allowed_memory_maximum = capacity.allowed_maximum;
-  ideal_options.device_total_memory = capacity.device_total;
+  replay::ReplayOptions ideal_options = replay::replay_options_for(capacity);
   ideal_options.timeline_points = 0;
   const replay::ReplayResult ideal = replay::run_replay(prepared, replay::ModelKind::kIdeal, prepared.recorded_config, ideal_options);
   const std::uint64_t request = d.oom_context->request_bytes;

@@ -175,6 +175,14 @@ ReplayResult replay_through(Model& model, alloc::DeviceMemory& device, const Pre
 
 }  // namespace
 
+ReplayOptions replay_options_for(const Capacity& capacity) {
+  ReplayOptions options;
+  options.capacity = capacity.bytes;
+  options.allowed_memory_maximum = capacity.allowed_maximum;
+  options.device_total_memory = capacity.device_total;
+  return options;
+}
+
 ReplayResult run_replay(const PreparedTrace& trace, ModelKind kind,
                         const alloc::AllocConfig& config, const ReplayOptions& options) {
   alloc::DeviceMemory device(options.capacity);

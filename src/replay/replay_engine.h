@@ -17,6 +17,7 @@
 
 #include "alloc/alloc_config.h"
 #include "alloc/allocator_model.h"
+#include "replay/capacity.h"
 #include "replay/prepared_trace.h"
 
 namespace fragscope::replay {
@@ -40,6 +41,10 @@ struct ReplayOptions {
   /// Points of the reserved/allocated timeline (0 = none).
   std::size_t timeline_points = 60;
 };
+
+/// @brief Options that simulate `capacity`'s device: its cudaMalloc limit, fraction cap and
+/// total memory; every other option at its default.
+ReplayOptions replay_options_for(const Capacity& capacity);
 
 /// @brief Reserved and allocated bytes over one stretch of the trace (maxima over it).
 struct TimelinePoint {

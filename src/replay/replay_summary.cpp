@@ -11,10 +11,7 @@ ReplaySummary summarize_replay(const PreparedTrace& trace, const std::optional<s
   summary.conf = alloc::to_alloc_conf(config);
   summary.conf_is_recorded = config == trace.recorded_config;
 
-  ReplayOptions options;
-  options.capacity = capacity.bytes;
-  options.allowed_memory_maximum = capacity.allowed_maximum;
-  options.device_total_memory = capacity.device_total;
+  ReplayOptions options = replay_options_for(capacity);
   options.self_check = summary.conf_is_recorded;
   summary.result = run_replay(trace, ModelKind::kCaching, config, options);
   // The floor is the ideal packer's demand, whatever the device.

@@ -37,10 +37,8 @@ void run_parallel(const std::vector<std::function<void()>>& tasks, unsigned thre
 
 ReplayOptions options_for(const Capacity& capacity, std::optional<std::uint64_t> bytes,
                           bool use_recorded_addresses) {
-  ReplayOptions options;
+  ReplayOptions options = replay_options_for(capacity);
   options.capacity = bytes;
-  options.allowed_memory_maximum = capacity.allowed_maximum;
-  options.device_total_memory = capacity.device_total;
   options.use_recorded_addresses = use_recorded_addresses;
   return options;
 }

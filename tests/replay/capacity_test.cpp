@@ -1,4 +1,5 @@
 #include "replay/capacity.h"
+#include "replay/replay_engine.h"
 
 #include <gtest/gtest.h>
 
@@ -60,6 +61,21 @@ TEST(CapacityTest, MemoryFractionNeedsTheDeviceSize) {
   request = {};
   request.gpu = "no-such-gpu";
   EXPECT_THROW(resolve_capacity(trace, request), InputError);
+}
+
+TEST(CapacityTest, ReplayOptionsSimulateTheResolvedDevice) {
+  const PreparedTrace trace = testing::prepare_fixture("frag_oom_104");
+  CapacityRequest request;
+  request.memory_fraction = 0.5;
+  request.device_memory = 80ull << 30;
+  const Capacity capacity = resolve_capacity(trace, request);
+  const ReplayOptions options = replay_options_for(capacity);
+  EXPECT_EQ(options.capacity, capacity.bytes);
+  EXPECT_EQ(options.allowed_memory_maximum, std::optional<std::uint64_t>(40ull << 30));
+  EXPECT_EQ(options.device_total_memory, 80ull << 30);
+  EXPECT_EQ(options.timeline_points, ReplayOptions{}.timeline_points);  // the rest: defaults
+  EXPECT_TRUE(options.use_recorded_addresses);
+  EXPECT_FALSE(options.self_check);
 }
 
 }  // namespace
