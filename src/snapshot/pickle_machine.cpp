@@ -329,13 +329,22 @@ bool Machine::fill_dict_inline(Value dict) {
   std::size_t p = pos_ + 2;
   const std::uint8_t* const data = data_;
   const std::size_t end = end_;
-  // A memo reference; a bad index fails as run() would, `after` being the opcode's end.
+  // A memo reference; a bad index fails as run() would, `after` being the opcode's end. Only
+  // this loop's own MEMOIZEs change the memo meanwhile (memoize() below), so its start and size
+  // stay in registers.
+  const Value* memo = memo_.data();
+  std::size_t memo_size = memo_.size();
   auto lookup = [&](std::uint64_t index, std::size_t after) {
-    if (index >= memo_.size() || memo_[index].kind() == Kind::kMark) [[unlikely]] {
+    if (index >= memo_size || memo[index].kind() == Kind::kMark) [[unlikely]] {
       pos_ = after;
       return memo_get(index);
     }
-    return memo_[index];
+    return memo[index];
+  };
+  auto memoize = [&](Value v) {
+    memo_.push_back(v);
+    memo = memo_.data();
+    memo_size = memo_.size();
   };
   auto read_u32 = [&](std::size_t at) {
     std::uint32_t v;
@@ -351,8 +360,8 @@ bool Machine::fill_dict_inline(Value dict) {
     } else if (op == LONG_BINGET) {
       items[n++] = lookup(read_u32(p + 1), p + 5);
       p += 5;
-    } else if (op == MEMOIZE && n > 0 && memo_.size() < kMaxValues) {
-      memo_.push_back(items[n - 1]);
+    } else if (op == MEMOIZE && n > 0 && memo_size < kMaxValues) {
+      memoize(items[n - 1]);
       p += 1;
     } else if (op == SHORT_BINUNICODE && end - p >= std::size_t{data[p + 1]} + 18) {
       const std::size_t length = data[p + 1];
@@ -376,10 +385,10 @@ bool Machine::fill_dict_inline(Value dict) {
       items[n++] = op == NONE ? Value::make(Kind::kNone, 0) : Value::make(Kind::kBool, op == NEWTRUE);
       p += 1;
     } else if (op == EMPTY_LIST && data[p + 1] == MEMOIZE && data[p + 2] == MARK &&
-               memo_.size() < kMaxValues) {
+               memo_size < kMaxValues) {
       pos_ = p + 1;
       const Value list = new_object(ObjectKind::kList);
-      memo_.push_back(list);
+      memoize(list);
       p += 3;
       std::size_t m = 0;
       bool appended = false;
@@ -391,8 +400,8 @@ bool Machine::fill_dict_inline(Value dict) {
         } else if (item_op == LONG_BINGET) {
           list_items[m++] = lookup(read_u32(p + 1), p + 5);
           p += 5;
-        } else if (item_op == MEMOIZE && m > 0 && memo_.size() < kMaxValues) {
-          memo_.push_back(list_items[m - 1]);
+        } else if (item_op == MEMOIZE && m > 0 && memo_size < kMaxValues) {
+          memoize(list_items[m - 1]);
           p += 1;
         } else if (item_op == APPENDS) {
           pos_ = p + 1;
