@@ -12,10 +12,11 @@
 /// Thread-safety: none; one DeviceMemory per model.
 
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <span>
 #include <vector>
+
+#include <absl/container/btree_map.h>
 
 namespace fragscope::alloc {
 
@@ -65,7 +66,7 @@ class DeviceMemory {
   std::optional<std::uint64_t> capacity_;
   std::uint64_t used_ = 0;
   std::uint64_t next_fresh_;              // fresh addresses count down from here
-  std::map<std::uint64_t, std::uint64_t> live_;  // start → size of live segments and VA ranges
+  absl::btree_map<std::uint64_t, std::uint64_t> live_;  // start → size of live segments and VA ranges
   std::span<const AddressHint> hints_;
   std::vector<bool> hint_used_;
 };
