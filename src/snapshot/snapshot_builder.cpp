@@ -1,5 +1,6 @@
 #include "snapshot/snapshot_builder.h"
 
+#include <algorithm>
 #include <bit>
 
 #include <fmt/format.h>
@@ -131,6 +132,15 @@ StackId SnapshotBuilder::stack_of(Machine& m, Value frames, const char* what) {
     return ref.index;
   }
   if (m.object_kind(frames) == ObjectKind::kDict) m.fail(fmt::format("{}: 'frames' is a dict, expected a list", what));
+  const std::span<const Value> items = m.items(frames);
+  std::uint64_t hash = items.size();
+  for (const Value item : items) {
+    hash = (hash ^ item.payload() ^ (static_cast<std::uint64_t>(item.kind()) << 60)) * 0x9e3779b97f4a7c15ull;
+  }
+  if (const std::optional<StackId> id = cached_stack(hash, items)) {
+    m.retype(frames, {kStackRef, *id});
+    return *id;
+  }
   std::vector<FrameId>& ids = frame_ids_scratch_;
   ids.clear();
   for (const Value item : m.items(frames)) {
@@ -140,8 +150,26 @@ StackId SnapshotBuilder::stack_of(Machine& m, Value frames, const char* what) {
     ids.push_back(m.typed(item).index);
   }
   const StackId id = out_.stacks.intern_stack(ids);
+  cache_stack(hash, items, id);
   m.retype(frames, {kStackRef, id});
   return id;
+}
+
+std::optional<StackId> SnapshotBuilder::cached_stack(std::uint64_t hash, std::span<const Value> items) const {
+  const auto it = stack_by_list_hash_.find(hash);
+  if (it == stack_by_list_hash_.end()) return std::nullopt;
+  const ListOfStack& list = it->second;
+  const std::span<const Value> values = std::span(list_values_).subspan(list.offset, list.length);
+  if (!std::equal(values.begin(), values.end(), items.begin(), items.end())) return std::nullopt;
+  return list.stack;
+}
+
+void SnapshotBuilder::cache_stack(std::uint64_t hash, std::span<const Value> items, StackId stack) {
+  // The first list of a hash stays (a colliding one is interned the slow way each time).
+  if (list_values_.size() + items.size() > kMaxListValues || stack_by_list_hash_.contains(hash)) return;
+  stack_by_list_hash_.emplace(hash, ListOfStack{stack, static_cast<std::uint32_t>(list_values_.size()),
+                                                static_cast<std::uint32_t>(items.size())});
+  list_values_.insert(list_values_.end(), items.begin(), items.end());
 }
 
 TypedRef SnapshotBuilder::make_frame(Machine& m, const Fields& f) {

@@ -12,6 +12,8 @@
 #include <span>
 #include <vector>
 
+#include <absl/container/flat_hash_map.h>
+
 #include "snapshot/pickle_machine.h"
 #include "snapshot/snapshot.h"
 
@@ -76,6 +78,19 @@ class SnapshotBuilder final : public pickle::Observer {
   std::vector<Segment> staged_segments_;
   TraceEventList staged_events_;
   std::vector<FrameId> frame_ids_scratch_;
+  // Stacks by the values of the frames list they came from: a snapshot may pickle a fresh list
+  // for every entry (memo references to shared frame dicts), and equal values are the same,
+  // already checked, frames. Hash of the values → the stack and where its values are kept.
+  struct ListOfStack {
+    StackId stack;
+    std::uint32_t offset;  // in list_values_
+    std::uint32_t length;
+  };
+  static constexpr std::size_t kMaxListValues = std::size_t{1} << 22;  // 32 MiB: then no more
+  std::optional<StackId> cached_stack(std::uint64_t hash, std::span<const pickle::Value> items) const;
+  void cache_stack(std::uint64_t hash, std::span<const pickle::Value> items, StackId stack);
+  absl::flat_hash_map<std::uint64_t, ListOfStack> stack_by_list_hash_;
+  std::vector<pickle::Value> list_values_;
 };
 
 }  // namespace fragscope::snapshot

@@ -246,6 +246,41 @@ TEST(PickleMachine, DictBodyFastPathHandsOverExactly) {
   }
 }
 
+// A snapshot may write a fresh frames list for every entry; lists of the same frames in the
+// same order are one stack, others are not.
+TEST(PickleMachine, FreshFrameListsOfTheSameFramesAreOneStack) {
+  auto frame = [](std::string_view name) {
+    return "}\x94(" + str("filename") + str("a.py") + str("line") + "K\x07" + str("name") + str(name) + "u";
+  };
+  const std::string head = "}\x94(" + str("action") + str("alloc") + str("size") + "K\x01";
+  // Entry 1 creates frames f (memo 9) and g (memo 15); later entries list them afresh.
+  const std::string f = "h\x09", g = "h\x0f";
+  const std::string entries = head + str("frames") + "]\x94(" + frame("f") + frame("g") + "eu" +
+                              head + str("frames") + "]\x94(" + f + g + "eu" +
+                              head + str("frames") + "]\x94(" + g + f + "eu" +
+                              head + str("frames") + "]\x94(" + f + g + "eu" +
+                              head + str("frames") + "]\x94(" + f + "eu";
+  const auto data = bytes(trace_snapshot(entries));
+  const Snapshot s = parse_snapshot(data, "frames.pickle");
+  const auto& trace = s.device_traces.at(0);
+  ASSERT_EQ(trace.size(), 5u);
+  EXPECT_EQ(trace[1].stack, trace[0].stack);
+  EXPECT_EQ(trace[3].stack, trace[0].stack);
+  EXPECT_NE(trace[2].stack, trace[0].stack);
+  EXPECT_NE(trace[4].stack, trace[0].stack);
+  const auto first = s.stacks.stack(trace[0].stack);
+  const auto swapped = s.stacks.stack(trace[2].stack);
+  ASSERT_EQ(first.size(), 2u);
+  ASSERT_EQ(swapped.size(), 2u);
+  EXPECT_EQ(first[0], swapped[1]);
+  EXPECT_EQ(first[1], swapped[0]);
+  EXPECT_EQ(s.stacks.stack(trace[4].stack).size(), 1u);
+  for (const std::size_t chunk : {1, 7}) {
+    SCOPED_TRACE(chunk);
+    EXPECT_EQ(outcome(trace_snapshot(entries), chunk), outcome(trace_snapshot(entries), 0));
+  }
+}
+
 TEST(PickleMachine, ErrorsInsideADictBodyMatchTheGenericReader) {
   const std::string head = "}\x94(" + str("action") + str("alloc") + str("size") + "K\x01";
   const std::string padding(24, 'N');  // enough bytes behind for the fast path to run
