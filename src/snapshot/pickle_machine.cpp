@@ -366,7 +366,7 @@ bool Machine::fill_dict_inline(Value dict) {
     } else if (op == SHORT_BINUNICODE && end - p >= std::size_t{data[p + 1]} + 18) {
       const std::size_t length = data[p + 1];
       const std::string_view text(reinterpret_cast<const char*>(data + p + 2), length);
-      items[n++] = Value::make(Kind::kString, strings_.intern(text));
+      items[n++] = Value::make(Kind::kString, strings_.intern_in_buffer(text));  // 16 bytes follow
       p += 2 + length;
     } else if (op == BININT1) {
       items[n++] = Value::inline_int(data[p + 1]);

@@ -32,6 +32,12 @@ class StringTable {
     if (text.size() <= kShortMax) return intern_short(text);
     return intern_long(text);
   }
+  /// @brief intern(text) for text inside a larger buffer: reads whole words, not bytes.
+  /// REQUIRES: the 16 bytes from text.data() are readable.
+  StringId intern_in_buffer(std::string_view text) {
+    if (text.size() <= kShortMax) return intern_words(text, 16);
+    return intern_long(text);
+  }
   /// @brief The string named by `id`. REQUIRES: id < size().
   std::string_view view(StringId id) const { return views_[id]; }
   std::size_t size() const { return views_.size(); }
@@ -46,6 +52,7 @@ class StringTable {
     StringId id = 0;
   };
   StringId intern_short(std::string_view text);
+  StringId intern_words(std::string_view text, std::size_t readable);
   StringId intern_long(std::string_view text);
 
   std::array<ShortEntry, 256> short_cache_{};

@@ -45,5 +45,21 @@ TEST(StringTable, ShortStringCacheNeverConfusesTexts) {
   }
 }
 
+// Inside a buffer the bytes after a short text are read and masked off: whatever they hold,
+// the id is the one intern() gives.
+TEST(StringTable, InternInBufferIgnoresTheBytesAfterTheText) {
+  StringTable table;
+  const std::string text = "0123456789abcdefXYZ";
+  for (std::size_t n = 0; n <= text.size(); ++n) {
+    SCOPED_TRACE(n);
+    std::string buffer = text.substr(0, n) + std::string(16, static_cast<char>(0xa5));
+    const StringId in_buffer = table.intern_in_buffer(std::string_view(buffer).substr(0, n));
+    EXPECT_EQ(in_buffer, table.intern(text.substr(0, n)));
+    buffer[n] = 'Q';  // other trailing bytes, same text
+    EXPECT_EQ(table.intern_in_buffer(std::string_view(buffer).substr(0, n)), in_buffer);
+    EXPECT_EQ(table.view(in_buffer), text.substr(0, n));
+  }
+}
+
 }  // namespace
 }  // namespace fragscope::snapshot
