@@ -359,19 +359,29 @@ bool Machine::fill_dict_inline(Value dict) {
     std::memcpy(&v, data + at, 4);
     return v;
   };
-  // Every opcode read here needs at most 16 bytes from p, a short string its length more.
-  while (end - p >= 16 && n < kMaxItems) {
+  // The memo opcodes, alike in a dict and in a list: appends to values[count] or memoizes its
+  // last value; false for any other opcode.
+  auto memo_opcode = [&](Value* values, std::size_t& count) {
     const std::uint8_t op = data[p];
     if (op == BINGET) {
-      items[n++] = lookup(data[p + 1], p + 2);
+      values[count++] = lookup(data[p + 1], p + 2);
       p += 2;
     } else if (op == LONG_BINGET) {
-      items[n++] = lookup(read_u32(p + 1), p + 5);
+      values[count++] = lookup(read_u32(p + 1), p + 5);
       p += 5;
-    } else if (op == MEMOIZE && n > 0 && memo_size < kMaxValues) {
-      memoize(items[n - 1]);
+    } else if (op == MEMOIZE && count > 0 && memo_size < kMaxValues) {
+      memoize(values[count - 1]);
       p += 1;
-    } else if (op == SHORT_BINUNICODE && end - p >= std::size_t{data[p + 1]} + 18) {
+    } else {
+      return false;
+    }
+    return true;
+  };
+  // Every opcode read here needs at most 16 bytes from p, a short string its length more.
+  while (end - p >= 16 && n < kMaxItems) {
+    if (memo_opcode(items, n)) continue;
+    const std::uint8_t op = data[p];
+    if (op == SHORT_BINUNICODE && end - p >= std::size_t{data[p + 1]} + 18) {
       const std::size_t length = data[p + 1];
       const std::string_view text(reinterpret_cast<const char*>(data + p + 2), length);
       items[n++] = Value::make(Kind::kString, strings_.intern_in_buffer(text));  // 16 bytes follow
@@ -401,25 +411,14 @@ bool Machine::fill_dict_inline(Value dict) {
       std::size_t m = 0;
       bool appended = false;
       while (end - p >= 16 && m < kMaxListItems) {
-        const std::uint8_t item_op = data[p];
-        if (item_op == BINGET) {
-          list_items[m++] = lookup(data[p + 1], p + 2);
-          p += 2;
-        } else if (item_op == LONG_BINGET) {
-          list_items[m++] = lookup(read_u32(p + 1), p + 5);
-          p += 5;
-        } else if (item_op == MEMOIZE && m > 0 && memo_size < kMaxValues) {
-          memoize(list_items[m - 1]);
-          p += 1;
-        } else if (item_op == APPENDS) {
+        if (memo_opcode(list_items, m)) continue;
+        if (data[p] == APPENDS) {
           pos_ = p + 1;
           add_list_items(list, std::span(list_items, m));
           p += 1;
           appended = true;
-          break;
-        } else {
-          break;
         }
+        break;
       }
       if (!appended) {  // hand over inside the list: dict, MARK, items, list, MARK, its items
         pos_ = p;
