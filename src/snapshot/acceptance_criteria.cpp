@@ -100,10 +100,7 @@ constexpr const char* kKeys[] = {"version",          "device_memory_bytes",   "m
 }  // namespace
 
 AcceptanceCriteria parse_acceptance_criteria(std::string_view json_text, std::string_view source) {
-  const nlohmann::json document = parse_json_document(json_text, source);
-  if (!document.is_object())
-    throw InputError(fmt::format("{}: acceptance criteria must be a JSON object, found {}", source,
-                                 document.type_name()));
+  const nlohmann::json document = parse_json_object(json_text, source, "acceptance criteria");
   for (const auto& [key, value] : document.items()) {
     if (std::find(std::begin(kKeys), std::end(kKeys), key) == std::end(kKeys))
       throw InputError(fmt::format("{}: unknown key \"{}\" (known: {})", source, key,

@@ -15,12 +15,16 @@ std::string json_error_text(const nlohmann::json::exception& error) {
   return printable_excerpt(text, 300);
 }
 
-nlohmann::json parse_json_document(std::string_view text, std::string_view source) {
+nlohmann::json parse_json_object(std::string_view text, std::string_view source, std::string_view what) {
+  nlohmann::json document;
   try {
-    return nlohmann::json::parse(text.begin(), text.end());
+    document = nlohmann::json::parse(text.begin(), text.end());
   } catch (const nlohmann::json::exception& e) {
     throw InputError(fmt::format("{}: invalid JSON: {}", source, json_error_text(e)));
   }
+  if (!document.is_object())
+    throw InputError(fmt::format("{}: {} must be a JSON object, found {}", source, what, document.type_name()));
+  return document;
 }
 
 }  // namespace fragscope::snapshot

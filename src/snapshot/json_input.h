@@ -11,9 +11,11 @@
 
 namespace fragscope::snapshot {
 
-/// @brief Parses one JSON document (no comments, no NaN).
-/// @throws InputError "SOURCE: invalid JSON: parse error at line L, column C: ...".
-nlohmann::json parse_json_document(std::string_view text, std::string_view source);
+/// @brief Parses one JSON document (no comments, no NaN) that must be an object.
+/// @param what names the document in the error ("memory_stats", "acceptance criteria").
+/// @throws InputError "SOURCE: invalid JSON: parse error at line L, column C: ..." or
+///         "SOURCE: WHAT must be a JSON object, found TYPE".
+nlohmann::json parse_json_object(std::string_view text, std::string_view source, std::string_view what);
 
 /// @brief nlohmann's message without its "[json.exception.x.y] " tag and with no line breaks.
 std::string json_error_text(const nlohmann::json::exception& error);

@@ -53,10 +53,7 @@ void flatten(const nlohmann::json& object, const std::string& prefix, int depth,
 }  // namespace
 
 MemoryStats parse_memory_stats(std::string_view json_text, std::string_view source) {
-  const nlohmann::json document = parse_json_document(json_text, source);
-  if (!document.is_object())
-    throw InputError(fmt::format("{}: memory_stats must be a JSON object, found {}", source,
-                                 document.type_name()));
+  const nlohmann::json document = parse_json_object(json_text, source, "memory_stats");
   Values values;
   flatten(document, "", 0, source, values);
   const bool has_stat = std::any_of(values.begin(), values.end(), [](const auto& kv) {

@@ -107,6 +107,7 @@ TEST(MemoryStatsReader, BadInputNamesTheFileAndTheProblemOnOneLine) {
     EXPECT_TRUE(message.starts_with("stats.json: ")) << message;
     EXPECT_EQ(message.find('\n'), std::string::npos) << message;
   }
+  EXPECT_EQ(error_of("[1,2]"), "stats.json: memory_stats must be a JSON object, found array");
   EXPECT_NE(error_of(R"({"num_ooms": "one"})").find("\"num_ooms\" is not an integer"), std::string::npos);
   EXPECT_NE(error_of(R"({"num_ooms": 1.5})").find("num_ooms"), std::string::npos);
   EXPECT_NE(error_of(R"({"reserved_bytes.all.peak": 18446744073709551615})").find("out of range"),
