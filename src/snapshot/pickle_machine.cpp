@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "util/error.h"
+#include "util/little_endian.h"
 
 namespace fragscope::snapshot::pickle {
 
@@ -126,16 +127,7 @@ inline void Machine::need(std::size_t n, const char* what) {
 }
 
 inline std::uint64_t Machine::read_le(std::size_t n) {
-  // x86-64 and aarch64 Linux are little-endian. One whole-word load where 8 bytes are there:
-  // copying a variable number of bytes and reading them back as a word stalls on store
-  // forwarding (LONG1, once or twice per trace entry, has 1 to 8 bytes).
-  std::uint64_t v = 0;
-  if (end_ - pos_ >= 8) {
-    std::memcpy(&v, data_ + pos_, 8);
-    if (n < 8) v &= (std::uint64_t{1} << (8 * n)) - 1;
-  } else {
-    std::memcpy(&v, data_ + pos_, n);
-  }
+  const std::uint64_t v = load_little_endian(data_ + pos_, n, end_ - pos_);
   pos_ += n;
   return v;
 }

@@ -143,7 +143,7 @@ StackId SnapshotBuilder::stack_of(Machine& m, Value frames, const char* what) {
   }
   std::vector<FrameId>& ids = frame_ids_scratch_;
   ids.clear();
-  for (const Value item : m.items(frames)) {
+  for (const Value item : items) {
     if (item.kind() != Kind::kObject || m.object_kind(item) != ObjectKind::kTyped ||
         m.typed(item).type != kFrameRef)
       m.fail(fmt::format("{}: a frame is not a {{filename, line, name}} dict", what));

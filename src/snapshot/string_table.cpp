@@ -1,27 +1,20 @@
 #include "snapshot/string_table.h"
 
-#include <cstring>
+#include <algorithm>
+
+#include "util/little_endian.h"
 
 namespace fragscope::snapshot {
 
 StringTable::StringTable() { intern(""); }
 
-StringId StringTable::intern_short(std::string_view text) { return intern_words(text, text.size()); }
-
-// REQUIRES: text.size() <= kShortMax <= readable; `readable` bytes from text.data() readable.
-StringId StringTable::intern_words(std::string_view text, std::size_t readable) {
-  std::uint64_t words[2] = {0, 0};
-  if (readable >= 16) {
-    // Two whole-word loads, the bytes past the text masked off: copying a variable number of
-    // bytes and reading them back as words stalls on store forwarding.
-    std::memcpy(&words[0], text.data(), 8);
-    std::memcpy(&words[1], text.data() + 8, 8);
-    const std::size_t n = text.size();
-    words[0] &= n >= 8 ? ~0ull : (1ull << (8 * n)) - 1;
-    words[1] &= n >= 16 ? ~0ull : n <= 8 ? 0 : (1ull << (8 * (n - 8))) - 1;
-  } else {
-    std::memcpy(words, text.data(), text.size());
-  }
+// REQUIRES: text.size() <= kShortMax, and `readable` (>= text.size()) bytes from text.data()
+// are readable.
+StringId StringTable::intern_short(std::string_view text, std::size_t readable) {
+  const std::size_t n = text.size();
+  const std::uint64_t words[2] = {
+      load_little_endian(text.data(), std::min<std::size_t>(n, 8), readable),
+      n > 8 ? load_little_endian(text.data() + 8, n - 8, readable - 8) : 0};
   const std::uint64_t hash = (words[0] * 0x9e3779b97f4a7c15ull) ^ (words[1] * 0xc2b2ae3d27d4eb4full) ^ text.size();
   ShortEntry& slot = short_cache_[(hash * 0x165667b19e3779f9ull) >> 56];
   if (slot.length == text.size() && slot.low == words[0] && slot.high == words[1]) return slot.id;

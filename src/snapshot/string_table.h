@@ -29,13 +29,13 @@ class StringTable {
 
   /// @brief Returns the id of `text`, adding it when new. Views stay valid for the table's life.
   StringId intern(std::string_view text) {
-    if (text.size() <= kShortMax) return intern_short(text);
+    if (text.size() <= kShortMax) return intern_short(text, text.size());
     return intern_long(text);
   }
   /// @brief intern(text) for text inside a larger buffer: reads whole words, not bytes.
   /// REQUIRES: the 16 bytes from text.data() are readable.
   StringId intern_in_buffer(std::string_view text) {
-    if (text.size() <= kShortMax) return intern_words(text, 16);
+    if (text.size() <= kShortMax) return intern_short(text, 16);
     return intern_long(text);
   }
   /// @brief The string named by `id`. REQUIRES: id < size().
@@ -51,8 +51,7 @@ class StringTable {
     std::uint32_t length = ~0u;  // no string has this length: the slot is empty
     StringId id = 0;
   };
-  StringId intern_short(std::string_view text);
-  StringId intern_words(std::string_view text, std::size_t readable);
+  StringId intern_short(std::string_view text, std::size_t readable);
   StringId intern_long(std::string_view text);
 
   std::array<ShortEntry, 256> short_cache_{};
