@@ -212,13 +212,23 @@ void Machine::add_dict_items(Value dict, std::span<const Value> items) {
     fail("corrupt pickle: items added to a dict after it was complete");
   if (objects_[dict.payload()].kind != ObjectKind::kDict) fail("corrupt pickle: SETITEM(S) target is not a dict");
   if (items.size() % 2) fail("corrupt pickle: SETITEMS with an odd number of values");
-  if (objects_[dict.payload()].index == kNoStorage && observer_) {
+  if (objects_[dict.payload()].index == kNoStorage) complete_fresh_dict(dict, items);
+  else append_items(dict.payload(), items);
+}
+
+// REQUIRES: `dict` is a dict that has no items yet; items.size() is even.
+inline void Machine::complete_fresh_dict(Value dict, std::span<const Value> items) {
+  if (observer_) {
     if (auto ref = observer_->claim_dict(*this, items)) {
       objects_[dict.payload()] = {ObjectKind::kTyped, ref->type, ref->index};
       return;
     }
   }
-  auto& storage = storage_of(dict.payload());
+  append_items(dict.payload(), items);
+}
+
+void Machine::append_items(std::uint64_t object, std::span<const Value> items) {
+  auto& storage = storage_of(object);
   count_stored(items.size());
   storage.insert(storage.end(), items.begin(), items.end());
 }
@@ -226,18 +236,12 @@ void Machine::add_dict_items(Value dict, std::span<const Value> items) {
 void Machine::add_list_items(Value list, std::span<const Value> items) {
   if (list.kind() != Kind::kObject || objects_[list.payload()].kind != ObjectKind::kList)
     fail("corrupt pickle: APPEND(S)/ADDITEMS target is not a list or set");
-  auto& storage = storage_of(list.payload());
-  count_stored(items.size());
-  storage.insert(storage.end(), items.begin(), items.end());
+  append_items(list.payload(), items);
 }
 
 Value Machine::make_tuple(std::span<const Value> items) {
   Value t = new_object(ObjectKind::kTuple);
-  if (!items.empty()) {
-    auto& storage = storage_of(t.payload());
-    count_stored(items.size());
-    storage.assign(items.begin(), items.end());
-  }
+  if (!items.empty()) append_items(t.payload(), items);
   return t;
 }
 
@@ -353,7 +357,7 @@ bool Machine::fill_dict_inline(Value dict) {
   };
   // The memo opcodes, alike in a dict and in a list: appends to values[count] or memoizes its
   // last value; false for any other opcode.
-  auto memo_opcode = [&](Value* values, std::size_t& count) {
+  auto memo_opcode = [&](Value* values, std::size_t& count) __attribute__((always_inline)) {
     const std::uint8_t op = data[p];
     if (op == BINGET) {
       values[count++] = lookup(data[p + 1], p + 2);
@@ -369,66 +373,95 @@ bool Machine::fill_dict_inline(Value dict) {
     }
     return true;
   };
-  // Every opcode read here needs at most 16 bytes from p, a short string its length more.
+  // Every opcode read here needs at most 16 bytes from p, a short string its length more. An
+  // opcode this loop does not take (or not in that form) leaves the switch by `break`.
   while (end - p >= 16 && n < kMaxItems) {
-    if (memo_opcode(items, n)) continue;
     const std::uint8_t op = data[p];
-    if (op == SHORT_BINUNICODE && end - p >= std::size_t{data[p + 1]} + 18) {
-      const std::size_t length = data[p + 1];
-      const std::string_view text(reinterpret_cast<const char*>(data + p + 2), length);
-      items[n++] = Value::make(Kind::kString, strings_.intern_in_buffer(text));  // 16 bytes follow
-      p += 2 + length;
-    } else if (op == BININT1) {
-      items[n++] = Value::inline_int(data[p + 1]);
-      p += 2;
-    } else if (op == BININT2) {
-      items[n++] = Value::inline_int(data[p + 1] | (data[p + 2] << 8));
-      p += 3;
-    } else if (op == BININT) {
-      items[n++] = Value::inline_int(static_cast<std::int32_t>(read_u32(p + 1)));
-      p += 5;
-    } else if (op == LONG1 && data[p + 1] <= 8) {
-      pos_ = p + 2;
-      items[n++] = read_long(data[p + 1]);
-      p = pos_;
-    } else if (op == NONE || op == NEWTRUE || op == NEWFALSE) {
-      items[n++] = op == NONE ? Value::make(Kind::kNone, 0) : Value::make(Kind::kBool, op == NEWTRUE);
-      p += 1;
-    } else if (op == EMPTY_LIST && data[p + 1] == MEMOIZE && data[p + 2] == MARK &&
-               memo_size < kMaxValues) {
-      pos_ = p + 1;
-      const Value list = new_object(ObjectKind::kList);
-      memoize(list);
-      p += 3;
-      std::size_t m = 0;
-      bool appended = false;
-      while (end - p >= 16 && m < kMaxListItems) {
-        if (memo_opcode(list_items, m)) continue;
-        if (data[p] == APPENDS) {
-          pos_ = p + 1;
-          add_list_items(list, std::span(list_items, m));
-          p += 1;
-          appended = true;
-        }
+    switch (op) {
+      case BINGET:
+      case LONG_BINGET:
+      case MEMOIZE:
+        if (memo_opcode(items, n)) continue;
         break;
+      case SHORT_BINUNICODE: {
+        const std::size_t length = data[p + 1];
+        if (end - p < length + 18) break;
+        const std::string_view text(reinterpret_cast<const char*>(data + p + 2), length);
+        items[n++] = Value::make(Kind::kString, strings_.intern_in_buffer(text));  // 16 bytes follow
+        p += 2 + length;
+        continue;
       }
-      if (!appended) {  // hand over inside the list: dict, MARK, items, list, MARK, its items
-        pos_ = p;
-        for (std::size_t i = 0; i < n; ++i) push(items[i]);
-        push(list);
-        marks_.push_back(stack_.size());
-        for (std::size_t i = 0; i < m; ++i) push(list_items[i]);
+      case BININT1:
+        items[n++] = Value::inline_int(data[p + 1]);
+        p += 2;
+        continue;
+      case BININT2:
+        items[n++] = Value::inline_int(data[p + 1] | (data[p + 2] << 8));
+        p += 3;
+        continue;
+      case BININT:
+        items[n++] = Value::inline_int(static_cast<std::int32_t>(read_u32(p + 1)));
+        p += 5;
+        continue;
+      case LONG1:
+        if (data[p + 1] > 8) break;
+        pos_ = p + 2;
+        items[n++] = read_long(data[p + 1]);
+        p = pos_;
+        continue;
+      case NONE:
+        items[n++] = Value::make(Kind::kNone, 0);
+        p += 1;
+        continue;
+      case NEWTRUE:
+      case NEWFALSE:
+        items[n++] = Value::make(Kind::kBool, op == NEWTRUE);
+        p += 1;
+        continue;
+      case EMPTY_LIST: {
+        if (data[p + 1] != MEMOIZE || memo_size >= kMaxValues) break;
+        pos_ = p + 1;
+        const Value list = new_object(ObjectKind::kList);
+        memoize(list);
+        p += 2;
+        if (data[p] != MARK) {  // an empty frames list (about half the trace entries)
+          items[n++] = list;
+          continue;
+        }
+        p += 1;
+        std::size_t m = 0;
+        bool appended = false;
+        while (end - p >= 16 && m < kMaxListItems) {
+          if (memo_opcode(list_items, m)) continue;
+          if (data[p] == APPENDS) {
+            pos_ = p + 1;
+            add_list_items(list, std::span(list_items, m));
+            p += 1;
+            appended = true;
+          }
+          break;
+        }
+        if (!appended) {  // hand over inside the list: dict, MARK, items, list, MARK, its items
+          pos_ = p;
+          for (std::size_t i = 0; i < n; ++i) push(items[i]);
+          push(list);
+          marks_.push_back(stack_.size());
+          for (std::size_t i = 0; i < m; ++i) push(list_items[i]);
+          return true;
+        }
+        items[n++] = list;
+        continue;
+      }
+      case SETITEMS:
+        if (n % 2) break;
+        pos_ = p + 1;
+        complete_fresh_dict(dict, std::span(items, n));
+        marks_.pop_back();
         return true;
-      }
-      items[n++] = list;
-    } else if (op == SETITEMS && n % 2 == 0) {
-      pos_ = p + 1;
-      add_dict_items(dict, std::span(items, n));
-      marks_.pop_back();
-      return true;
-    } else {
-      break;
+      default:
+        break;
     }
+    break;
   }
   // Hand over: the dict and its MARK are already where run() keeps them; add the items.
   pos_ = p;

@@ -118,6 +118,8 @@ class Machine {
   Value new_object(ObjectKind kind);
   Values& storage_of(std::uint64_t object);
   void add_dict_items(Value dict, std::span<const Value> items);
+  void complete_fresh_dict(Value dict, std::span<const Value> items);
+  void append_items(std::uint64_t object, std::span<const Value> items);
   void add_list_items(Value list, std::span<const Value> items);
   Value make_tuple(std::span<const Value> items);
   Value make_int(std::int64_t v);

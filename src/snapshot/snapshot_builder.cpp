@@ -72,10 +72,42 @@ bool SnapshotBuilder::gather(std::span<const Value> items, Fields& fields) const
   return true;
 }
 
+// Same result as gather() when the keys are the last trace entry's, position by position
+// (a repeated key: the last one wins in both).
+bool SnapshotBuilder::gather_like_last_event(std::span<const Value> items, Fields& fields) const {
+  const EventKeys& last = last_event_keys_;
+  if (last.count == 0 || items.size() != 2 * last.count) return false;
+  bool same = true;
+  for (std::size_t i = 0; i < last.count; ++i) same &= items[2 * i] == last.keys[i];
+  if (!same) return false;
+  for (std::size_t i = 0; i < last.count; ++i) {
+    if (last.key_at[i] >= 0) fields.value[last.key_at[i]] = items[2 * i + 1];
+  }
+  fields.present = last.present;
+  return true;
+}
+
+void SnapshotBuilder::remember_event_keys(std::span<const Value> items, const Fields& fields) {
+  EventKeys& last = last_event_keys_;
+  last.count = 0;
+  if (items.size() / 2 > EventKeys::kMax) return;
+  for (std::size_t i = 0; i + 1 < items.size(); i += 2) {
+    const auto id = items[i].payload();  // a str: gather() accepted these keys
+    last.keys[i / 2] = items[i];
+    last.key_at[i / 2] = id < key_of_string_.size() ? key_of_string_[id] : std::int8_t{-1};
+  }
+  last.present = fields.present;
+  last.count = items.size() / 2;
+}
+
 std::optional<TypedRef> SnapshotBuilder::claim_dict(Machine& m, std::span<const Value> items) {
   Fields f;
+  if (gather_like_last_event(items, f)) return make_event(m, f);
   if (!gather(items, f)) return std::nullopt;
-  if (f.has(kAction)) return make_event(m, f);
+  if (f.has(kAction)) {
+    remember_event_keys(items, f);
+    return make_event(m, f);
+  }
   if (f.has(kFilename) && f.has(kLine) && f.has(kName)) return make_frame(m, f);
   if (f.has(kTotalSize) && f.has(kBlocks)) return make_segment(m, f);
   if (f.has(kSize) && (f.has(kState) || f.has(kHistory))) return make_block(m, f);
@@ -133,6 +165,10 @@ StackId SnapshotBuilder::stack_of(Machine& m, Value frames, const char* what) {
   }
   if (m.object_kind(frames) == ObjectKind::kDict) m.fail(fmt::format("{}: 'frames' is a dict, expected a list", what));
   const std::span<const Value> items = m.items(frames);
+  if (items.empty()) {  // about half the trace entries
+    m.retype(frames, {kStackRef, 0});
+    return 0;
+  }
   std::uint64_t hash = items.size();
   for (const Value item : items) {
     hash = (hash ^ item.payload() ^ (static_cast<std::uint64_t>(item.kind()) << 60)) * 0x9e3779b97f4a7c15ull;

@@ -49,6 +49,8 @@ class SnapshotBuilder final : public pickle::Observer {
   };
 
   bool gather(std::span<const pickle::Value> items, Fields& fields) const;
+  bool gather_like_last_event(std::span<const pickle::Value> items, Fields& fields) const;
+  void remember_event_keys(std::span<const pickle::Value> items, const Fields& fields);
   pickle::TypedRef make_event(pickle::Machine& m, const Fields& f);
   pickle::TypedRef make_frame(pickle::Machine& m, const Fields& f);
   pickle::TypedRef make_block(pickle::Machine& m, const Fields& f);
@@ -74,6 +76,17 @@ class SnapshotBuilder final : public pickle::Observer {
   std::vector<std::uint8_t> action_of_string_;  // StringId → TraceAction + 1, 0 = not yet seen
   StringId state_allocated_, state_pending_, state_inactive_, type_small_;
   static constexpr std::uint64_t kNoAddress = ~std::uint64_t{0};
+  // The keys of the last trace entry in order, and the Key at each position (-1: not one we
+  // read). Entries of one snapshot list the same keys in the same order, so the next entry's
+  // keys are compared, not looked up one by one.
+  struct EventKeys {
+    static constexpr std::size_t kMax = 16;
+    std::size_t count = 0;  // 0: none remembered
+    pickle::Value keys[kMax];
+    std::int8_t key_at[kMax];
+    std::uint32_t present = 0;
+  };
+  EventKeys last_event_keys_;
   std::vector<Block> staged_blocks_;
   std::vector<Segment> staged_segments_;
   TraceEventList staged_events_;

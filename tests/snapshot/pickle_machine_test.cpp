@@ -246,6 +246,32 @@ TEST(PickleMachine, DictBodyFastPathHandsOverExactly) {
   }
 }
 
+// Entries usually repeat the previous entry's keys in order (the reader then compares keys
+// instead of looking each up); any other order, a repeated key or an extra key must read the
+// same as the first time. Half the entries of a training step have an empty frames list.
+TEST(PickleMachine, EntriesReadAlikeWhateverTheirKeyOrder) {
+  auto entry = [](const std::string& items) { return "}\x94(" + items + "u"; };
+  const std::string action = str("action") + str("alloc"), empty_frames = str("frames") + "]\x94";
+  const std::string entries =
+      entry(action + str("size") + "K\x01" + empty_frames) +
+      entry(action + str("size") + "K\x02" + empty_frames) +                   // same keys
+      entry(str("size") + "K\x03" + action + empty_frames) +                   // reordered
+      entry(action + str("size") + "K\x04" + str("size") + "K\x05" + empty_frames) +  // repeated: last wins
+      entry(action + str("size") + "K\x06" + str("stream") + "K\x07" + empty_frames) +  // one more
+      entry(action + str("size") + "K\x08" + empty_frames);
+  const std::string pickle = trace_snapshot(entries);
+  EXPECT_EQ(outcome(pickle, 0), "0:0:1:0:0 0:0:2:0:0 0:0:3:0:0 0:0:5:0:0 0:0:6:7:0 0:0:8:0:0 ");
+  for (const std::size_t chunk : {1, 3, 16, 29}) {
+    SCOPED_TRACE(chunk);
+    EXPECT_EQ(outcome(pickle, chunk), outcome(pickle, 0));
+  }
+  // Only the first key differs, and it was 'action': the second dict is no trace entry.
+  const std::string no_action = trace_snapshot(entry(action + str("size") + "K\x01" + empty_frames) +
+                                               entry(str("note") + str("x") + str("size") + "K\x02" + empty_frames));
+  EXPECT_NE(outcome(no_action, 0).find("device_traces[0][1] is not a trace entry (no 'action')"), std::string::npos)
+      << outcome(no_action, 0);
+}
+
 // A snapshot may write a fresh frames list for every entry; lists of the same frames in the
 // same order are one stack, others are not.
 TEST(PickleMachine, FreshFrameListsOfTheSameFramesAreOneStack) {
