@@ -169,7 +169,7 @@ std::size_t Machine::pop_mark() {
   return m;
 }
 
-Value Machine::new_object(ObjectKind kind) {
+inline Value Machine::new_object(ObjectKind kind) {
   if (objects_.size() >= kMaxValues) [[unlikely]]
     fail_too_many();
   objects_.push_back({kind, 0, kNoStorage});
@@ -321,9 +321,10 @@ inline Value Machine::memo_get(std::uint64_t index) {
 // a register. At the first opcode it does not handle it hands over to run() in exactly the state
 // run() would have reached by then, so the result (and any error) is the same.
 bool Machine::fill_dict_inline(Value dict) {
-  if (end_ - pos_ < 2 || data_[pos_] != MEMOIZE || data_[pos_ + 1] != MARK) return false;
+  if (end_ - pos_ < 2 || data_[pos_] != MEMOIZE || data_[pos_ + 1] != MARK || memo_.size() >= kMaxValues)
+    return false;
   push(dict);
-  memo_put(memo_.size());
+  memo_.push_back(dict);  // MEMOIZE, as memo_put() would: the dict is on top
   marks_.push_back(stack_.size());
   constexpr std::size_t kMaxItems = 64;
   constexpr std::size_t kMaxListItems = 256;
