@@ -326,14 +326,18 @@ bool Machine::fill_dict_inline(Value dict) {
   push(dict);
   memo_.push_back(dict);  // MEMOIZE, as memo_put() would: the dict is on top
   marks_.push_back(stack_.size());
-  constexpr std::size_t kMaxItems = 64;
-  constexpr std::size_t kMaxListItems = 256;
-  Value items[kMaxItems];
-  Value list_items[kMaxListItems];
+  // Each loop below reads at most kWindow bytes past its start (then hands over); every item
+  // took at least one byte, and one more opcode may end past the window, so kWindow + 1 items fit.
+  constexpr std::size_t kWindow = 1024;
+  Value items[kWindow + 1];
+  Value list_items[kWindow + 1];
   std::size_t n = 0;
   std::size_t p = pos_ + 2;
   const std::uint8_t* const data = data_;
   const std::size_t end = end_;
+  // Where the next opcode may start: 16 bytes before the end cover every fixed-size operand.
+  const std::size_t last_start = end >= 16 ? end - 16 : 0;
+  const std::size_t dict_stop = std::min(last_start, p + kWindow);
   // A memo reference; a bad index fails as run() would, `after` being the opcode's end. Only
   // this loop's own MEMOIZEs change the memo meanwhile (memoize() below), so its start and size
   // stay in registers.
@@ -357,9 +361,9 @@ bool Machine::fill_dict_inline(Value dict) {
     return v;
   };
   // The memo opcodes, alike in a dict and in a list: appends to values[count] or memoizes its
-  // last value; false for any other opcode.
-  auto memo_opcode = [&](Value* values, std::size_t& count) __attribute__((always_inline)) {
-    const std::uint8_t op = data[p];
+  // last value; false for any other opcode. `op` is data[p], passed so that a caller which
+  // already switched on it needs no second test.
+  auto memo_opcode = [&](std::uint8_t op, Value* values, std::size_t& count) __attribute__((always_inline)) {
     if (op == BINGET) {
       values[count++] = lookup(data[p + 1], p + 2);
       p += 2;
@@ -374,15 +378,15 @@ bool Machine::fill_dict_inline(Value dict) {
     }
     return true;
   };
-  // Every opcode read here needs at most 16 bytes from p, a short string its length more. An
-  // opcode this loop does not take (or not in that form) leaves the switch by `break`.
-  while (end - p >= 16 && n < kMaxItems) {
+  // A short string needs its length more than 16 bytes. An opcode this loop does not take (or
+  // not in that form) leaves the switch by `break`.
+  while (p <= dict_stop) {
     const std::uint8_t op = data[p];
     switch (op) {
       case BINGET:
       case LONG_BINGET:
       case MEMOIZE:
-        if (memo_opcode(items, n)) continue;
+        if (memo_opcode(op, items, n)) continue;
         break;
       case SHORT_BINUNICODE: {
         const std::size_t length = data[p + 1];
@@ -432,8 +436,9 @@ bool Machine::fill_dict_inline(Value dict) {
         p += 1;
         std::size_t m = 0;
         bool appended = false;
-        while (end - p >= 16 && m < kMaxListItems) {
-          if (memo_opcode(list_items, m)) continue;
+        const std::size_t list_stop = std::min(last_start, p + kWindow);
+        while (p <= list_stop) {
+          if (memo_opcode(data[p], list_items, m)) continue;
           if (data[p] == APPENDS) {
             pos_ = p + 1;
             add_list_items(list, std::span(list_items, m));
