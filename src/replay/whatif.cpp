@@ -1,39 +1,15 @@
 #include "replay/whatif.h"
 
 #include <algorithm>
-#include <atomic>
-#include <exception>
 #include <functional>
-#include <mutex>
 #include <thread>
+
+#include "util/run_parallel.h"
 
 namespace fragscope::replay {
 namespace {
 
 constexpr std::uint64_t kStep = 2ull << 20;  // cudaMalloc granularity
-
-/// Runs every task on a pool of `threads` threads; returns when all are done.
-/// @throws the first exception a task threw (the others still run to the end).
-void run_parallel(const std::vector<std::function<void()>>& tasks, unsigned threads) {
-  std::atomic<std::size_t> next{0};
-  std::mutex failure_mutex;
-  std::exception_ptr failure;
-  auto worker = [&] {
-    for (std::size_t i = next++; i < tasks.size(); i = next++) {
-      try {
-        tasks[i]();
-      } catch (...) {
-        const std::lock_guard lock(failure_mutex);
-        if (!failure) failure = std::current_exception();
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (std::thread& t : pool) t.join();
-  if (failure) std::rethrow_exception(failure);
-}
 
 ReplayOptions options_for(const Capacity& capacity, std::optional<std::uint64_t> bytes,
                           bool use_recorded_addresses) {
