@@ -18,10 +18,8 @@ echo "== replay loop, free-block index, whatif threads"
 "$D/bin/replay_bench" --benchmark_min_time=1 --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
 echo "== whatif on big, by threads (wall seconds)"
 for t in 1 2 4 8 16; do
-  /usr/bin/env python3 -c 'import subprocess, sys, time
-t = time.perf_counter(); subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True)
-print(f"threads {sys.argv[-1]}: {time.perf_counter() - t:.2f} s")' \
-    "$D/bin/fragscope" whatif "$D/fixtures/big/snapshot.pickle.zst" --min-capacity --threads "$t"
+  read -r seconds _ < <(python3 bench/timed_run.py "$D/bin/fragscope" whatif "$D/fixtures/big/snapshot.pickle.zst" --min-capacity --threads "$t")
+  echo "threads $t: $seconds s"
 done
 echo "== agent scrape: 8 GPUs x 64 ranks"
 python3 bench/agent/scrape_bench.py --fragscope "$D/bin/fragscope" --fake-nvml "$D/lib/fake_nvml.so" --window 30

@@ -3,8 +3,8 @@
 # side in one run (alternating, so both see the same machine load). Prints median wall time and
 # peak RSS of each, and the ratios, as a Markdown table for docs/PERFORMANCE.md.
 #   bench/snapshot/analyze_vs_pickle.sh [SNAPSHOT.zst] [RUNS] [FRAGSCOPE]
-# PLAIN_PICKLE=FILE uses FILE as the uncompressed pickle (where no zstd command exists). Without
-# GNU time, wall time and peak RSS come from Python's resource module.
+# PLAIN_PICKLE=FILE uses FILE as the uncompressed pickle (where no zstd command exists). Wall time
+# and peak RSS come from bench/timed_run.py (Python's clock and resource module).
 set -euo pipefail
 snapshot=${1:-../shared/fixtures/big/snapshot.pickle.zst}
 runs=${2:-5}
@@ -16,14 +16,7 @@ if [[ -n ${PLAIN_PICKLE:-} ]]; then plain=$PLAIN_PICKLE; else zstd -qdc "$snapsh
 size=$(stat -c %s "$plain")
 
 measure() {  # prints "seconds kilobytes" of one run of "$@"
-  if [[ -x /usr/bin/time ]]; then
-    /usr/bin/time -f "%e %M" -o "$work/t" "$@" >/dev/null 2>"$work/err" || { cat "$work/err" >&2; exit 1; }
-  else
-    python3 -c 'import resource, subprocess, sys, time
-t = time.perf_counter(); subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True)
-print(f"{time.perf_counter() - t:.3f} {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}")' "$@" >"$work/t" || exit 1
-  fi
-  cat "$work/t"
+  python3 "$(dirname "$0")/../timed_run.py" "$@" || exit 1
 }
 declare -a py_s py_kb fz_s fz_kb fp_s fp_kb
 for ((i = 0; i < runs; i++)); do
