@@ -68,7 +68,7 @@ CriterionResult make(std::string criterion, const RankTelemetry& rank) {
 void judge(CriterionResult& r, double measured, double limit) {
   r.measured = measured;
   r.limit = limit;
-  r.verdict = measured <= limit ? Verdict::kPass : Verdict::kFail;
+  r.verdict = measured <= limit ? CriterionVerdict::kPass : CriterionVerdict::kFail;
 }
 
 // The largest value of a memory_stats key over `records`; nullopt when no record has it.
@@ -174,7 +174,7 @@ CriterionResult check_ooms(const AcceptanceCriteria& criteria, const RankTelemet
   r.measured = static_cast<double>(*ooms);
   r.measured_text = fmt::format("{}", *ooms);
   if (criteria.allow_oom) {
-    r.verdict = Verdict::kPass;
+    r.verdict = CriterionVerdict::kPass;
     r.detail = "OOMs allowed by the criteria";
     return r;
   }
@@ -316,7 +316,7 @@ CriterionResult check_phases(const AcceptanceCriteria& criteria, const std::vect
   r.measured = static_cast<double>(missing.size());
   r.limit = 0;
   r.measured_text = fmt::format("{}", fmt::join(seen, ", "));
-  r.verdict = missing.empty() ? Verdict::kPass : Verdict::kFail;
+  r.verdict = missing.empty() ? CriterionVerdict::kPass : CriterionVerdict::kFail;
   r.detail = missing.empty() ? "every required phase appears in the telemetry"
                              : fmt::format("missing: {} (phase field; absent = train)", fmt::join(missing, ", "));
   return r;
@@ -346,7 +346,7 @@ std::vector<RankTelemetry> group_by_rank(std::vector<TelemetryFile> files) {
   return out;
 }
 
-std::size_t CheckReport::count(Verdict verdict) const {
+std::size_t CheckReport::count(CriterionVerdict verdict) const {
   return static_cast<std::size_t>(std::count_if(results.begin(), results.end(),
                                                 [&](const CriterionResult& r) { return r.verdict == verdict; }));
 }
@@ -403,11 +403,11 @@ std::string_view criterion_label(std::string_view criterion) {
   return criterion;
 }
 
-std::string_view verdict_text(Verdict verdict) {
+std::string_view verdict_text(CriterionVerdict verdict) {
   switch (verdict) {
-    case Verdict::kPass: return "pass";
-    case Verdict::kFail: return "FAIL";
-    case Verdict::kNotEvaluated: break;
+    case CriterionVerdict::kPass: return "pass";
+    case CriterionVerdict::kFail: return "FAIL";
+    case CriterionVerdict::kNotEvaluated: break;
   }
   return "not evaluated";
 }

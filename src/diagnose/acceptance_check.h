@@ -59,13 +59,14 @@ struct TelemetryFile {
 /// @return ranks in ascending order.
 std::vector<RankTelemetry> group_by_rank(std::vector<TelemetryFile> files);
 
-enum class Verdict { kPass, kFail, kNotEvaluated };
+/// One criterion's outcome (the doctor's Verdict, in diagnosis.h, is a different thing).
+enum class CriterionVerdict { kPass, kFail, kNotEvaluated };
 
 struct CriterionResult {
   std::string criterion;  ///< the criteria file's key: "max_data_wait_fraction"
   std::string subject;    ///< "rank 0", "gpu 0 (smi_trace.csv)", "all ranks"
   std::optional<int> rank;
-  Verdict verdict = Verdict::kNotEvaluated;
+  CriterionVerdict verdict = CriterionVerdict::kNotEvaluated;
   std::optional<double> measured;  ///< in the criterion's own unit (fraction, count)
   std::optional<double> limit;
   std::string measured_text;  ///< for people: "92.8%", "0", "train"
@@ -80,8 +81,8 @@ struct CheckInput {
 
 struct CheckReport {
   std::vector<CriterionResult> results;  ///< ranks in order, then GPUs, then run-wide rows
-  std::size_t count(Verdict verdict) const;
-  bool passed() const { return count(Verdict::kFail) == 0; }
+  std::size_t count(CriterionVerdict verdict) const;
+  bool passed() const { return count(CriterionVerdict::kFail) == 0; }
 };
 
 /// @brief Evaluates every criterion. REQUIRES: `input.ranks` is not empty.
@@ -91,6 +92,6 @@ CheckReport check_acceptance(const AcceptanceCriteria& criteria, const CheckInpu
 std::string_view criterion_label(std::string_view criterion);
 
 /// @brief "pass", "FAIL", "not evaluated".
-std::string_view verdict_text(Verdict verdict);
+std::string_view verdict_text(CriterionVerdict verdict);
 
 }  // namespace fragscope::diagnose

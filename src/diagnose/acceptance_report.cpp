@@ -22,11 +22,11 @@ std::string pad(std::string_view text, std::size_t width) {
   return out;
 }
 
-std::string_view json_verdict(Verdict verdict) {
+std::string_view json_verdict(CriterionVerdict verdict) {
   switch (verdict) {
-    case Verdict::kPass: return "pass";
-    case Verdict::kFail: return "fail";
-    case Verdict::kNotEvaluated: break;
+    case CriterionVerdict::kPass: return "pass";
+    case CriterionVerdict::kFail: return "fail";
+    case CriterionVerdict::kNotEvaluated: break;
   }
   return "not_evaluated";
 }
@@ -57,18 +57,18 @@ void write_check_table(std::ostream& out, const CheckReport& report, std::string
     previous_subject = rows[i][0];
     out << line << report.results[i].detail << '\n';
   }
-  const auto failed = report.count(Verdict::kFail);
-  const auto skipped = report.count(Verdict::kNotEvaluated);
+  const auto failed = report.count(CriterionVerdict::kFail);
+  const auto skipped = report.count(CriterionVerdict::kNotEvaluated);
   out << fmt::format("result: {} ({} passed, {} failed, {} not evaluated)\n", failed ? "FAIL" : "PASS",
-                     report.count(Verdict::kPass), failed, skipped);
+                     report.count(CriterionVerdict::kPass), failed, skipped);
 }
 
 void write_check_json(std::ostream& out, const CheckReport& report, const AcceptanceCriteria& criteria,
                       std::string_view criteria_source) {
   nlohmann::ordered_json doc;
   doc["passed"] = report.passed();
-  doc["failed"] = report.count(Verdict::kFail);
-  doc["not_evaluated"] = report.count(Verdict::kNotEvaluated);
+  doc["failed"] = report.count(CriterionVerdict::kFail);
+  doc["not_evaluated"] = report.count(CriterionVerdict::kNotEvaluated);
   doc["criteria_source"] = criteria_source;
   std::ostringstream criteria_json;
   snapshot::write_acceptance_criteria(criteria_json, criteria);

@@ -84,22 +84,22 @@ TEST(AcceptanceCheck, InputBoundFailsDataWaitAndGpuIdle) {
   const CheckReport report = check_acceptance(AcceptanceCriteria{}, canary("input_bound", "smi_trace.csv"));
   EXPECT_FALSE(report.passed());
   const auto& wait = find(report, "max_data_wait_fraction");
-  EXPECT_EQ(wait.verdict, Verdict::kFail);
+  EXPECT_EQ(wait.verdict, CriterionVerdict::kFail);
   EXPECT_EQ(wait.subject, "rank 0");
   EXPECT_NEAR(*wait.measured, 0.9278312587072136, 1e-12);  // steps 2..59 (2 warm-up steps)
   EXPECT_EQ(wait.measured_text, "92.8%");
   const auto& idle = find(report, "max_gpu_idle_fraction");
   EXPECT_EQ(idle.subject, "gpu 0 (smi_trace.csv)");
-  EXPECT_EQ(idle.verdict, Verdict::kFail);
+  EXPECT_EQ(idle.verdict, CriterionVerdict::kFail);
   EXPECT_GT(*idle.measured, 0.7);
   const auto& hbm = find(report, "max_hbm_fraction");
-  EXPECT_EQ(hbm.verdict, Verdict::kPass);
+  EXPECT_EQ(hbm.verdict, CriterionVerdict::kPass);
   EXPECT_NEAR(*hbm.measured, 10160701440.0 / (143771.0 * 1024 * 1024), 1e-12);  // nvidia-smi memory.total
-  EXPECT_EQ(find(report, "allow_oom").verdict, Verdict::kPass);
-  EXPECT_EQ(find(report, "max_alloc_retries").verdict, Verdict::kPass);
-  EXPECT_EQ(find(report, "max_step_time_spread").verdict, Verdict::kFail);
+  EXPECT_EQ(find(report, "allow_oom").verdict, CriterionVerdict::kPass);
+  EXPECT_EQ(find(report, "max_alloc_retries").verdict, CriterionVerdict::kPass);
+  EXPECT_EQ(find(report, "max_step_time_spread").verdict, CriterionVerdict::kFail);
   const auto& phases = find(report, "required_phases");
-  EXPECT_EQ(phases.verdict, Verdict::kFail);
+  EXPECT_EQ(phases.verdict, CriterionVerdict::kFail);
   EXPECT_EQ(phases.measured_text, "train");
   EXPECT_NE(phases.detail.find("missing: eval, checkpoint"), std::string::npos);
 }
@@ -107,14 +107,14 @@ TEST(AcceptanceCheck, InputBoundFailsDataWaitAndGpuIdle) {
 TEST(AcceptanceCheck, InputFixedPassesDataWaitAndGpuIdle) {
   const CheckReport report = check_acceptance(AcceptanceCriteria{}, canary("input_fixed", "smi_trace.csv"));
   const auto& wait = find(report, "max_data_wait_fraction");
-  EXPECT_EQ(wait.verdict, Verdict::kPass);
+  EXPECT_EQ(wait.verdict, CriterionVerdict::kPass);
   EXPECT_NEAR(*wait.measured, 0.00615438586116554, 1e-12);
   const auto& idle = find(report, "max_gpu_idle_fraction");
-  EXPECT_EQ(idle.verdict, Verdict::kPass);
+  EXPECT_EQ(idle.verdict, CriterionVerdict::kPass);
   EXPECT_LT(*idle.measured, 0.1);
   // Measured on the H200: 40–50 ms steps wander by ~20%, above the default 15%.
   const auto& spread = find(report, "max_step_time_spread");
-  EXPECT_EQ(spread.verdict, Verdict::kFail);
+  EXPECT_EQ(spread.verdict, CriterionVerdict::kFail);
   EXPECT_NEAR(*spread.measured, 0.2052, 0.001);
   EXPECT_NEAR(*find(report, "max_throughput_spread").measured, 0.2102, 0.001);
 
@@ -124,8 +124,8 @@ TEST(AcceptanceCheck, InputFixedPassesDataWaitAndGpuIdle) {
   relaxed.max_throughput_spread = 0.25;
   const CheckReport relaxed_report = check_acceptance(relaxed, canary("input_fixed", "smi_trace.csv"));
   EXPECT_TRUE(relaxed_report.passed());
-  EXPECT_EQ(relaxed_report.count(Verdict::kNotEvaluated), 0u);
-  EXPECT_EQ(relaxed_report.count(Verdict::kPass), relaxed_report.results.size());
+  EXPECT_EQ(relaxed_report.count(CriterionVerdict::kNotEvaluated), 0u);
+  EXPECT_EQ(relaxed_report.count(CriterionVerdict::kPass), relaxed_report.results.size());
 }
 
 TEST(AcceptanceCheck, WithoutWarmupDataWaitIsTruthsFraction) {
@@ -138,22 +138,22 @@ TEST(AcceptanceCheck, WithoutWarmupDataWaitIsTruthsFraction) {
   }
   // The loader's start-up is all of input_fixed's waiting: with it, the check would fail.
   const auto report = check_acceptance(no_warmup, canary("input_fixed", nullptr));
-  EXPECT_EQ(find(report, "max_data_wait_fraction").verdict, Verdict::kFail);
+  EXPECT_EQ(find(report, "max_data_wait_fraction").verdict, CriterionVerdict::kFail);
 }
 
 TEST(AcceptanceCheck, WithoutATraceDataWaitStandsInForIdleAndDeviceMemoryIsUnknown) {
   const auto report = check_acceptance(AcceptanceCriteria{}, canary("input_bound", "smi.csv"));
   const auto& idle = find(report, "max_gpu_idle_fraction");
   EXPECT_EQ(idle.subject, "rank 0");
-  EXPECT_EQ(idle.verdict, Verdict::kFail);
+  EXPECT_EQ(idle.verdict, CriterionVerdict::kFail);
   EXPECT_DOUBLE_EQ(*idle.measured, *find(report, "max_data_wait_fraction").measured);
   EXPECT_NE(idle.detail.find("smi.csv gpu 0 (1 samples)"), std::string::npos) << idle.detail;
   // A single reading still gives memory.total for the HBM criterion.
-  EXPECT_EQ(find(report, "max_hbm_fraction").verdict, Verdict::kPass);
+  EXPECT_EQ(find(report, "max_hbm_fraction").verdict, CriterionVerdict::kPass);
 
   const auto bare = check_acceptance(AcceptanceCriteria{}, canary("calib", nullptr));
   const auto& hbm = find(bare, "max_hbm_fraction");
-  EXPECT_EQ(hbm.verdict, Verdict::kNotEvaluated);
+  EXPECT_EQ(hbm.verdict, CriterionVerdict::kNotEvaluated);
   EXPECT_NE(hbm.detail.find("device memory unknown"), std::string::npos);
   // calib: 32 micro-steps with grad-accumulation 4 = 8 steps, 6 steady.
   EXPECT_NE(find(bare, "max_step_time_spread").detail.find("over 6 steps"), std::string::npos);
@@ -171,12 +171,12 @@ TEST(AcceptanceCheck, TooFewStepsAreNotEvaluatedAndDoNotFail) {
   c.required_phases = {"train"};
   c.device_memory_bytes = 150109880320;
   const auto report = check_acceptance(c, canary("frag_oom_104", nullptr));  // 1 record before its OOM
-  EXPECT_EQ(find(report, "max_step_time_spread").verdict, Verdict::kNotEvaluated);
-  EXPECT_EQ(find(report, "max_data_wait_fraction").verdict, Verdict::kNotEvaluated);
+  EXPECT_EQ(find(report, "max_step_time_spread").verdict, CriterionVerdict::kNotEvaluated);
+  EXPECT_EQ(find(report, "max_data_wait_fraction").verdict, CriterionVerdict::kNotEvaluated);
   EXPECT_NE(find(report, "max_data_wait_fraction").detail.find("no train steps after the 2 warm-up steps"),
             std::string::npos);
   EXPECT_TRUE(report.passed());
-  EXPECT_GT(report.count(Verdict::kNotEvaluated), 0u);
+  EXPECT_GT(report.count(CriterionVerdict::kNotEvaluated), 0u);
 }
 
 TEST(AcceptanceCheck, SyntheticTwoRankRunWithPhasesOomsAndRetries) {
@@ -189,19 +189,19 @@ TEST(AcceptanceCheck, SyntheticTwoRankRunWithPhasesOomsAndRetries) {
                                 }()}});
   ASSERT_EQ(input.ranks.size(), 2u);
   const auto report = check_acceptance(AcceptanceCriteria{}, input);
-  EXPECT_EQ(find(report, "required_phases").verdict, Verdict::kPass);  // checkpoint on rank 0 only
-  EXPECT_EQ(find(report, "allow_oom", "rank 0").verdict, Verdict::kPass);
+  EXPECT_EQ(find(report, "required_phases").verdict, CriterionVerdict::kPass);  // checkpoint on rank 0 only
+  EXPECT_EQ(find(report, "allow_oom", "rank 0").verdict, CriterionVerdict::kPass);
   const auto& oom = find(report, "allow_oom", "rank 1");
-  EXPECT_EQ(oom.verdict, Verdict::kFail);
+  EXPECT_EQ(oom.verdict, CriterionVerdict::kFail);
   EXPECT_EQ(oom.detail, "first counted at step 8 (phase eval)");
   const auto& retries = find(report, "max_alloc_retries", "rank 1");
-  EXPECT_EQ(retries.verdict, Verdict::kFail);
+  EXPECT_EQ(retries.verdict, CriterionVerdict::kFail);
   EXPECT_EQ(*retries.measured, 3);
   EXPECT_EQ(retries.detail, "num_alloc_retries 0 → 3, first counted at step 5 (phase train)");
   const auto& hbm = find(report, "max_hbm_fraction", "rank 1");
   EXPECT_DOUBLE_EQ(*hbm.measured, 41.0 / 80.0);
   EXPECT_NE(hbm.detail.find("telemetry device_total_bytes"), std::string::npos);
-  EXPECT_EQ(find(report, "max_step_time_spread", "rank 0").verdict, Verdict::kPass);
+  EXPECT_EQ(find(report, "max_step_time_spread", "rank 0").verdict, CriterionVerdict::kPass);
   EXPECT_NEAR(*find(report, "max_data_wait_fraction", "rank 0").measured, 6.0 / (6.0 + 6 * 99 + 3), 1e-12);
   EXPECT_FALSE(report.passed());
 
