@@ -190,20 +190,10 @@ Machine::Values& Machine::storage_of(std::uint64_t object) {
   return storage_[o.index];
 }
 
-std::span<const Value> Machine::items(Value v) const {
-  const Object& o = objects_[v.payload()];
-  if (o.kind == ObjectKind::kTyped || o.index == kNoStorage) return {};
-  return storage_[o.index];
-}
-
-void Machine::retype(Value v, TypedRef ref) {
-  Object& o = objects_[v.payload()];
-  if (o.kind != ObjectKind::kTyped && o.index != kNoStorage) {
-    stored_values_ -= storage_[o.index].size();
-    storage_[o.index].clear();  // keeps its capacity for the next list (most are frame lists)
-    free_storage_.push_back(o.index);
-  }
-  o = {ObjectKind::kTyped, ref.type, ref.index};
+void Machine::release_storage(std::uint32_t slot) {
+  stored_values_ -= storage_[slot].size();
+  storage_[slot].clear();  // keeps its capacity for the next list (most are frame lists)
+  free_storage_.push_back(slot);
 }
 
 void Machine::add_dict_items(Value dict, std::span<const Value> items) {

@@ -82,10 +82,18 @@ class Machine {
     return {o.typed_type, o.index};
   }
   /// @brief Items of a generic list / tuple (values) or dict (k0, v0, k1, v1, ...).
-  std::span<const Value> items(Value v) const;
+  std::span<const Value> items(Value v) const {
+    const Object& o = objects_[v.payload()];
+    if (o.kind == ObjectKind::kTyped || o.index == kNoStorage) return {};
+    return storage_[o.index];
+  }
   /// @brief Turns a generic object into a typed handle (e.g. a frame list into a stack id),
   /// so later references to the same object reuse the conversion.
-  void retype(Value v, TypedRef ref);
+  void retype(Value v, TypedRef ref) {
+    Object& o = objects_[v.payload()];
+    if (o.kind != ObjectKind::kTyped && o.index != kNoStorage) release_storage(o.index);
+    o = {ObjectKind::kTyped, ref.type, ref.index};
+  }
   /// @brief Bytes of pickle consumed so far (decompressed).
   std::uint64_t offset() const { return base_offset_ + pos_; }
   const std::string& name() const { return name_; }
@@ -117,6 +125,7 @@ class Machine {
   std::size_t pop_mark();
   Value new_object(ObjectKind kind);
   Values& storage_of(std::uint64_t object);
+  void release_storage(std::uint32_t slot);
   void add_dict_items(Value dict, std::span<const Value> items);
   void complete_fresh_dict(Value dict, std::span<const Value> items);
   void append_items(std::uint64_t object, std::span<const Value> items);

@@ -80,9 +80,7 @@ bool SnapshotBuilder::gather_like_last_event(std::span<const Value> items, Field
   bool same = true;
   for (std::size_t i = 0; i < last.count; ++i) same &= items[2 * i] == last.keys[i];
   if (!same) return false;
-  for (std::size_t i = 0; i < last.count; ++i) {
-    if (last.key_at[i] >= 0) fields.value[last.key_at[i]] = items[2 * i + 1];
-  }
+  for (std::size_t i = 0; i < last.count; ++i) fields.value[last.key_at[i]] = items[2 * i + 1];
   fields.present = last.present;
   return true;
 }
@@ -94,7 +92,8 @@ void SnapshotBuilder::remember_event_keys(std::span<const Value> items, const Fi
   for (std::size_t i = 0; i + 1 < items.size(); i += 2) {
     const auto id = items[i].payload();  // a str: gather() accepted these keys
     last.keys[i / 2] = items[i];
-    last.key_at[i / 2] = id < key_of_string_.size() ? key_of_string_[id] : std::int8_t{-1};
+    const int key = id < key_of_string_.size() ? key_of_string_[id] : -1;
+    last.key_at[i / 2] = static_cast<std::uint8_t>(key < 0 ? kKeyCount : key);
   }
   last.present = fields.present;
   last.count = items.size() / 2;
@@ -145,14 +144,17 @@ inline StringId SnapshotBuilder::string_field(Machine& m, const Fields& f, Key k
   return static_cast<StringId>(f.value[k].payload());
 }
 
-TraceAction SnapshotBuilder::action_of(StringId name) {
+inline TraceAction SnapshotBuilder::action_of(StringId name) {
+  if (name < action_of_string_.size() && action_of_string_[name] != 0) [[likely]]
+    return static_cast<TraceAction>(action_of_string_[name] - 1);
+  return learn_action(name);
+}
+
+TraceAction SnapshotBuilder::learn_action(StringId name) {
   if (name >= action_of_string_.size()) action_of_string_.resize(name + 1, 0);
-  std::uint8_t& cached = action_of_string_[name];
-  if (cached == 0) {
-    const auto parsed = parse_trace_action(out_.strings.view(name));
-    cached = static_cast<std::uint8_t>(parsed.value_or(TraceAction::kOther)) + 1;
-  }
-  return static_cast<TraceAction>(cached - 1);
+  const auto parsed = parse_trace_action(out_.strings.view(name));
+  action_of_string_[name] = static_cast<std::uint8_t>(parsed.value_or(TraceAction::kOther)) + 1;
+  return static_cast<TraceAction>(action_of_string_[name] - 1);
 }
 
 StackId SnapshotBuilder::stack_of(Machine& m, Value frames, const char* what) {

@@ -43,7 +43,7 @@ class SnapshotBuilder final : public pickle::Observer {
   };
   enum TypedKind : std::uint8_t { kFrameRef = 1, kStackRef, kBlockRef, kSegmentRef, kEventRef };
   struct Fields {
-    pickle::Value value[kKeyCount];
+    pickle::Value value[kKeyCount + 1];  // [kKeyCount]: where gather_like_last_event drops other keys' values
     std::uint32_t present = 0;
     bool has(Key k) const { return present & (1u << k); }
   };
@@ -57,6 +57,7 @@ class SnapshotBuilder final : public pickle::Observer {
   pickle::TypedRef make_segment(pickle::Machine& m, const Fields& f);
   StackId stack_of(pickle::Machine& m, pickle::Value frames, const char* what);
   TraceAction action_of(StringId name);
+  [[gnu::noinline]] TraceAction learn_action(StringId name);  // the first time a name is seen
   [[noreturn]] void bad_field(pickle::Machine& m, const Fields& f, Key k, const char* what, const char* expected) const;
   [[noreturn]] void negative_field(pickle::Machine& m, Key k, const char* what, std::int64_t value) const;
   std::uint64_t uint_field(pickle::Machine& m, const Fields& f, Key k, const char* what) const;
@@ -76,14 +77,14 @@ class SnapshotBuilder final : public pickle::Observer {
   std::vector<std::uint8_t> action_of_string_;  // StringId → TraceAction + 1, 0 = not yet seen
   StringId state_allocated_, state_pending_, state_inactive_, type_small_;
   static constexpr std::uint64_t kNoAddress = ~std::uint64_t{0};
-  // The keys of the last trace entry in order, and the Key at each position (-1: not one we
-  // read). Entries of one snapshot list the same keys in the same order, so the next entry's
+  // The keys of the last trace entry in order, and the Key at each position (kKeyCount: not one
+  // we read). Entries of one snapshot list the same keys in the same order, so the next entry's
   // keys are compared, not looked up one by one.
   struct EventKeys {
     static constexpr std::size_t kMax = 16;
     std::size_t count = 0;  // 0: none remembered
     pickle::Value keys[kMax];
-    std::int8_t key_at[kMax];
+    std::uint8_t key_at[kMax];
     std::uint32_t present = 0;
   };
   EventKeys last_event_keys_;

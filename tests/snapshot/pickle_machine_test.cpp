@@ -253,8 +253,8 @@ TEST(PickleMachine, EntriesReadAlikeWhateverTheirKeyOrder) {
   auto entry = [](const std::string& items) { return "}\x94(" + items + "u"; };
   const std::string action = str("action") + str("alloc"), empty_frames = str("frames") + "]\x94";
   const std::string entries =
-      entry(action + str("size") + "K\x01" + empty_frames) +
-      entry(action + str("size") + "K\x02" + empty_frames) +                   // same keys
+      entry(action + str("size") + "K\x01" + str("note") + "N" + empty_frames) +  // a key not read
+      entry(action + str("size") + "K\x02" + str("note") + "K\x05" + empty_frames) +  // same keys
       entry(str("size") + "K\x03" + action + empty_frames) +                   // reordered
       entry(action + str("size") + "K\x04" + str("size") + "K\x05" + empty_frames) +  // repeated: last wins
       entry(action + str("size") + "K\x06" + str("stream") + "K\x07" + empty_frames) +  // one more
