@@ -235,8 +235,12 @@ Value Machine::make_tuple(std::span<const Value> items) {
   return t;
 }
 
-Value Machine::make_int(std::int64_t v) {
-  if (v >= Value::kInlineMin && v <= Value::kInlineMax) return Value::inline_int(v);
+inline Value Machine::make_int(std::int64_t v) {
+  if (v >= Value::kInlineMin && v <= Value::kInlineMax) [[likely]] return Value::inline_int(v);
+  return make_wide_int(v);
+}
+
+Value Machine::make_wide_int(std::int64_t v) {
   wide_ints_.push_back(v);
   return Value::make(Kind::kWideInt, wide_ints_.size() - 1);
 }

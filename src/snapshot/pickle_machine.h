@@ -132,6 +132,7 @@ class Machine {
   void add_list_items(Value list, std::span<const Value> items);
   Value make_tuple(std::span<const Value> items);
   Value make_int(std::int64_t v);
+  [[gnu::noinline]] Value make_wide_int(std::int64_t v);
   Value read_long(std::size_t n);
   Value read_string(std::size_t n);
   bool fill_dict_inline(Value dict);

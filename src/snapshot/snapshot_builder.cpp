@@ -157,7 +157,21 @@ TraceAction SnapshotBuilder::learn_action(StringId name) {
   return static_cast<TraceAction>(action_of_string_[name] - 1);
 }
 
-StackId SnapshotBuilder::stack_of(Machine& m, Value frames, const char* what) {
+// Most entries name a frames list that an earlier entry already made a stack, or a fresh empty
+// one: those cases inline, the rest (and every error) in stack_of_other().
+inline StackId SnapshotBuilder::stack_of(Machine& m, Value frames, const char* what) {
+  if (frames.kind() == Kind::kObject) {
+    const ObjectKind kind = m.object_kind(frames);
+    if (kind == ObjectKind::kTyped && m.typed(frames).type == kStackRef) return m.typed(frames).index;
+    if (kind == ObjectKind::kList && m.items(frames).empty()) {
+      m.retype(frames, {kStackRef, 0});
+      return 0;
+    }
+  }
+  return stack_of_other(m, frames, what);
+}
+
+StackId SnapshotBuilder::stack_of_other(Machine& m, Value frames, const char* what) {
   if (frames.kind() == Kind::kNone) return 0;
   if (frames.kind() != Kind::kObject) m.fail(fmt::format("{}: 'frames' is {}, expected a list", what, kind_name(frames.kind())));
   if (m.object_kind(frames) == ObjectKind::kTyped) {
@@ -167,7 +181,7 @@ StackId SnapshotBuilder::stack_of(Machine& m, Value frames, const char* what) {
   }
   if (m.object_kind(frames) == ObjectKind::kDict) m.fail(fmt::format("{}: 'frames' is a dict, expected a list", what));
   const std::span<const Value> items = m.items(frames);
-  if (items.empty()) {  // about half the trace entries
+  if (items.empty()) {  // an empty tuple
     m.retype(frames, {kStackRef, 0});
     return 0;
   }

@@ -56,6 +56,7 @@ class SnapshotBuilder final : public pickle::Observer {
   pickle::TypedRef make_block(pickle::Machine& m, const Fields& f);
   pickle::TypedRef make_segment(pickle::Machine& m, const Fields& f);
   StackId stack_of(pickle::Machine& m, pickle::Value frames, const char* what);
+  StackId stack_of_other(pickle::Machine& m, pickle::Value frames, const char* what);
   TraceAction action_of(StringId name);
   [[gnu::noinline]] TraceAction learn_action(StringId name);  // the first time a name is seen
   [[noreturn]] void bad_field(pickle::Machine& m, const Fields& f, Key k, const char* what, const char* expected) const;

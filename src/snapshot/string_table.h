@@ -15,6 +15,8 @@
 
 #include <absl/container/flat_hash_map.h>
 
+#include "util/little_endian.h"
+
 namespace fragscope::snapshot {
 
 using StringId = std::uint32_t;
@@ -35,6 +37,14 @@ class StringTable {
   /// @brief intern(text) for text inside a larger buffer: reads whole words, not bytes.
   /// REQUIRES: the 16 bytes from text.data() are readable.
   StringId intern_in_buffer(std::string_view text) {
+    if (text.size() <= 8) {  // the same short string as last time? ('N/A' in every trace entry)
+      const std::uint64_t word = load_little_endian(text.data(), text.size(), 16);
+      if (word == last_word_ && text.size() == last_length_) return last_id_;
+      last_id_ = intern_short(text, 16);
+      last_word_ = word;
+      last_length_ = text.size();
+      return last_id_;
+    }
     if (text.size() <= kShortMax) return intern_short(text, 16);
     return intern_long(text);
   }
@@ -55,6 +65,9 @@ class StringTable {
   StringId intern_long(std::string_view text);
 
   std::array<ShortEntry, 256> short_cache_{};
+  std::uint64_t last_word_ = 0;  // the last string of up to 8 bytes that intern_in_buffer saw
+  std::size_t last_length_ = ~std::size_t{0};  // no string has this length: none yet
+  StringId last_id_ = 0;
   std::deque<std::string> storage_;  // deque: growth never moves the strings views point into
   std::vector<std::string_view> views_;
   absl::flat_hash_map<std::string_view, StringId> ids_;

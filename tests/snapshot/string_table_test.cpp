@@ -61,5 +61,24 @@ TEST(StringTable, InternInBufferIgnoresTheBytesAfterTheText) {
   }
 }
 
+// intern_in_buffer remembers the last text of up to 8 bytes (a trace entry's 'N/A'): a repeat
+// answers from there, and a text that differs only in length or in one byte must not.
+TEST(StringTable, InternInBufferRepeatsOnlyTheSameText) {
+  StringTable table;
+  auto in_buffer = [&](const std::string& text) {
+    const std::string buffer = text + std::string(16, '\0');  // zeros after: as a NUL would read
+    return table.intern_in_buffer(std::string_view(buffer).substr(0, text.size()));
+  };
+  const std::vector<std::string> sequence = {"N/A", "N/A", "N/B", "N/A", "ab", "ab\0"s, "ab", "",
+                                             "\0"s, "", "12345678", "123456789", "12345678", "N/A"};
+  for (const std::string& text : sequence) {
+    SCOPED_TRACE(text.size());
+    const StringId id = in_buffer(text);
+    EXPECT_EQ(id, table.intern(text));
+    EXPECT_EQ(table.view(id), text);
+  }
+  EXPECT_EQ(table.size(), 8u);  // "", N/A, N/B, ab, ab\0, \0, 12345678, 123456789
+}
+
 }  // namespace
 }  // namespace fragscope::snapshot
