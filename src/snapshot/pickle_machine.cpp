@@ -12,6 +12,12 @@ namespace fragscope::snapshot::pickle {
 
 namespace {
 
+/// The value of `n` little-endian bytes of two's complement (LONG1, LONG4). REQUIRES: n <= 8.
+inline std::int64_t twos_complement(std::uint64_t raw, std::size_t n) {
+  if (n > 0 && n < 8 && (raw >> (8 * n - 1)) & 1) raw |= ~std::uint64_t{0} << (8 * n);  // negative
+  return static_cast<std::int64_t>(raw);
+}
+
 constexpr std::size_t kChunk = 1 << 20;
 constexpr std::size_t kMaxString = std::size_t{256} << 20;
 constexpr std::uint64_t kMaxValues = std::uint64_t{1} << 28;  // each of: stack, memo, objects, container items
@@ -271,9 +277,7 @@ double Machine::to_float(Value v) const {
     return Value::make(Kind::kHugeInt, 0);
   }
   need(n, "LONG1");
-  std::uint64_t raw = read_le(n);
-  if (n < 8 && (raw >> (8 * n - 1)) & 1) raw |= ~std::uint64_t{0} << (8 * n);  // sign-extend
-  return make_int(static_cast<std::int64_t>(raw));
+  return make_int(twos_complement(read_le(n), n));
 }
 
 Value Machine::read_string(std::size_t n) {
@@ -402,12 +406,13 @@ bool Machine::fill_dict_inline(Value dict) {
         items[n++] = Value::inline_int(static_cast<std::int32_t>(read_u32(p + 1)));
         p += 5;
         continue;
-      case LONG1:
-        if (data[p + 1] > 8) break;
-        pos_ = p + 2;
-        items[n++] = read_long(data[p + 1]);
-        p = pos_;
+      case LONG1: {  // as read_long(): n-byte little-endian two's complement, here n <= 8
+        const std::size_t length = data[p + 1];
+        if (length > 8) break;
+        items[n++] = make_int(twos_complement(load_little_endian(data + p + 2, length, 14), length));  // 16 bytes from p
+        p += 2 + length;
         continue;
+      }
       case NONE:
         items[n++] = Value::make(Kind::kNone, 0);
         p += 1;
