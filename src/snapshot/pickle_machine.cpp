@@ -380,12 +380,10 @@ bool Machine::fill_dict_inline(Value dict) {
   // not in that form) leaves the switch by `break`.
   while (p <= dict_stop) {
     const std::uint8_t op = data[p];
+    // Memo references are most opcodes of an entry: tested first, where a direct branch predicts
+    // them better than the switch's one indirect jump for every opcode.
+    if (memo_opcode(op, items, n)) continue;
     switch (op) {
-      case BINGET:
-      case LONG_BINGET:
-      case MEMOIZE:
-        if (memo_opcode(op, items, n)) continue;
-        break;
       case SHORT_BINUNICODE: {
         const std::size_t length = data[p + 1];
         if (end - p < length + 18) break;
