@@ -215,8 +215,8 @@ void Machine::add_dict_items(Value dict, std::span<const Value> items) {
 // REQUIRES: `dict` is a dict that has no items yet; items.size() is even.
 inline void Machine::complete_fresh_dict(Value dict, std::span<const Value> items) {
   if (observer_) {
-    if (auto ref = observer_->claim_dict(*this, items)) {
-      objects_[dict.payload()] = {ObjectKind::kTyped, ref->type, ref->index};
+    if (const TypedRef ref = observer_->claim_dict(*this, items); ref.type != 0) {
+      objects_[dict.payload()] = {ObjectKind::kTyped, ref.type, ref.index};
       return;
     }
   }

@@ -19,7 +19,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -32,7 +31,8 @@
 
 namespace fragscope::snapshot::pickle {
 
-/// @brief A claimed dict: an observer-defined type tag and index.
+/// @brief A claimed dict: an observer-defined type tag (1 to 255) and index. Type 0, the
+/// default, is no claim.
 struct TypedRef {
   std::uint8_t type = 0;
   std::uint32_t index = 0;
@@ -47,9 +47,10 @@ class Observer {
  public:
   virtual ~Observer() = default;
   /// @brief A dict received its first items (k0, v0, k1, v1, ...). Return a handle to claim it
-  /// (the dict then exists only as that handle), or nullopt to keep it as a generic dict.
+  /// (the dict then exists only as that handle), or TypedRef{} (type 0) to keep it as a generic
+  /// dict. (Not std::optional: its 12 bytes came back through memory, and reading them stalled.)
   /// @throws InputError when the dict has a known shape but bad contents.
-  virtual std::optional<TypedRef> claim_dict(Machine& machine, std::span<const Value> items) = 0;
+  virtual TypedRef claim_dict(Machine& machine, std::span<const Value> items) = 0;
 };
 
 class Machine {

@@ -99,10 +99,10 @@ void SnapshotBuilder::remember_event_keys(std::span<const Value> items, const Fi
   last.count = items.size() / 2;
 }
 
-std::optional<TypedRef> SnapshotBuilder::claim_dict(Machine& m, std::span<const Value> items) {
+TypedRef SnapshotBuilder::claim_dict(Machine& m, std::span<const Value> items) {
   Fields f;
   if (gather_like_last_event(items, f)) return make_event(m, f);
-  if (!gather(items, f)) return std::nullopt;
+  if (!gather(items, f)) return {};
   if (f.has(kAction)) {
     remember_event_keys(items, f);
     return make_event(m, f);
@@ -110,7 +110,7 @@ std::optional<TypedRef> SnapshotBuilder::claim_dict(Machine& m, std::span<const 
   if (f.has(kFilename) && f.has(kLine) && f.has(kName)) return make_frame(m, f);
   if (f.has(kTotalSize) && f.has(kBlocks)) return make_segment(m, f);
   if (f.has(kSize) && (f.has(kState) || f.has(kHistory))) return make_block(m, f);
-  return std::nullopt;
+  return {};
 }
 
 // Field accessors run a few times per trace entry: the checks are inline, the messages cold.

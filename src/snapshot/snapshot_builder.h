@@ -25,8 +25,7 @@ class SnapshotBuilder final : public pickle::Observer {
   /// @param expected_size bytes of pickle expected (0 = unknown), to reserve up front.
   SnapshotBuilder(Snapshot& out, std::uint64_t expected_size);
 
-  std::optional<pickle::TypedRef> claim_dict(pickle::Machine& machine,
-                                             std::span<const pickle::Value> items) override;
+  pickle::TypedRef claim_dict(pickle::Machine& machine, std::span<const pickle::Value> items) override;
 
   /// @brief Assembles `out` from the top-level value (a dict, or a legacy list of segments).
   /// @throws InputError when the top level is not a memory snapshot.
