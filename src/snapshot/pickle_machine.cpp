@@ -376,93 +376,94 @@ bool Machine::fill_dict_inline(Value dict) {
     }
     return true;
   };
-  // A short string needs its length more than 16 bytes. An opcode this loop does not take (or
-  // not in that form) leaves the switch by `break`.
+  // An opcode this loop does not take (or not in that form: a short string needs its length
+  // more than 16 bytes) leaves it by `break`, and run() goes on from there.
   while (p <= dict_stop) {
     const std::uint8_t op = data[p];
-    // Memo references are most opcodes of an entry: tested first, where a direct branch predicts
-    // them better than the switch's one indirect jump for every opcode.
+    // Memo references first (most opcodes of an entry), then the others, most frequent first:
+    // conditional branches, each predicted on its own, beat one indirect jump through a table.
     if (memo_opcode(op, items, n)) continue;
-    switch (op) {
-      case SHORT_BINUNICODE: {
-        const std::size_t length = data[p + 1];
-        if (end - p < length + 18) break;
-        const std::string_view text(reinterpret_cast<const char*>(data + p + 2), length);
-        items[n++] = Value::make(Kind::kString, strings_.intern_in_buffer(text));  // 16 bytes follow
-        p += 2 + length;
-        continue;
-      }
-      case BININT1:
-        items[n++] = Value::inline_int(data[p + 1]);
-        p += 2;
-        continue;
-      case BININT2:
-        items[n++] = Value::inline_int(data[p + 1] | (data[p + 2] << 8));
-        p += 3;
-        continue;
-      case BININT:
-        items[n++] = Value::inline_int(static_cast<std::int32_t>(read_u32(p + 1)));
-        p += 5;
-        continue;
-      case LONG1: {  // as read_long(): n-byte little-endian two's complement, here n <= 8
-        const std::size_t length = data[p + 1];
-        if (length > 8) break;
-        items[n++] = make_int(twos_complement(load_little_endian(data + p + 2, length, 14), length));  // 16 bytes from p
-        p += 2 + length;
-        continue;
-      }
-      case NONE:
-        items[n++] = Value::make(Kind::kNone, 0);
-        p += 1;
-        continue;
-      case NEWTRUE:
-      case NEWFALSE:
-        items[n++] = Value::make(Kind::kBool, op == NEWTRUE);
-        p += 1;
-        continue;
-      case EMPTY_LIST: {
-        if (data[p + 1] != MEMOIZE || memo_size >= kMaxValues) break;
-        pos_ = p + 1;
-        const Value list = new_object(ObjectKind::kList);
-        memoize(list);
-        p += 2;
-        if (data[p] != MARK) {  // an empty frames list (about half the trace entries)
-          items[n++] = list;
-          continue;
-        }
-        p += 1;
-        std::size_t m = 0;
-        bool appended = false;
-        const std::size_t list_stop = std::min(last_start, p + kWindow);
-        while (p <= list_stop) {
-          if (memo_opcode(data[p], list_items, m)) continue;
-          if (data[p] == APPENDS) {
-            pos_ = p + 1;
-            add_list_items(list, std::span(list_items, m));
-            p += 1;
-            appended = true;
-          }
-          break;
-        }
-        if (!appended) {  // hand over inside the list: dict, MARK, items, list, MARK, its items
-          pos_ = p;
-          for (std::size_t i = 0; i < n; ++i) push(items[i]);
-          push(list);
-          marks_.push_back(stack_.size());
-          for (std::size_t i = 0; i < m; ++i) push(list_items[i]);
-          return true;
-        }
+    if (op == LONG1) {  // as read_long(): n-byte little-endian two's complement, here n <= 8
+      const std::size_t length = data[p + 1];
+      if (length > 8) break;
+      items[n++] = make_int(twos_complement(load_little_endian(data + p + 2, length, 14), length));  // 16 bytes from p
+      p += 2 + length;
+      continue;
+    }
+    if (op == BININT1) {
+      items[n++] = Value::inline_int(data[p + 1]);
+      p += 2;
+      continue;
+    }
+    if (op == SHORT_BINUNICODE) {
+      const std::size_t length = data[p + 1];
+      if (end - p < length + 18) break;
+      const std::string_view text(reinterpret_cast<const char*>(data + p + 2), length);
+      items[n++] = Value::make(Kind::kString, strings_.intern_in_buffer(text));  // 16 bytes follow
+      p += 2 + length;
+      continue;
+    }
+    if (op == EMPTY_LIST) {
+      if (data[p + 1] != MEMOIZE || memo_size >= kMaxValues) break;
+      pos_ = p + 1;
+      const Value list = new_object(ObjectKind::kList);
+      memoize(list);
+      p += 2;
+      if (data[p] != MARK) {  // an empty frames list (about half the trace entries)
         items[n++] = list;
         continue;
       }
-      case SETITEMS:
-        if (n % 2) break;
-        pos_ = p + 1;
-        complete_fresh_dict(dict, std::span(items, n));
-        marks_.pop_back();
-        return true;
-      default:
+      p += 1;
+      std::size_t m = 0;
+      bool appended = false;
+      const std::size_t list_stop = std::min(last_start, p + kWindow);
+      while (p <= list_stop) {
+        if (memo_opcode(data[p], list_items, m)) continue;
+        if (data[p] == APPENDS) {
+          pos_ = p + 1;
+          add_list_items(list, std::span(list_items, m));
+          p += 1;
+          appended = true;
+        }
         break;
+      }
+      if (!appended) {  // hand over inside the list: dict, MARK, items, list, MARK, its items
+        pos_ = p;
+        for (std::size_t i = 0; i < n; ++i) push(items[i]);
+        push(list);
+        marks_.push_back(stack_.size());
+        for (std::size_t i = 0; i < m; ++i) push(list_items[i]);
+        return true;
+      }
+      items[n++] = list;
+      continue;
+    }
+    if (op == SETITEMS) {
+      if (n % 2) break;
+      pos_ = p + 1;
+      complete_fresh_dict(dict, std::span(items, n));
+      marks_.pop_back();
+      return true;
+    }
+    if (op == BININT2) {
+      items[n++] = Value::inline_int(data[p + 1] | (data[p + 2] << 8));
+      p += 3;
+      continue;
+    }
+    if (op == BININT) {
+      items[n++] = Value::inline_int(static_cast<std::int32_t>(read_u32(p + 1)));
+      p += 5;
+      continue;
+    }
+    if (op == NONE) {
+      items[n++] = Value::make(Kind::kNone, 0);
+      p += 1;
+      continue;
+    }
+    if (op == NEWTRUE || op == NEWFALSE) {
+      items[n++] = Value::make(Kind::kBool, op == NEWTRUE);
+      p += 1;
+      continue;
     }
     break;
   }
