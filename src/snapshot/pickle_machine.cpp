@@ -359,8 +359,8 @@ bool Machine::fill_dict_inline(Value dict) {
     return v;
   };
   // The memo opcodes, alike in a dict and in a list: appends to values[count] or memoizes its
-  // last value; false for any other opcode. `op` is data[p], passed so that a caller which
-  // already switched on it needs no second test.
+  // last value; false for any other opcode. `op` is data[p], loaded once by the caller, which
+  // tests it again when this returns false.
   auto memo_opcode = [&](std::uint8_t op, Value* values, std::size_t& count) __attribute__((always_inline)) {
     if (op == BINGET) {
       values[count++] = lookup(data[p + 1], p + 2);
