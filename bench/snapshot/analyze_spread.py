@@ -4,9 +4,10 @@
 Runs `FRAGSCOPE analyze INPUT` RUNS times per input and prints each run's wall time, CPU time
 (user + system, all threads) and when its output was complete, sorted by wall time, then the
 median and minimum. Runs whose CPU time grows with their wall time did the same work on a
-slower machine; a wall time far above the CPU time would be waiting.
+slower machine; a wall time far above the CPU time would be waiting. With --compare OTHER, the
+two binaries alternate run by run (an A/B that sees the same machine phases), each reported.
 
-    bench/snapshot/analyze_spread.py FRAGSCOPE INPUT... [--runs N]
+    bench/snapshot/analyze_spread.py FRAGSCOPE INPUT... [--runs N] [--compare OTHER]
 """
 import argparse
 import resource
@@ -36,13 +37,21 @@ def main():
     parser.add_argument("fragscope")
     parser.add_argument("inputs", nargs="+")
     parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--compare", metavar="OTHER", help="a second fragscope, run alternately")
     args = parser.parse_args()
+    binaries = [args.fragscope] + ([args.compare] if args.compare else [])
     for path in args.inputs:
-        runs = sorted(one_run([args.fragscope, "analyze", path]) for _ in range(args.runs))
-        print(f"== {path}: {args.runs} runs, sorted by wall time (wall s / CPU s / output done s)")
-        print("  " + "  ".join(f"{w:.3f}/{c:.3f}/{o:.3f}" for w, c, o in runs))
-        walls = [w for w, _, _ in runs]
-        print(f"  wall median {statistics.median(walls):.3f} s, min {walls[0]:.3f} s")
+        runs = {binary: [] for binary in binaries}
+        for _ in range(args.runs):
+            for binary in binaries:
+                runs[binary].append(one_run([binary, "analyze", path]))
+        for binary in binaries:
+            ordered = sorted(runs[binary])
+            print(f"== {binary} analyze {path}: {args.runs} runs, sorted by wall time "
+                  "(wall s / CPU s / output done s)")
+            print("  " + "  ".join(f"{w:.3f}/{c:.3f}/{o:.3f}" for w, c, o in ordered))
+            walls = [w for w, _, _ in ordered]
+            print(f"  wall median {statistics.median(walls):.3f} s, min {walls[0]:.3f} s")
 
 
 if __name__ == "__main__":
