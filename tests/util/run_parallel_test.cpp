@@ -1,6 +1,7 @@
 #include "util/run_parallel.h"
 
 #include <atomic>
+#include <chrono>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -28,15 +29,18 @@ TEST(RunParallel, RunsEveryTaskExactlyOnce) {
 TEST(RunParallel, NoTasksReturnsAtOnce) { run_parallel({}, 4); }
 
 TEST(RunParallel, UsesSeveralThreads) {
-  // Four tasks that each wait until all four have started: they finish only if four threads
-  // run them at once.
+  // Four tasks that each wait (at most 10 s, so a broken pool fails instead of hanging) until
+  // all four have started: all see the four only if four threads run them at once.
   std::atomic<int> started{0};
+  std::atomic<int> saw_all{0};
   std::vector<std::function<void()>> tasks(4, [&] {
     ++started;
-    while (started.load() < 4) std::this_thread::yield();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (started.load() < 4 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    if (started.load() == 4) ++saw_all;
   });
   run_parallel(tasks, 4);
-  EXPECT_EQ(started.load(), 4);
+  EXPECT_EQ(saw_all.load(), 4);
 }
 
 TEST(RunParallel, ThrowsATasksExceptionAfterTheOthersFinish) {
