@@ -77,6 +77,12 @@ struct StepProjection {
   std::optional<double> activation_bytes_per_token;
   std::uint64_t live_at_oom_bytes = 0;  ///< live + request at the failing malloc: a lower bound
   std::uint64_t projected_peak_bytes = 0;
+  /// Bytes the steps before kept from one step to the next (gradients), freed after the
+  /// reference step (zero_grad) and not made again before the failing step began: it runs
+  /// without them, the steps after it hold them again.
+  std::uint64_t returning_bytes = 0;
+  /// A step like the failing one with returning_bytes back: projected_peak_bytes + returning_bytes.
+  std::uint64_t next_step_peak_bytes = 0;
 };
 
 /// @brief One row of the what-if table (a replay of the trace under one config).

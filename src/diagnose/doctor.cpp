@@ -470,6 +470,14 @@ Verdict judge_oom_with_trace(const TraceChoice& trace, const TelemetryInput* tel
   }
   add(d, "projection_vs_capacity", fmt::format("the step's projected peak {} fits in {} ({} to spare with perfect packing)",
                                                format_bytes(p.projected_peak_bytes), format_bytes(cap), format_bytes(cap - p.projected_peak_bytes)));
+  if (p.next_step_peak_bytes > cap) {
+    add(d, "next_step", fmt::format("but step {} runs without {} that the steps before it kept from one step to the next "
+                                    "(gradients dropped after the optimizer step); the next steps hold them again, and a batch "
+                                    "like step {}'s then needs about {}: short by {} even with perfect packing",
+                                    p.failing_step.value_or(0), format_bytes(p.returning_bytes), p.failing_step.value_or(0),
+                                    format_bytes(p.next_step_peak_bytes), format_bytes(p.next_step_peak_bytes - cap)));
+    return Verdict::kCapacity;
+  }
   if (!best) {
     d.setting_fixes_it = false;
     add(d, "stranded", "the ideal packer fits the step but no setting of the sweep does: the trace starts with the memory "

@@ -30,18 +30,20 @@ void never_buy_or_slice(Diagnosis& d, const std::string& why) {
 void memory_reduction_actions(Diagnosis& d, bool sufficient) {
   const StepProjection& p = d.projection;
   const std::uint64_t cap = d.capacity_bytes.value_or(0);
+  // What the run needs: the failing step's peak with what the steps after it hold again.
+  const std::uint64_t needed = p.next_step_peak_bytes;
   const std::uint64_t activations = p.available && p.projected_peak_bytes > p.static_bytes ? p.projected_peak_bytes - p.static_bytes : 0;
-  std::string shortfall = p.available && cap > 0 && p.projected_peak_bytes > cap
+  std::string shortfall = p.available && cap > 0 && needed > cap
                               ? fmt::format("the step needs {} where the device gives {}; {} of it is activations that scale with tokens",
-                                            format_bytes(p.projected_peak_bytes), format_bytes(cap), format_bytes(activations))
+                                            format_bytes(needed), format_bytes(cap), format_bytes(activations))
                               : "activation memory grows with the tokens of a micro-step";
   d.actions.push_back({"Turn on activation checkpointing", "model.gradient_checkpointing_enable()  # or torch.utils.checkpoint per block",
                        shortfall + "; checkpointing keeps one activation per layer boundary instead of all of them", sufficient});
   std::string halve = "halving the micro-batch halves the activation part of the peak";
   if (p.available && cap > 0) {
-    const std::uint64_t halved = p.static_bytes + activations / 2;
+    const std::uint64_t halved = p.static_bytes + p.returning_bytes + activations / 2;
     halve = fmt::format("halving the micro-batch brings the projected peak from {} to about {} ({} the {} capacity)",
-                        format_bytes(p.projected_peak_bytes), format_bytes(halved), halved <= cap ? "within" : "still above",
+                        format_bytes(needed), format_bytes(halved), halved <= cap ? "within" : "still above",
                         format_bytes(cap));
   }
   d.actions.push_back({"Keep the global batch: halve the micro-batch and double gradient accumulation",
@@ -80,10 +82,10 @@ void fragmentation(Diagnosis& d) {
     evidence = fmt::format("replayed at the same {}: passes the recorded OOM (peak reserved {} vs {} under the recorded config); "
                            "the step's projected peak {} fits", format_bytes(d.capacity_bytes.value_or(0)),
                            format_bytes(best->peak_reserved_bytes), format_bytes(recorded->peak_reserved_bytes),
-                           format_bytes(d.projection.projected_peak_bytes));
+                           format_bytes(d.projection.next_step_peak_bytes));
   allocator_action(d, true, evidence);
   if (d.projection.available && d.capacity_bytes) {
-    const std::uint64_t spare = *d.capacity_bytes - std::min(*d.capacity_bytes, d.projection.projected_peak_bytes);
+    const std::uint64_t spare = *d.capacity_bytes - std::min(*d.capacity_bytes, d.projection.next_step_peak_bytes);
     d.actions.push_back({"Keep a margin for longer batches", "activation checkpointing, or cap max_seq_len",
                          fmt::format("with perfect packing only {} would be left at the failing step: a longer batch can still OOM",
                                      format_bytes(spare)), false});
@@ -106,12 +108,20 @@ void capacity(Diagnosis& d) {
   } else {
     memory_reduction_actions(d, true);
   }
+  const StepProjection& p = d.projection;
+  const bool next_steps = p.available && p.projected_peak_bytes <= d.capacity_bytes.value_or(0);
   if (!d.recommended_conf.empty())
     allocator_action(d, false, fmt::format("less cache overhead, but not enough on its own: {}",
-                                           d.projection.available ? "the step's live memory alone exceeds the device"
-                                                                  : "even perfect packing cannot serve the request"));
+                                           !p.available ? "even perfect packing cannot serve the request"
+                                           : next_steps ? "the failing step would fit, but the steps after it hold its gradients "
+                                                          "again and their live memory alone exceeds the device"
+                                                        : "the step's live memory alone exceeds the device"));
   d.do_not.push_back({"Do not expect an allocator setting to fix it", "",
-                      "the ideal packer (no fragmentation at all) still needs more than the device gives", false});
+                      p.available ? fmt::format("with perfect packing (no fragmentation at all) the steps still need about {}, "
+                                                "more than the {} the device gives", format_bytes(p.next_step_peak_bytes),
+                                                format_bytes(d.capacity_bytes.value_or(0)))
+                                  : "the ideal packer (no fragmentation at all) still needs more than the device gives",
+                      false});
   never_buy_or_slice(d, "data-parallel GPUs each hold the full per-rank memory: only sharding (FSDP / ZeRO) or smaller "
                         "micro-steps lower it");
 }

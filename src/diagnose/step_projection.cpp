@@ -62,6 +62,116 @@ struct LiveBlock {
   snapshot::StackId stack = 0;
 };
 
+/// A step window in the trace: its highest point, where it began and ended, and its telemetry
+/// record when one can be told.
+struct ReferenceWindow {
+  std::size_t peak = 0;
+  std::size_t start = 0;
+  std::size_t end = 0;
+  std::optional<std::size_t> record;
+};
+
+/// Passes tried as the reference before giving up: the optimizer step, an eval pass, a few more.
+constexpr std::size_t kMaxReferenceCandidates = 8;
+
+/// The highest allocated point in [0, last] outside the windows passed over (the first one on a tie).
+std::optional<std::size_t> highest_point_outside(const RecordedCurve& curve, std::size_t last,
+                                                 const std::vector<ReferenceWindow>& passed_over) {
+  std::optional<std::size_t> best;
+  for (std::size_t i = 0; i <= last && i < curve.allocated.size(); ++i) {
+    const bool skipped = std::any_of(passed_over.begin(), passed_over.end(),
+                                     [&](const ReferenceWindow& w) { return i >= w.start && i <= w.end; });
+    if (!skipped && (!best || curve.allocated[i] > curve.allocated[*best])) best = i;
+  }
+  return best;
+}
+
+/// The step around `peak`: its record is the first whose cumulative `allocated_bytes.all.peak`
+/// reaches the peak, which names the peak's own step only when the peak was the highest point
+/// so far; it starts where allocated was back at the previous record's level and ends where it
+/// is back at its own record's (without a record: the trace's start, and `static_bytes`).
+ReferenceWindow reference_window(const RecordedCurve& curve, std::size_t peak, std::size_t failing_start,
+                                 std::span<const snapshot::StepRecord> steps, std::uint64_t static_bytes) {
+  ReferenceWindow w;
+  w.peak = peak;
+  const std::uint64_t level = curve.allocated[peak];
+  const bool highest_so_far = std::all_of(curve.allocated.begin(), curve.allocated.begin() + static_cast<std::ptrdiff_t>(peak),
+                                          [&](std::uint64_t a) { return a < level; });
+  for (std::size_t k = 0; k < steps.size() && highest_so_far; ++k) {
+    const auto recorded_peak = steps[k].memory_stat("allocated_bytes.all.peak");
+    if (recorded_peak && static_cast<std::uint64_t>(*recorded_peak) >= level) {
+      w.record = k;
+      break;
+    }
+  }
+  std::uint64_t end_level = static_bytes;
+  std::optional<std::uint64_t> start_level;
+  if (w.record) {
+    end_level = static_cast<std::uint64_t>(steps[*w.record].memory_stat("allocated_bytes.all.current").value_or(
+        static_cast<std::int64_t>(static_bytes)));
+    if (*w.record > 0) {
+      if (const auto before = steps[*w.record - 1].memory_stat("allocated_bytes.all.current")) {
+        start_level = static_cast<std::uint64_t>(*before);
+        w.start = find_step_start(curve, peak, *start_level).value_or(0);
+      }
+    }
+  }
+  // The step's own work ends where allocated is back at the lower of its start and end levels:
+  // a step that ran the optimizer ends higher (its state), reached halfway down the backward
+  // pass; a step that made the gradients ends higher than it began and never gets back down.
+  const auto back_at = [&](std::uint64_t level) -> std::optional<std::size_t> {
+    for (std::size_t i = peak + 1; i < failing_start; ++i)
+      if (curve.allocated[i] <= level + tolerance(level)) return i;
+    return std::nullopt;
+  };
+  const std::uint64_t low = start_level ? std::min(*start_level, end_level) : end_level;
+  w.end = back_at(low).value_or(back_at(end_level).value_or(failing_start));
+  return w;
+}
+
+/// Blocks live when the reference step began (kept across steps: parameters, gradients,
+/// optimizer state) and freed after it ended, less those made again at the same call stack and
+/// size and still live when the failing step began. What remains is what the failing step runs
+/// without: gradients that zero_grad(set_to_none=True) dropped after the optimizer step, which
+/// the next backward pass makes again and keeps.
+std::uint64_t returning_bytes(std::span<const snapshot::TraceEvent> trace, std::size_t reference_start,
+                              std::size_t reference_end, std::size_t failing_start) {
+  struct Held {
+    std::uint64_t size;
+    snapshot::StackId stack;
+    std::size_t since;
+  };
+  std::unordered_map<std::uint64_t, Held> live;
+  std::vector<Held> dropped;
+  for (std::size_t i = 0; i < failing_start && i < trace.size(); ++i) {
+    const snapshot::TraceEvent& e = trace[i];
+    if (e.action == TraceAction::kAlloc) {
+      live[e.addr] = {e.size, e.stack, i};
+    } else if (e.action == TraceAction::kFreeCompleted) {
+      const auto it = live.find(e.addr);
+      if (it == live.end()) continue;
+      if (i > reference_end && it->second.since < reference_start) dropped.push_back(it->second);
+      live.erase(it);
+    }
+  }
+  std::unordered_map<snapshot::StackId, std::vector<std::uint64_t>> made_again;
+  for (const auto& [addr, held] : live)
+    if (held.since > reference_end) made_again[held.stack].push_back(held.size);
+  std::uint64_t missing = 0;
+  for (const Held& d : dropped) {
+    auto it = made_again.find(d.stack);
+    if (it != made_again.end()) {
+      auto& sizes = it->second;
+      if (const auto same = std::find(sizes.begin(), sizes.end(), d.size); same != sizes.end()) {
+        sizes.erase(same);
+        continue;
+      }
+    }
+    missing += d.size;
+  }
+  return missing;
+}
+
 }  // namespace
 
 std::optional<std::int64_t> record_tokens(const snapshot::StepRecord& record) {
@@ -120,42 +230,44 @@ StepProjection project_failing_step(const snapshot::Snapshot& snapshot, int devi
     return p;
   }
 
-  // The reference step: the highest allocated point before the failing step.
-  const auto peak_it = std::max_element(curve.allocated.begin(),
-                                        curve.allocated.begin() + static_cast<std::ptrdiff_t>(*failing_start) + 1);
-  const std::size_t peak_index = static_cast<std::size_t>(peak_it - curve.allocated.begin());
-  p.reference_peak_bytes = *peak_it;
-  if (p.reference_peak_bytes <= p.static_bytes) {
+  SizesByStack failing = alloc_sizes(trace, *failing_start, oom_index);
+  if (trace[oom_index].stack != 0) failing[trace[oom_index].stack].push_back(trace[oom_index].size);
+
+  // The reference step: the highest allocated point before the failing step, in a pass that
+  // shares a call stack with the failing one. The highest point overall may be another pass
+  // (an optimizer step holding Adam's state and temporaries): its window is passed over.
+  std::vector<ReferenceWindow> passed_over;
+  std::optional<ReferenceWindow> chosen;
+  for (std::size_t candidate = 0; candidate < kMaxReferenceCandidates; ++candidate) {
+    const auto peak_index = highest_point_outside(curve, *failing_start, passed_over);
+    if (!peak_index || curve.allocated[*peak_index] <= p.static_bytes) break;
+    const ReferenceWindow window = reference_window(curve, *peak_index, *failing_start, steps.first(recorded), p.static_bytes);
+    const SizesByStack reference = alloc_sizes(trace, window.start, window.end);
+    const bool shares_a_stack = std::any_of(failing.begin(), failing.end(),
+                                            [&](const auto& entry) { return reference.contains(entry.first); });
+    if (failing.empty() || reference.empty() || shares_a_stack) {
+      chosen = window;
+      break;
+    }
+    passed_over.push_back(window);
+  }
+  if (!chosen && passed_over.empty()) {
     p.unavailable_reason = "the trace shows no complete step before the failing one";
     return p;
   }
-  std::optional<std::size_t> ref_record;
-  for (std::size_t k = 0; k < recorded; ++k) {
-    const auto peak = steps[k].memory_stat("allocated_bytes.all.peak");
-    if (peak && static_cast<std::uint64_t>(*peak) >= p.reference_peak_bytes) {
-      ref_record = k;
-      break;
-    }
+  if (!chosen) {
+    p.unavailable_reason = "the failing pass shares no call stack with any step before it: it is not the same step";
+    p.different_pass = true;
+    return p;
   }
-  std::uint64_t ref_end_level = p.static_bytes;
-  std::size_t ref_start = 0;
-  if (ref_record) {
-    p.reference_step = steps[*ref_record].step;
-    p.reference_tokens = record_tokens(steps[*ref_record]);
-    ref_end_level = static_cast<std::uint64_t>(
-        steps[*ref_record].memory_stat("allocated_bytes.all.current").value_or(*static_bytes));
-    if (*ref_record > 0) {
-      if (const auto before = steps[*ref_record - 1].memory_stat("allocated_bytes.all.current"))
-        ref_start = find_step_start(curve, peak_index, static_cast<std::uint64_t>(*before)).value_or(0);
-    }
+  const std::size_t peak_index = chosen->peak;
+  const std::size_t ref_end = chosen->end;
+  p.reference_peak_bytes = curve.allocated[peak_index];
+  if (chosen->record) {
+    p.reference_step = steps[*chosen->record].step;
+    p.reference_tokens = record_tokens(steps[*chosen->record]);
   }
-  std::size_t ref_end = *failing_start;
-  for (std::size_t i = peak_index + 1; i < *failing_start; ++i) {
-    if (curve.allocated[i] <= ref_end_level + tolerance(ref_end_level)) {
-      ref_end = i;
-      break;
-    }
-  }
+  const SizesByStack reference = alloc_sizes(trace, chosen->start, ref_end);
 
   // Blocks live at the reference peak; those freed before its step ended are its activations.
   std::unordered_map<std::uint64_t, LiveBlock> live;
@@ -163,16 +275,6 @@ StepProjection project_failing_step(const snapshot::Snapshot& snapshot, int devi
     const snapshot::TraceEvent& e = trace[i];
     if (e.action == TraceAction::kAlloc) live[e.addr] = {e.size, e.stack};
     else if (e.action == TraceAction::kFreeCompleted) live.erase(e.addr);
-  }
-  SizesByStack failing = alloc_sizes(trace, *failing_start, oom_index);
-  if (trace[oom_index].stack != 0) failing[trace[oom_index].stack].push_back(trace[oom_index].size);
-  const SizesByStack reference = alloc_sizes(trace, ref_start, ref_end);
-  const bool shares_a_stack = std::any_of(failing.begin(), failing.end(),
-                                          [&](const auto& entry) { return reference.contains(entry.first); });
-  if (!failing.empty() && !reference.empty() && !shares_a_stack) {
-    p.unavailable_reason = "the failing pass shares no call stack with the reference step: it is not the same step";
-    p.different_pass = true;
-    return p;
   }
 
   std::uint64_t constant = 0;
@@ -204,6 +306,8 @@ StepProjection project_failing_step(const snapshot::Snapshot& snapshot, int devi
   const double projected = static_cast<double>(p.static_bytes) + static_cast<double>(constant) +
                            p.token_ratio * static_cast<double>(scaled);
   p.projected_peak_bytes = std::max(static_cast<std::uint64_t>(projected), p.live_at_oom_bytes);
+  if (chosen->start > 0) p.returning_bytes = returning_bytes(trace, chosen->start, ref_end, *failing_start);
+  p.next_step_peak_bytes = p.projected_peak_bytes + p.returning_bytes;
   p.available = true;
   return p;
 }

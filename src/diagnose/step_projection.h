@@ -10,13 +10,20 @@
 /// - `static`: live bytes when the failing step began: `allocated_bytes.all.current` of the
 ///   last telemetry record (the step before the failing one);
 /// - the reference step: the recorded step whose peak is the trace's highest allocated point
-///   before the failing step (the first record whose `allocated_bytes.all.peak` reaches it);
-/// - its activations: the blocks live at that peak and freed before the step ended. Those
+///   before the failing step (the first record whose `allocated_bytes.all.peak` reaches it),
+///   among passes that share a call stack with the failing one (an optimizer step is passed over);
+/// - its activations: the blocks live at that peak and freed before the step's own work ended
+///   (allocated back at the lower of its start and end levels). Those
 ///   the failing step allocated again at the same call stack with the same size (weight casts,
 ///   workspaces) are `constant`; the rest (activations, logits) are `scaled`;
 /// - `ratio`: the failing step's size against the reference step's, measured on the
 ///   allocations both made at the same call stack (the failing malloc included), a
 ///   size-weighted median. With telemetry token counts this is the token ratio.
+///
+/// `returning`: what the failing step runs without and the steps after it hold again (gradients
+/// dropped by zero_grad after an optimizer step): blocks live when the reference step began,
+/// freed after it ended and not made again (same call stack and size) before the failing step
+/// began. `next_step_peak_bytes` = the projected peak + returning.
 ///
 /// The failing step's start in the trace is the last event before the OOM at which allocated
 /// bytes were back at `static` (within max(16 MiB, 0.2%)).

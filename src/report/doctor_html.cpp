@@ -73,6 +73,9 @@ void facts(std::ostream& out, const Diagnosis& d) {
   if (d.gpu_idle_fraction) row("GPU idle", fmt::format("{:.1f}% of nvidia-smi samples", 100 * *d.gpu_idle_fraction));
   if (d.capacity_bytes) row("capacity", format_bytes(*d.capacity_bytes) + " — " + d.capacity_source);
   if (d.projection.available) row("projected step peak", format_bytes(d.projection.projected_peak_bytes));
+  if (d.projection.available && d.projection.returning_bytes > 0)
+    row("projected next steps", format_bytes(d.projection.next_step_peak_bytes) + " — with " +
+                                    format_bytes(d.projection.returning_bytes) + " of gradients back");
   row("ranks", d.rank_spread);
   out << "</table>\n";
 }

@@ -28,7 +28,9 @@ json projection_json(const diagnose::StepProjection& p) {
           {"reference_constant_bytes", p.reference_constant_bytes},
           {"activation_bytes_per_token", optional_json(p.activation_bytes_per_token)},
           {"live_at_oom_bytes", p.live_at_oom_bytes},
-          {"projected_peak_bytes", p.projected_peak_bytes}};
+          {"projected_peak_bytes", p.projected_peak_bytes},
+          {"returning_bytes", p.returning_bytes},
+          {"next_step_peak_bytes", p.next_step_peak_bytes}};
 }
 
 json oom_json(const std::optional<diagnose::OomContext>& c) {

@@ -47,8 +47,12 @@ void write_doctor_text(std::ostream& out, const diagnose::Diagnosis& d) {
   if (d.gpu_idle_fraction) field(out, "gpu idle", fmt::format("{:.1f}% of nvidia-smi samples", 100 * *d.gpu_idle_fraction));
   if (d.capacity_bytes) field(out, "capacity", fmt::format("{} ({})", format_bytes(*d.capacity_bytes), d.capacity_source));
   if (d.projection.available)
-    field(out, "projected", fmt::format("{} peak for the failing step (static {} + activations)", format_bytes(d.projection.projected_peak_bytes),
-                                        format_bytes(d.projection.static_bytes)));
+    field(out, "projected", fmt::format("{} peak for the failing step (static {} + activations){}", format_bytes(d.projection.projected_peak_bytes),
+                                        format_bytes(d.projection.static_bytes),
+                                        d.projection.returning_bytes == 0 ? ""
+                                        : fmt::format("; {} for the steps after it, with {} of gradients back",
+                                                      format_bytes(d.projection.next_step_peak_bytes),
+                                                      format_bytes(d.projection.returning_bytes))));
   field(out, "ranks", d.rank_spread);
 
   out << "\nevidence\n";

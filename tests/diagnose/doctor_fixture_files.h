@@ -20,14 +20,15 @@ inline std::filesystem::path doctor_scratch_dir() {
   return dir;
 }
 
-/// Every file of `scenario` a user would hand the doctor, plus a log with the OOM message.
-inline std::vector<std::string> doctor_user_files(const std::string& scenario) {
+/// Every file of the recording in `dir` a user would hand the doctor, plus a log with the OOM
+/// message; `scenario` names the log.
+inline std::vector<std::string> doctor_user_files_in(const std::filesystem::path& dir, const std::string& scenario) {
   namespace fs = std::filesystem;
-  const fs::path dir = fixtures_dir() / scenario;
   std::vector<std::string> files;
   for (const auto& entry : fs::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();
-    const bool wanted = (name.starts_with("snapshot") && name.ends_with(".pickle.zst")) || name == "steps.jsonl" ||
+    const bool snapshot = name.starts_with("snapshot") && (name.ends_with(".pickle.zst") || name.ends_with(".pickle.gz"));
+    const bool wanted = snapshot || name == "steps.jsonl" ||
                         name == "stats.json" || (name.starts_with("smi") && name.ends_with(".csv")) || name == "summary.txt";
     if (wanted) files.push_back(entry.path().string());
   }
@@ -44,6 +45,11 @@ inline std::vector<std::string> doctor_user_files(const std::string& scenario) {
   }
   std::sort(files.begin(), files.end());
   return files;
+}
+
+/// Every file of fixture `scenario` a user would hand the doctor, plus a log with the OOM message.
+inline std::vector<std::string> doctor_user_files(const std::string& scenario) {
+  return doctor_user_files_in(fixtures_dir() / scenario, scenario);
 }
 
 /// Names of every fixture folder with a truth.json.
