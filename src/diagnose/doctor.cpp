@@ -407,7 +407,7 @@ Verdict judge_oom_with_trace(const TraceChoice& trace, const TelemetryInput* tel
     add(d, "replay_best", fmt::format("no allocator config of the sweep ({} configs) passes the recorded OOM point at {}", d.whatif.size(), format_bytes(cap)));
 
   d.projection = telemetry && phase.repeats_step
-                     ? project_failing_step(snap, trace.device, curve, oom_index, request, telemetry->records)
+                     ? project_failing_step(snap, trace.device, curve, oom_index, request, telemetry->records, call_path.episode_starts)
                      : StepProjection{};
   if (phase.repeats_step && d.projection.different_pass) {
     d.phase = call_path.model_forward && !call_path.optimizer ? "eval" : "unknown";

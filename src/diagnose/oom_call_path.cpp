@@ -97,6 +97,17 @@ OomCallPath analyze_oom_call_path(const snapshot::Snapshot& snapshot, int device
   path.statement = describe_frame(snapshot, oom[statement_depth - 1]);
   path.statement_first_seen = first_seen[statement_depth];
   path.episodes = episodes[statement_depth];
+  // The episodes' starts, as counted above: an allocation under the statement after one that
+  // was not (allocations without frames, and other threads', are skipped).
+  bool inside = false;
+  for (std::size_t i = 0; i <= oom_index; ++i) {
+    const snapshot::TraceEvent& e = trace[i];
+    if (i < oom_index && (e.action != snapshot::TraceAction::kAlloc || e.stack == 0)) continue;
+    const std::size_t depth = i == oom_index ? oom.size() : prefix(e.stack);
+    if (depth == 0) continue;
+    if (depth >= statement_depth && !inside) path.episode_starts.push_back(i);
+    inside = depth >= statement_depth;
+  }
   if (path.statement_first_seen) {
     const std::int64_t first = trace[*path.statement_first_seen].time_us;
     const std::int64_t last = trace[oom_index].time_us;

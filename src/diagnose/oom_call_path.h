@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "snapshot/snapshot.h"
 
@@ -35,6 +36,9 @@ struct OomCallPath {
   std::string statement;    ///< the OOM's frame at the loop level: "gen.py:149 in run"
   std::optional<std::size_t> statement_first_seen;  ///< first allocation under that frame
   std::size_t episodes = 0;    ///< episodes of the statement (the failing one included)
+  /// Where each episode of the statement began (its first allocation), the failing one last:
+  /// with a forward statement, where each recorded step began.
+  std::vector<std::size_t> episode_starts;
   double statement_span_ms = 0;  ///< from the statement's first allocation to the OOM
   bool model_forward = false;  ///< the stack goes through torch.nn.Module.__call__
   bool optimizer = false;      ///< through torch/optim

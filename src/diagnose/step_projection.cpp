@@ -71,39 +71,81 @@ struct ReferenceWindow {
   std::optional<std::size_t> record;
 };
 
-/// Passes tried as the reference before giving up: the optimizer step, an eval pass, a few more.
+/// Steps tried as the reference, highest first, before deciding the failing pass is another one.
 constexpr std::size_t kMaxReferenceCandidates = 8;
 
-/// The highest allocated point in [0, last] outside the windows passed over (the first one on a tie).
-std::optional<std::size_t> highest_point_outside(const RecordedCurve& curve, std::size_t last,
-                                                 const std::vector<ReferenceWindow>& passed_over) {
-  std::optional<std::size_t> best;
-  for (std::size_t i = 0; i <= last && i < curve.allocated.size(); ++i) {
-    const bool skipped = std::any_of(passed_over.begin(), passed_over.end(),
-                                     [&](const ReferenceWindow& w) { return i >= w.start && i <= w.end; });
-    if (!skipped && (!best || curve.allocated[i] > curve.allocated[*best])) best = i;
-  }
-  return best;
+bool made_by_optimizer(const snapshot::Snapshot& snapshot, snapshot::StackId stack) {
+  for (const snapshot::FrameId frame : snapshot.stacks.stack(stack))
+    if (snapshot.strings.view(snapshot.stacks.frame(frame).filename).find("torch/optim/") != std::string_view::npos)
+      return true;
+  return false;
 }
 
-/// The step around `peak`: its record is the first whose cumulative `allocated_bytes.all.peak`
-/// reaches the peak, which names the peak's own step only when the peak was the highest point
-/// so far; it starts where allocated was back at the previous record's level and ends where it
-/// is back at its own record's (without a record: the trace's start, and `static_bytes`).
-ReferenceWindow reference_window(const RecordedCurve& curve, std::size_t peak, std::size_t failing_start,
-                                 std::span<const snapshot::StepRecord> steps, std::uint64_t static_bytes) {
-  ReferenceWindow w;
-  w.peak = peak;
-  const std::uint64_t level = curve.allocated[peak];
-  const bool highest_so_far = std::all_of(curve.allocated.begin(), curve.allocated.begin() + static_cast<std::ptrdiff_t>(peak),
-                                          [&](std::uint64_t a) { return a < level; });
-  for (std::size_t k = 0; k < steps.size() && highest_so_far; ++k) {
-    const auto recorded_peak = steps[k].memory_stat("allocated_bytes.all.peak");
-    if (recorded_peak && static_cast<std::uint64_t>(*recorded_peak) >= level) {
-      w.record = k;
-      break;
+/// Tells allocations made by torch/optim code, one look per call stack.
+class OptimizerStacks {
+ public:
+  explicit OptimizerStacks(const snapshot::Snapshot& snapshot) : snapshot_(snapshot) {}
+  bool contains(snapshot::StackId stack) {
+    const auto [it, added] = known_.try_emplace(stack, false);
+    if (added) it->second = made_by_optimizer(snapshot_, stack);
+    return it->second;
+  }
+
+ private:
+  const snapshot::Snapshot& snapshot_;
+  std::unordered_map<snapshot::StackId, bool> known_;
+};
+
+/// The highest allocation of each step before the failing one, oldest first: the highest one
+/// not made by torch/optim code (with one micro-step per optimizer step, AdamW's foreach
+/// temporaries top every step). Steps begin at `step_starts` (where the failing statement's
+/// episodes began, the failing one last). Without two of them, steps are the stretches of
+/// the trace between returns to the failing step's starting level (`static_bytes`) that rose
+/// more than a sixteenth of it higher; a stretch that only the optimizer took above that level
+/// (making its state) is no step.
+std::vector<std::size_t> step_peaks(const snapshot::Snapshot& snapshot, std::span<const snapshot::TraceEvent> trace,
+                                    const RecordedCurve& curve, std::size_t failing_start, std::uint64_t static_bytes,
+                                    std::span<const std::size_t> step_starts) {
+  OptimizerStacks optimizer(snapshot);
+  constexpr std::size_t kNone = ~std::size_t{0};
+  const auto higher = [&](std::size_t i, std::size_t peak) {
+    return trace[i].action == TraceAction::kAlloc && (peak == kNone || curve.allocated[i] > curve.allocated[peak]) &&
+           !optimizer.contains(trace[i].stack);
+  };
+  std::vector<std::size_t> peaks;
+  if (step_starts.size() >= 2) {
+    for (std::size_t k = 0; k + 1 < step_starts.size(); ++k) {
+      std::size_t peak = kNone;
+      for (std::size_t i = step_starts[k]; i < step_starts[k + 1] && i <= failing_start && i < trace.size(); ++i)
+        if (higher(i, peak)) peak = i;
+      peaks.push_back(peak != kNone ? peak : step_starts[k]);  // one per step: they map to records
+    }
+    return peaks;
+  }
+  // A stretch is a step when it rose well above the level: the backward pass hovers around it,
+  // and its small excursions (tens of MiB) are not steps.
+  const std::uint64_t level = static_bytes + tolerance(static_bytes);
+  const std::uint64_t step_height = level + static_bytes / 16;
+  std::size_t peak = kNone;  // of the stretch under way
+  for (std::size_t i = 0; i <= failing_start && i < trace.size(); ++i) {
+    if (curve.allocated[i] > level && higher(i, peak)) peak = i;
+    if (curve.allocated[i] <= level && peak != kNone) {
+      if (curve.allocated[peak] > step_height) peaks.push_back(peak);
+      peak = kNone;
     }
   }
+  return peaks;
+}
+
+/// The step around `peak`, telemetry record `record` (when known): it starts where allocated was
+/// back at the previous record's level and ends where it is back at its own record's (without
+/// a record: the trace's start, and `static_bytes`).
+ReferenceWindow reference_window(const RecordedCurve& curve, std::size_t peak, std::size_t failing_start,
+                                 std::span<const snapshot::StepRecord> steps, std::uint64_t static_bytes,
+                                 std::optional<std::size_t> record) {
+  ReferenceWindow w;
+  w.peak = peak;
+  w.record = record;
   std::uint64_t end_level = static_bytes;
   std::optional<std::uint64_t> start_level;
   if (w.record) {
@@ -191,7 +233,8 @@ std::optional<std::size_t> find_step_start(const RecordedCurve& curve, std::size
 StepProjection project_failing_step(const snapshot::Snapshot& snapshot, int device,
                                     const RecordedCurve& curve, std::size_t oom_index,
                                     std::uint64_t request_bytes,
-                                    std::span<const snapshot::StepRecord> steps) {
+                                    std::span<const snapshot::StepRecord> steps,
+                                    std::span<const std::size_t> step_starts) {
   StepProjection p;
   const auto trace = snapshot.trace(device);
   if (oom_index >= trace.size() || curve.allocated.size() != trace.size()) {
@@ -233,27 +276,29 @@ StepProjection project_failing_step(const snapshot::Snapshot& snapshot, int devi
   SizesByStack failing = alloc_sizes(trace, *failing_start, oom_index);
   if (trace[oom_index].stack != 0) failing[trace[oom_index].stack].push_back(trace[oom_index].size);
 
-  // The reference step: the highest allocated point before the failing step, in a pass that
-  // shares a call stack with the failing one. The highest point overall may be another pass
-  // (an optimizer step holding Adam's state and temporaries): its window is passed over.
-  std::vector<ReferenceWindow> passed_over;
+  // The reference step: of the steps before the failing one, the highest that shares a call
+  // stack with it. Steps map to the telemetry records newest first: the last one ended where
+  // the failing step began.
+  const std::vector<std::size_t> peaks = step_peaks(snapshot, trace, curve, *failing_start, p.static_bytes, step_starts);
+  if (peaks.empty()) {
+    p.unavailable_reason = "the trace shows no complete step before the failing one";
+    return p;
+  }
+  std::vector<std::size_t> by_height(peaks.size());
+  for (std::size_t k = 0; k < peaks.size(); ++k) by_height[k] = k;
+  std::stable_sort(by_height.begin(), by_height.end(),
+                   [&](std::size_t a, std::size_t b) { return curve.allocated[peaks[a]] > curve.allocated[peaks[b]]; });
   std::optional<ReferenceWindow> chosen;
-  for (std::size_t candidate = 0; candidate < kMaxReferenceCandidates; ++candidate) {
-    const auto peak_index = highest_point_outside(curve, *failing_start, passed_over);
-    if (!peak_index || curve.allocated[*peak_index] <= p.static_bytes) break;
-    const ReferenceWindow window = reference_window(curve, *peak_index, *failing_start, steps.first(recorded), p.static_bytes);
+  for (std::size_t n = 0; n < by_height.size() && n < kMaxReferenceCandidates && !chosen; ++n) {
+    const std::size_t k = by_height[n];
+    const std::size_t from_newest = peaks.size() - 1 - k;
+    const std::optional<std::size_t> record =
+        from_newest < recorded ? std::optional<std::size_t>(recorded - 1 - from_newest) : std::nullopt;
+    const ReferenceWindow window = reference_window(curve, peaks[k], *failing_start, steps.first(recorded), p.static_bytes, record);
     const SizesByStack reference = alloc_sizes(trace, window.start, window.end);
     const bool shares_a_stack = std::any_of(failing.begin(), failing.end(),
                                             [&](const auto& entry) { return reference.contains(entry.first); });
-    if (failing.empty() || reference.empty() || shares_a_stack) {
-      chosen = window;
-      break;
-    }
-    passed_over.push_back(window);
-  }
-  if (!chosen && passed_over.empty()) {
-    p.unavailable_reason = "the trace shows no complete step before the failing one";
-    return p;
+    if (failing.empty() || reference.empty() || shares_a_stack) chosen = window;
   }
   if (!chosen) {
     p.unavailable_reason = "the failing pass shares no call stack with any step before it: it is not the same step";

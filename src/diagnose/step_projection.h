@@ -51,10 +51,13 @@ std::optional<std::size_t> find_step_start(const RecordedCurve& curve, std::size
 /// @param steps telemetry of the rank that failed, in step order (the failing step has no
 ///        record, or has one: either works).
 /// @param request_bytes the failing malloc's (rounded) size.
+/// @param step_starts where each step began in the trace, the failing one last (the failing
+///        statement's episodes: OomCallPath::episode_starts); empty: found from the curve.
 /// @return `available` false with a reason when the inputs cannot support a projection.
 StepProjection project_failing_step(const snapshot::Snapshot& snapshot, int device,
                                     const RecordedCurve& curve, std::size_t oom_index,
                                     std::uint64_t request_bytes,
-                                    std::span<const snapshot::StepRecord> steps);
+                                    std::span<const snapshot::StepRecord> steps,
+                                    std::span<const std::size_t> step_starts = {});
 
 }  // namespace fragscope::diagnose
