@@ -52,17 +52,19 @@ TEST_P(DoctorHeldOut, VerdictMatchesTheRerunsLabel) {
   } else {
     EXPECT_EQ(verdict, label["label"].get<std::string>()) << name << ": " << d.headline;
     if (d.oom) {
-      EXPECT_EQ(d.phase, "train");
+      EXPECT_EQ(d.phase, label.value("doctor_phase", std::string("train")));
     }
   }
   EXPECT_EQ(d.oom, label["outcome"] == "oom");
-  if (d.data_wait_fraction) {
+  if (label["data_wait_fraction"].is_number()) {
+    ASSERT_TRUE(d.data_wait_fraction.has_value());
     EXPECT_NEAR(*d.data_wait_fraction, label["data_wait_fraction"].get<double>(), 0.01);
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(Recordings, DoctorHeldOut,
-                         ::testing::Values("frag", "cap", "eval", "input", "B_frag", "B_cap", "C_frag"));
+                         ::testing::Values("frag", "cap", "eval", "input", "B_frag", "B_cap", "C_frag", "A_frac",
+                                           "A_mid", "D_frag"));
 
 // Projected peaks against the real ones: each rerun under expandable segments passed the step
 // that failed and set its run's peak there (its `allocated_bytes.all.peak` rose at that step).
