@@ -9,6 +9,7 @@
 
 #include "diagnose/doctor_actions.h"
 #include "diagnose/input_pipeline.h"
+#include "diagnose/list_op_projection.h"
 #include "diagnose/oom_call_path.h"
 #include "diagnose/oom_phase.h"
 #include "diagnose/recorded_curve.h"
@@ -415,6 +416,22 @@ Verdict judge_oom_with_trace(const TraceChoice& trace, const TelemetryInput* tel
     add(d, "phase", fmt::format("phase {}: {}", d.phase, d.phase_source));
   }
   if (!phase.repeats_step || d.projection.different_pass) {
+    if (d.phase == "optimizer") {
+      const ListOpProjection op = project_failing_list_op(snap, trace.device, curve, oom_index);
+      if (op.available) {
+        add(d, "list_op", fmt::format("the failing malloc ({}) is result {} of {} of a list op, one tensor per parameter in the order "
+                                      "{} allocated them: the {} left need {}, so the op needs at least {} live",
+                                      op.site, op.done + 1, op.total, op.list_site, op.total - op.done,
+                                      format_bytes(op.remaining_bytes), format_bytes(op.projected_peak_bytes)));
+        if (op.projected_peak_bytes > cap) {
+          add(d, "projection_vs_capacity", fmt::format("the optimizer step needs at least {} of live memory even with perfect packing; "
+                                                       "the device gives {} — short by {}", format_bytes(op.projected_peak_bytes),
+                                                       format_bytes(cap), format_bytes(op.projected_peak_bytes - cap)));
+          d.trigger = "an optimizer step: its state and its foreach temporaries";
+          return Verdict::kCapacity;
+        }
+      }
+    }
     const std::int64_t after = steps.empty() ? -1 : steps.back().step;
     d.trigger = d.phase == "optimizer" ? "an optimizer step allocating its state"
                 : d.phase == "checkpoint" ? "a checkpoint save"

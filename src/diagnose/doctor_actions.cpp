@@ -105,6 +105,12 @@ void capacity(Diagnosis& d) {
                          "the eval pass's peak scales with its batch × sequence length", true});
     d.actions.push_back({"Do not materialise full fp32 logits", "compute the loss per chunk of the sequence; avoid logits.float() on the whole batch",
                          "vocab-sized logits dominate an eval pass: batch × seq × vocab × 4 bytes in fp32", true});
+  } else if (d.phase == "optimizer") {
+    d.actions.push_back({"Step the optimizer without foreach temporaries", "torch.optim.AdamW(params, ..., foreach=False)  # or fused=True",
+                         "the foreach step allocates a result per parameter on top of the optimizer's state; one parameter "
+                         "at a time needs one parameter's worth", true});
+    d.actions.push_back({"Shard the optimizer state", "FSDP (fully_shard) or ZeRO-1 across the data-parallel ranks",
+                         "AdamW keeps two fp32 tensors per parameter: sharded over N ranks each holds 1/N of them", true});
   } else {
     memory_reduction_actions(d, true);
   }
@@ -112,7 +118,8 @@ void capacity(Diagnosis& d) {
   const bool next_steps = p.available && p.projected_peak_bytes <= d.capacity_bytes.value_or(0);
   if (!d.recommended_conf.empty())
     allocator_action(d, false, fmt::format("less cache overhead, but not enough on its own: {}",
-                                           !p.available ? "even perfect packing cannot serve the request"
+                                           d.phase == "optimizer" ? "the optimizer step's live memory alone exceeds the device"
+                                           : !p.available ? "even perfect packing cannot serve the request"
                                            : next_steps ? "the failing step would fit, but the steps after it hold its gradients "
                                                           "again and their live memory alone exceeds the device"
                                                         : "the step's live memory alone exceeds the device"));

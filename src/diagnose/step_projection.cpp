@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "diagnose/optimizer_code.h"
 #include "util/bytes.h"
 
 namespace fragscope::diagnose {
@@ -73,13 +74,6 @@ struct ReferenceWindow {
 
 /// Steps tried as the reference, highest first, before deciding the failing pass is another one.
 constexpr std::size_t kMaxReferenceCandidates = 8;
-
-bool made_by_optimizer(const snapshot::Snapshot& snapshot, snapshot::StackId stack) {
-  for (const snapshot::FrameId frame : snapshot.stacks.stack(stack))
-    if (snapshot.strings.view(snapshot.stacks.frame(frame).filename).find("torch/optim/") != std::string_view::npos)
-      return true;
-  return false;
-}
 
 /// Tells allocations made by torch/optim code, one look per call stack.
 class OptimizerStacks {
