@@ -28,6 +28,11 @@
 namespace fragscope::diagnose {
 namespace {
 
+/// A projected peak this close below the capacity (a fraction of it) decides nothing: the
+/// projection came within 1% of the real peaks on held-out recordings (docs/VALIDATION.md),
+/// and a real allocator needs some room above live bytes (expandable segments: 1.4% on one).
+constexpr double kTooClose = 0.02;
+
 std::string pct(double fraction) { return fmt::format("{:.1f}%", 100.0 * fraction); }
 
 /// The OOM facts gathered from every input that states one.
@@ -392,9 +397,21 @@ Verdict judge_oom_with_trace(const TraceChoice& trace, const TelemetryInput* tel
   }
   if (call_path.has_stack) add(d, "call_site", fmt::format("the failing malloc was called from {} (statement {})", call_path.innermost, call_path.statement));
 
+  // The projection also tells the phase apart (a failing pass unlike the recorded steps), which
+  // the report names even when the ideal packer alone decides.
+  d.projection = telemetry && phase.repeats_step
+                     ? project_failing_step(snap, trace.device, curve, oom_index, request, telemetry->records, call_path.episode_starts)
+                     : StepProjection{};
+  if (phase.repeats_step && d.projection.different_pass) {
+    d.phase = call_path.model_forward && !call_path.optimizer ? "eval" : "unknown";
+    d.phase_source = "the failing pass shares no call stack with the recorded training steps";
+    add(d, "phase", fmt::format("phase {}: {}", d.phase, d.phase_source));
+  }
+
   if (ideal.oom && ideal.oom_matches_recorded) {
     add(d, "ideal_packer", fmt::format("even the ideal packer (live bytes packed with no gaps) cannot serve the {} request at event {}: "
                                        "live bytes + request exceed {}", format_bytes(request), oom_index, format_bytes(cap)));
+    d.projection = StepProjection{};
     d.projection.unavailable_reason = "not needed: the failing malloc alone does not fit";
     return Verdict::kCapacity;
   }
@@ -407,14 +424,6 @@ Verdict judge_oom_with_trace(const TraceChoice& trace, const TelemetryInput* tel
   else
     add(d, "replay_best", fmt::format("no allocator config of the sweep ({} configs) passes the recorded OOM point at {}", d.whatif.size(), format_bytes(cap)));
 
-  d.projection = telemetry && phase.repeats_step
-                     ? project_failing_step(snap, trace.device, curve, oom_index, request, telemetry->records, call_path.episode_starts)
-                     : StepProjection{};
-  if (phase.repeats_step && d.projection.different_pass) {
-    d.phase = call_path.model_forward && !call_path.optimizer ? "eval" : "unknown";
-    d.phase_source = "the failing pass shares no call stack with the recorded training steps";
-    add(d, "phase", fmt::format("phase {}: {}", d.phase, d.phase_source));
-  }
   if (!phase.repeats_step || d.projection.different_pass) {
     if (d.phase == "optimizer") {
       const ListOpProjection op = project_failing_list_op(snap, trace.device, curve, oom_index);
@@ -494,6 +503,18 @@ Verdict judge_oom_with_trace(const TraceChoice& trace, const TelemetryInput* tel
                                     p.failing_step.value_or(0), format_bytes(p.returning_bytes), p.failing_step.value_or(0),
                                     format_bytes(p.next_step_peak_bytes), format_bytes(p.next_step_peak_bytes - cap)));
     return Verdict::kCapacity;
+  }
+  if (const std::uint64_t spare = cap - p.next_step_peak_bytes; spare < kTooClose * static_cast<double>(cap)) {
+    add(d, "too_close", fmt::format("the step would leave {} ({:.1f}% of {}) with perfect packing: closer than the projection's "
+                                    "accuracy ({:.0f}%: on held-out recordings it came within 1% of the real peaks), and every "
+                                    "allocator needs some room above the live bytes, so whether a setting runs the step cannot be "
+                                    "told from the trace", format_bytes(spare), 100.0 * static_cast<double>(spare) / static_cast<double>(cap),
+                                    format_bytes(cap), 100.0 * kTooClose));
+    d.trigger = fmt::format("training step {}, within {:.0f}% of the capacity", p.failing_step.value_or(0), 100.0 * kTooClose);
+    d.decide_with = {fmt::format("one rerun with PYTORCH_CUDA_ALLOC_CONF={} at the same memory: if it fails in the same step, "
+                                 "the verdict is capacity", d.recommended_conf.empty() ? "expandable_segments:True" : d.recommended_conf),
+                     "or make room instead of deciding: activation checkpointing, or a smaller micro-batch with more accumulation"};
+    return Verdict::kUndetermined;
   }
   if (!best) {
     d.setting_fixes_it = false;

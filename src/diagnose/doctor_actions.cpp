@@ -144,7 +144,12 @@ void undetermined(Diagnosis& d) {
     memory_reduction_actions(d, false);
   }
   if (!d.recommended_conf.empty())
-    allocator_action(d, false, "the failing malloc alone would have succeeded under it in the replay, which proves nothing about the rest of the pass");
+    allocator_action(d, false, d.projection.available
+                                   ? fmt::format("the replay passes the recorded OOM point under it, but the step's projected peak {} "
+                                                 "leaves almost nothing of the {} capacity: try it, with a margin",
+                                                 format_bytes(d.projection.next_step_peak_bytes), format_bytes(d.capacity_bytes.value_or(0)))
+                                   : "the failing malloc alone would have succeeded under it in the replay, which proves nothing about "
+                                     "the rest of the pass");
   d.do_not.push_back({"Do not call it fragmentation because reserved-but-unallocated is large", "",
                       d.oom_context && d.oom_context->reserved_unallocated
                           ? fmt::format("{} was cached and unallocated, yet that says nothing about what the rest of the pass needs",

@@ -46,6 +46,9 @@ TEST_P(DoctorHeldOut, VerdictMatchesTheRerunsLabel) {
     const auto accepted = label["accept"].get<std::vector<std::string>>();
     EXPECT_NE(std::find(accepted.begin(), accepted.end(), verdict), accepted.end()) << name << ": " << d.headline;
     EXPECT_EQ(d.phase, label["doctor_phase"].get<std::string>());
+    if (verdict == "undetermined") {
+      EXPECT_FALSE(d.decide_with.empty());
+    }
   } else if (label["oom_phase"] == "eval") {
     EXPECT_TRUE(verdict == "undetermined" || verdict == "capacity") << name << ": " << d.headline;
     EXPECT_EQ(d.phase, "eval");
@@ -64,7 +67,7 @@ TEST_P(DoctorHeldOut, VerdictMatchesTheRerunsLabel) {
 
 INSTANTIATE_TEST_SUITE_P(Recordings, DoctorHeldOut,
                          ::testing::Values("frag", "cap", "eval", "input", "B_frag", "B_cap", "C_frag", "A_frac",
-                                           "A_mid", "D_frag"));
+                                           "A_mid", "D_frag", "E_1.02", "E_1.06"));
 
 // Projected peaks against the real ones: each rerun under expandable segments passed the step
 // that failed and set its run's peak there (its `allocated_bytes.all.peak` rose at that step).
@@ -85,7 +88,7 @@ TEST_P(ProjectedPeak, IsWithinTwoPercentOfTheRerunsPeak) {
   EXPECT_NEAR(static_cast<double>(d.projection.projected_peak_bytes), real_peak, 0.02 * real_peak);
 }
 
-INSTANTIATE_TEST_SUITE_P(Recordings, ProjectedPeak, ::testing::Values("frag", "cap", "B_frag", "C_frag"));
+INSTANTIATE_TEST_SUITE_P(Recordings, ProjectedPeak, ::testing::Values("frag", "cap", "B_frag", "C_frag", "E_1.06"));
 
 // Where the failing statement does not tell the steps apart (one episode wraps the loop), the
 // projection finds them from the allocated curve alone; on these recordings both agree. Not on
