@@ -33,6 +33,28 @@ namespace {
 /// and a real allocator needs some room above live bytes (expandable segments: 1.4% on one).
 constexpr double kTooClose = 0.02;
 
+/// Σ size / Σ requested size of the blocks live in the snapshot of `device` (1 when none).
+double rounding_inflation(const snapshot::Snapshot& snap, int device) {
+  std::uint64_t size = 0, requested = 0;
+  for (const snapshot::Segment& segment : snap.segments) {
+    if (segment.device != device) continue;
+    for (std::size_t b = segment.first_block; b < segment.first_block + segment.block_count; ++b) {
+      const snapshot::Block& block = snap.blocks[b];
+      if (block.state != snapshot::BlockState::kActiveAllocated) continue;
+      size += block.size;
+      requested += block.requested_size;
+    }
+  }
+  return requested > 0 && size > requested ? static_cast<double>(size) / static_cast<double>(requested) : 1.0;
+}
+
+bool recorded_rounds_up(const alloc::AllocConfig& config) {
+  return std::any_of(config.roundup_power2_divisions.begin(), config.roundup_power2_divisions.end(),
+                     [](std::uint32_t divisions) { return divisions > 0; });
+}
+
+bool rounds_up(const std::string& conf) { return conf.find("roundup_power2_divisions") != std::string::npos; }
+
 std::string pct(double fraction) { return fmt::format("{:.1f}%", 100.0 * fraction); }
 
 /// The OOM facts gathered from every input that states one.
@@ -488,23 +510,34 @@ Verdict judge_oom_with_trace(const TraceChoice& trace, const TelemetryInput* tel
                   p.token_ratio,
                   p.failing_tokens && p.reference_tokens ? fmt::format(" ({} → {} tokens)", *p.reference_tokens, *p.failing_tokens) : "",
                   format_bytes(p.reference_constant_bytes)));
-  if (p.projected_peak_bytes > cap) {
+  // Sizes in the trace are the recorded setting's: one that rounds requests up
+  // (roundup_power2_divisions) inflates every live byte, and the best setting may not round.
+  std::uint64_t peak = p.projected_peak_bytes;
+  std::uint64_t next = p.next_step_peak_bytes;
+  if (const double inflation = rounding_inflation(snap, trace.device);
+      recorded_rounds_up(prepared.recorded_config) && best && !rounds_up(best->conf) && inflation > 1.01) {
+    peak = static_cast<std::uint64_t>(static_cast<double>(peak) / inflation);
+    next = static_cast<std::uint64_t>(static_cast<double>(next) / inflation);
+    add(d, "rounding", fmt::format("the recorded setting rounds requests up (roundup_power2_divisions): the snapshot's live blocks "
+                                   "hold ×{:.3f} the bytes they asked for; {} does not round, and at requested sizes the step "
+                                   "projects to about {}", inflation, best->conf, format_bytes(next)));
+  }
+  if (peak > cap) {
     add(d, "projection_vs_capacity", fmt::format("the step needs about {} of live memory even with perfect packing; the device gives {} — "
-                                                 "short by {}", format_bytes(p.projected_peak_bytes), format_bytes(cap),
-                                                 format_bytes(p.projected_peak_bytes - cap)));
+                                                 "short by {}", format_bytes(peak), format_bytes(cap), format_bytes(peak - cap)));
     return Verdict::kCapacity;
   }
   add(d, "projection_vs_capacity", fmt::format("the step's projected peak {} fits in {} ({} to spare with perfect packing)",
-                                               format_bytes(p.projected_peak_bytes), format_bytes(cap), format_bytes(cap - p.projected_peak_bytes)));
-  if (p.next_step_peak_bytes > cap) {
+                                               format_bytes(peak), format_bytes(cap), format_bytes(cap - peak)));
+  if (next > cap) {
     add(d, "next_step", fmt::format("but step {} runs without {} that the steps before it kept from one step to the next "
                                     "(gradients dropped after the optimizer step); the next steps hold them again, and a batch "
                                     "like step {}'s then needs about {}: short by {} even with perfect packing",
                                     p.failing_step.value_or(0), format_bytes(p.returning_bytes), p.failing_step.value_or(0),
-                                    format_bytes(p.next_step_peak_bytes), format_bytes(p.next_step_peak_bytes - cap)));
+                                    format_bytes(next), format_bytes(next - cap)));
     return Verdict::kCapacity;
   }
-  if (const std::uint64_t spare = cap - p.next_step_peak_bytes; spare < kTooClose * static_cast<double>(cap)) {
+  if (const std::uint64_t spare = cap - next; spare < kTooClose * static_cast<double>(cap)) {
     add(d, "too_close", fmt::format("the step would leave {} ({:.1f}% of {}) with perfect packing: closer than the projection's "
                                     "accuracy ({:.0f}%: on held-out recordings it came within 1% of the real peaks), and every "
                                     "allocator needs some room above the live bytes, so whether a setting runs the step cannot be "

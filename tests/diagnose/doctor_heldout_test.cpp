@@ -67,7 +67,7 @@ TEST_P(DoctorHeldOut, VerdictMatchesTheRerunsLabel) {
 
 INSTANTIATE_TEST_SUITE_P(Recordings, DoctorHeldOut,
                          ::testing::Values("frag", "cap", "eval", "input", "B_frag", "B_cap", "C_frag", "A_frac",
-                                           "A_mid", "D_frag", "E_1.02", "E_1.06"));
+                                           "A_mid", "D_frag", "E_1.02", "E_1.06", "S_exp_round2"));
 
 // Projected peaks against the real ones: each rerun under expandable segments passed the step
 // that failed and set its run's peak there (its `allocated_bytes.all.peak` rose at that step).
