@@ -62,6 +62,19 @@ Capacity resolve_capacity(const PreparedTrace& trace, const CapacityRequest& req
                                    format_bytes(allowed));
     return capacity;
   }
+  if (!fraction && !request.capacity_bytes && !gpu && !request.unlimited && !trace.ooms.empty()) {
+    // A cudaMalloc refused while the driver had room for it: a per-process cap was in force
+    // (set_per_process_memory_fraction) that nothing names. It lies at or above the most the
+    // process reserved, and below the smallest reserved + request that failed.
+    const RecordedOom& oom = trace.ooms.front();
+    const std::uint64_t failed = trace.capacity.failed_at.value_or(oom.reserved_at_oom + oom.size);
+    if (oom.device_free > oom.size && failed > trace.capacity.lower_bound) {
+      capacity.allowed_maximum = failed - 1;
+      capacity.source += fmt::format("; the driver had room, so a per-process cap refused it: at most {} (inferred from the trace's "
+                                     "failed cudaMalloc; set_per_process_memory_fraction?)", format_bytes(failed - 1));
+    }
+    return capacity;
+  }
   if (fraction) {
     if (!(*fraction > 0.0 && *fraction <= 1.0)) {
       throw InputError(fmt::format("--memory-fraction: {} is not in (0, 1]", *fraction));

@@ -1,10 +1,13 @@
 #include "replay/capacity.h"
 #include "replay/replay_engine.h"
 
+#include <fstream>
+
 #include <gtest/gtest.h>
 
 #include "fixture_util.h"
 #include "util/error.h"
+#include "snapshot/snapshot_reader.h"
 #include "util/gpu_catalog.h"
 
 namespace fragscope::replay {
@@ -76,6 +79,36 @@ TEST(CapacityTest, ReplayOptionsSimulateTheResolvedDevice) {
   EXPECT_EQ(options.timeline_points, ReplayOptions{}.timeline_points);  // the rest: defaults
   EXPECT_TRUE(options.use_recorded_addresses);
   EXPECT_FALSE(options.self_check);
+}
+
+// Held-out H200 recording (docs/VALIDATION.md, third batch): the process was capped with
+// set_per_process_memory_fraction and failed with 115.84 GiB free on the device. Without the
+// OOM message the trace alone shows a cap was in force, and bounds it tightly enough that the
+// replay reproduces the run: its peak reserved, its retries and its OOM.
+TEST(CapacityTest, ACudaMallocRefusedWithRoomOnTheDeviceMeansACap) {
+  const std::string dir = std::string(FRAGSCOPE_SOURCE_DIR) + "/tests/data/heldout/A_frac/";
+  const PreparedTrace trace =
+      prepare_trace(snapshot::read_snapshot_file(dir + "snapshot.pickle.gz"), 0, dir + "snapshot.pickle.gz");
+  const Capacity capacity = resolve_capacity(trace, {});
+  ASSERT_TRUE(capacity.allowed_maximum.has_value());
+  EXPECT_GE(*capacity.allowed_maximum, trace.capacity.lower_bound);
+  EXPECT_NE(capacity.source.find("per-process cap"), std::string::npos);
+  ReplayOptions options = replay_options_for(capacity);
+  options.self_check = true;
+  const ReplayResult r = run_replay(trace, ModelKind::kCaching, trace.recorded_config, options);
+  std::ifstream in(dir + "stats.json");
+  const nlohmann::json stats = nlohmann::json::parse(in);
+  EXPECT_EQ(r.stats.peak_reserved_bytes, stats["reserved_bytes.all.peak"].get<std::uint64_t>());
+  EXPECT_EQ(r.stats.num_alloc_retries, stats["num_alloc_retries"].get<std::uint64_t>());
+  EXPECT_TRUE(r.oom);
+  EXPECT_TRUE(r.oom_matches_recorded);
+  EXPECT_EQ(r.segment_mismatches, 0u);
+}
+
+// A driver OOM (the ballast left less free than the request) is no cap.
+TEST(CapacityTest, ADriverOomIsNoCap) {
+  const PreparedTrace trace = testing::prepare_fixture("frag_oom_104");
+  EXPECT_FALSE(resolve_capacity(trace, {}).allowed_maximum.has_value());
 }
 
 }  // namespace
