@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "alloc/size_rules.h"
 #include "util/bytes.h"
 #include "util/error.h"
 #include "util/gpu_catalog.h"
@@ -67,8 +68,9 @@ Capacity resolve_capacity(const PreparedTrace& trace, const CapacityRequest& req
     // (set_per_process_memory_fraction) that nothing names. It lies at or above the most the
     // process reserved, and below the smallest reserved + request that failed.
     const RecordedOom& oom = trace.ooms.front();
-    const std::uint64_t failed = trace.capacity.failed_at.value_or(oom.reserved_at_oom + oom.size);
-    if (oom.device_free > oom.size && failed > trace.capacity.lower_bound) {
+    const std::uint64_t segment = alloc::allocation_size(oom.size, trace.recorded_config);  // what cudaMalloc was asked for
+    const std::uint64_t failed = trace.capacity.failed_at.value_or(oom.reserved_at_oom + segment);
+    if (oom.device_free > segment && failed > trace.capacity.lower_bound) {
       capacity.allowed_maximum = failed - 1;
       capacity.source += fmt::format("; the driver had room, so a per-process cap refused it: at most {} (inferred from the trace's "
                                      "failed cudaMalloc; set_per_process_memory_fraction?)", format_bytes(failed - 1));
