@@ -61,6 +61,7 @@ double size_ratio(const SizesByStack& failing, const SizesByStack& reference) {
 struct LiveBlock {
   std::uint64_t size = 0;
   snapshot::StackId stack = 0;
+  std::size_t since = 0;  ///< the event that allocated it
 };
 
 /// A step window in the trace: its highest point, where it began and ended, and its telemetry
@@ -308,11 +309,12 @@ StepProjection project_failing_step(const snapshot::Snapshot& snapshot, int devi
   }
   const SizesByStack reference = alloc_sizes(trace, chosen->start, ref_end);
 
-  // Blocks live at the reference peak; those freed before its step ended are its activations.
+  // Blocks the reference step allocated, live at its peak; those freed before its work ended
+  // are its activations (gradients made by an earlier step and dropped by zero_grad are not).
   std::unordered_map<std::uint64_t, LiveBlock> live;
   for (std::size_t i = 0; i <= peak_index; ++i) {
     const snapshot::TraceEvent& e = trace[i];
-    if (e.action == TraceAction::kAlloc) live[e.addr] = {e.size, e.stack};
+    if (e.action == TraceAction::kAlloc) live[e.addr] = {e.size, e.stack, i};
     else if (e.action == TraceAction::kFreeCompleted) live.erase(e.addr);
   }
 
@@ -323,6 +325,10 @@ StepProjection project_failing_step(const snapshot::Snapshot& snapshot, int devi
     if (e.action != TraceAction::kFreeRequested && e.action != TraceAction::kFreeCompleted) continue;
     const auto it = live.find(e.addr);
     if (it == live.end()) continue;
+    if (it->second.since < chosen->start) {  // kept from before the step
+      live.erase(it);
+      continue;
+    }
     const auto same_stack = failing.find(it->second.stack);
     if (same_stack != failing.end() && holds_size(same_stack->second, it->second.size)) {
       constant += it->second.size;

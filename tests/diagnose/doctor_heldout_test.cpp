@@ -67,7 +67,7 @@ TEST_P(DoctorHeldOut, VerdictMatchesTheRerunsLabel) {
 
 INSTANTIATE_TEST_SUITE_P(Recordings, DoctorHeldOut,
                          ::testing::Values("frag", "cap", "eval", "input", "B_frag", "B_cap", "C_frag", "A_frac",
-                                           "A_mid", "D_frag", "E_1.02", "E_1.06", "S_exp_round2"));
+                                           "A_mid", "D_frag", "E_1.02", "E_1.06", "S_exp_round2", "F7_frag"));
 
 // Projected peaks against the real ones: each rerun under expandable segments passed the step
 // that failed and set its run's peak there (its `allocated_bytes.all.peak` rose at that step).
@@ -88,7 +88,7 @@ TEST_P(ProjectedPeak, IsWithinTwoPercentOfTheRerunsPeak) {
   EXPECT_NEAR(static_cast<double>(d.projection.projected_peak_bytes), real_peak, 0.02 * real_peak);
 }
 
-INSTANTIATE_TEST_SUITE_P(Recordings, ProjectedPeak, ::testing::Values("frag", "cap", "B_frag", "C_frag", "E_1.06"));
+INSTANTIATE_TEST_SUITE_P(Recordings, ProjectedPeak, ::testing::Values("frag", "cap", "B_frag", "C_frag", "E_1.06", "F7_frag"));
 
 // Where the failing statement does not tell the steps apart (one episode wraps the loop), the
 // projection finds them from the allocated curve alone; on these recordings both agree. Not on
