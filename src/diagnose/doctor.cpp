@@ -15,6 +15,7 @@
 #include "diagnose/recorded_curve.h"
 #include "diagnose/segment_map_at_event.h"
 #include "diagnose/step_projection.h"
+#include "metrics/memory_totals.h"
 #include "metrics/segment_map.h"
 #include "replay/capacity.h"
 #include "replay/prepared_trace.h"
@@ -35,17 +36,11 @@ constexpr double kTooClose = 0.02;
 
 /// Σ size / Σ requested size of the blocks live in the snapshot of `device` (1 when none).
 double rounding_inflation(const snapshot::Snapshot& snap, int device) {
-  std::uint64_t size = 0, requested = 0;
-  for (const snapshot::Segment& segment : snap.segments) {
-    if (segment.device != device) continue;
-    for (std::size_t b = segment.first_block; b < segment.first_block + segment.block_count; ++b) {
-      const snapshot::Block& block = snap.blocks[b];
-      if (block.state != snapshot::BlockState::kActiveAllocated) continue;
-      size += block.size;
-      requested += block.requested_size;
-    }
-  }
-  return requested > 0 && size > requested ? static_cast<double>(size) / static_cast<double>(requested) : 1.0;
+  const metrics::MemoryTotals live =
+      metrics::compute_totals(snap, [&](const snapshot::Segment& segment) { return segment.device == device; });
+  return live.requested_bytes > 0 && live.allocated_bytes > live.requested_bytes
+             ? static_cast<double>(live.allocated_bytes) / static_cast<double>(live.requested_bytes)
+             : 1.0;
 }
 
 bool recorded_rounds_up(const alloc::AllocConfig& config) {

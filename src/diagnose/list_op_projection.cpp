@@ -5,15 +5,13 @@
 
 #include "diagnose/oom_call_path.h"
 #include "diagnose/optimizer_code.h"
+#include "diagnose/trace_size.h"
 
 namespace fragscope::diagnose {
 namespace {
 
 using snapshot::StackId;
 using snapshot::TraceAction;
-
-/// Trace sizes are block sizes, the `oom` entry's is rounded to 512: equal within that.
-bool same_size(std::uint64_t a, std::uint64_t b) { return (a > b ? a - b : b - a) < 512; }
 
 std::string site_of(const snapshot::Snapshot& snapshot, StackId stack) {
   const auto frames = snapshot.stacks.stack(stack);
@@ -55,7 +53,7 @@ ListOpProjection project_failing_list_op(const snapshot::Snapshot& snapshot, int
     const std::vector<std::uint64_t>& list = sizes[site];
     if (list.size() < failing.size()) continue;
     bool prefix = true;
-    for (std::size_t k = 0; k < failing.size() && prefix; ++k) prefix = same_size(list[k], failing[k]);
+    for (std::size_t k = 0; k < failing.size() && prefix; ++k) prefix = same_trace_size(list[k], failing[k]);
     if (!prefix) continue;
     p.available = true;
     p.list_site = site_of(snapshot, site);

@@ -65,22 +65,18 @@ OomCallPath analyze_oom_call_path(const snapshot::Snapshot& snapshot, int device
     if (added) it->second = common_prefix(oom, snapshot.stacks.stack(stack));
     return it->second;
   };
-  std::size_t loop_depth = oom.size();  // C: the shallowest divergence among same-thread stacks
-  std::vector<std::size_t> episodes(oom.size() + 1, 0);
-  std::vector<std::optional<std::size_t>> first_seen(oom.size() + 1);
-  std::size_t previous = 0;
-  for (std::size_t i = 0; i <= oom_index; ++i) {
-    const snapshot::TraceEvent& e = trace[i];
-    if (i < oom_index && (e.action != snapshot::TraceAction::kAlloc || e.stack == 0)) continue;
-    const std::size_t depth = i == oom_index ? oom.size() : prefix(e.stack);
-    if (depth == 0) continue;  // another thread
-    loop_depth = std::min(loop_depth, depth);
-    for (std::size_t d = previous + 1; d <= depth; ++d) {
-      ++episodes[d];
-      if (!first_seen[d]) first_seen[d] = i;
+  // Depth of each allocation's shared prefix with the OOM stack, in trace order (allocations
+  // without frames skipped; 0 for another thread), the OOM itself last with its full depth.
+  const auto for_each_depth = [&](auto&& visit) {
+    for (std::size_t i = 0; i <= oom_index; ++i) {
+      const snapshot::TraceEvent& e = trace[i];
+      if (i < oom_index && (e.action != snapshot::TraceAction::kAlloc || e.stack == 0)) continue;
+      const std::size_t depth = i == oom_index ? oom.size() : prefix(e.stack);
+      if (depth != 0) visit(i, depth);
     }
-    previous = depth;
-  }
+  };
+  std::size_t loop_depth = oom.size();  // C: the shallowest divergence among same-thread stacks
+  for_each_depth([&](std::size_t, std::size_t depth) { loop_depth = std::min(loop_depth, depth); });
   // Episodes of every loop-level statement (each stack's frame just below the common prefix).
   std::unordered_map<FrameId, std::size_t> statement_episodes;
   std::optional<FrameId> previous_statement;
@@ -95,19 +91,14 @@ OomCallPath analyze_oom_call_path(const snapshot::Snapshot& snapshot, int device
   }
   const std::size_t statement_depth = std::min(loop_depth + 1, oom.size());
   path.statement = describe_frame(snapshot, oom[statement_depth - 1]);
-  path.statement_first_seen = first_seen[statement_depth];
-  path.episodes = episodes[statement_depth];
-  // The episodes' starts, as counted above: an allocation under the statement after one that
-  // was not (allocations without frames, and other threads', are skipped).
+  // The statement's episodes: each begins at an allocation under it after one that was not.
   bool inside = false;
-  for (std::size_t i = 0; i <= oom_index; ++i) {
-    const snapshot::TraceEvent& e = trace[i];
-    if (i < oom_index && (e.action != snapshot::TraceAction::kAlloc || e.stack == 0)) continue;
-    const std::size_t depth = i == oom_index ? oom.size() : prefix(e.stack);
-    if (depth == 0) continue;
+  for_each_depth([&](std::size_t i, std::size_t depth) {
     if (depth >= statement_depth && !inside) path.episode_starts.push_back(i);
     inside = depth >= statement_depth;
-  }
+  });
+  path.episodes = path.episode_starts.size();
+  if (!path.episode_starts.empty()) path.statement_first_seen = path.episode_starts.front();
   if (path.statement_first_seen) {
     const std::int64_t first = trace[*path.statement_first_seen].time_us;
     const std::int64_t last = trace[oom_index].time_us;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "diagnose/optimizer_code.h"
+#include "diagnose/trace_size.h"
 #include "util/bytes.h"
 
 namespace fragscope::diagnose {
@@ -13,15 +14,10 @@ namespace {
 
 using snapshot::TraceAction;
 
-/// Trace sizes are requested bytes, the `oom` entry's is rounded to 512: equal within that.
-constexpr std::uint64_t kSizeSlack = 512;
-
 std::uint64_t tolerance(std::uint64_t level) { return std::max<std::uint64_t>(16 * kMiB, level / 500); }
 
-bool same_size(std::uint64_t a, std::uint64_t b) { return (a > b ? a - b : b - a) < kSizeSlack; }
-
 bool holds_size(const std::vector<std::uint64_t>& sizes, std::uint64_t size) {
-  return std::any_of(sizes.begin(), sizes.end(), [&](std::uint64_t s) { return same_size(s, size); });
+  return std::any_of(sizes.begin(), sizes.end(), [&](std::uint64_t s) { return same_trace_size(s, size); });
 }
 
 using SizesByStack = std::unordered_map<snapshot::StackId, std::vector<std::uint64_t>>;
@@ -42,7 +38,7 @@ double size_ratio(const SizesByStack& failing, const SizesByStack& reference) {
     if (ref == reference.end()) continue;
     const std::uint64_t fail_max = *std::max_element(sizes.begin(), sizes.end());
     const std::uint64_t ref_max = *std::max_element(ref->second.begin(), ref->second.end());
-    if (same_size(fail_max, ref_max) || ref_max == 0) continue;
+    if (same_trace_size(fail_max, ref_max) || ref_max == 0) continue;
     ratios.emplace_back(static_cast<double>(fail_max) / static_cast<double>(ref_max),
                         static_cast<double>(fail_max));
   }
@@ -284,13 +280,14 @@ StepProjection project_failing_step(const snapshot::Snapshot& snapshot, int devi
   std::stable_sort(by_height.begin(), by_height.end(),
                    [&](std::size_t a, std::size_t b) { return curve.allocated[peaks[a]] > curve.allocated[peaks[b]]; });
   std::optional<ReferenceWindow> chosen;
+  SizesByStack reference;  // the chosen step's allocation sizes by call stack
   for (std::size_t n = 0; n < by_height.size() && n < kMaxReferenceCandidates && !chosen; ++n) {
     const std::size_t k = by_height[n];
     const std::size_t from_newest = peaks.size() - 1 - k;
     const std::optional<std::size_t> record =
         from_newest < recorded ? std::optional<std::size_t>(recorded - 1 - from_newest) : std::nullopt;
     const ReferenceWindow window = reference_window(curve, peaks[k], *failing_start, steps.first(recorded), p.static_bytes, record);
-    const SizesByStack reference = alloc_sizes(trace, window.start, window.end);
+    reference = alloc_sizes(trace, window.start, window.end);
     const bool shares_a_stack = std::any_of(failing.begin(), failing.end(),
                                             [&](const auto& entry) { return reference.contains(entry.first); });
     if (failing.empty() || reference.empty() || shares_a_stack) chosen = window;
@@ -307,7 +304,6 @@ StepProjection project_failing_step(const snapshot::Snapshot& snapshot, int devi
     p.reference_step = steps[*chosen->record].step;
     p.reference_tokens = record_tokens(steps[*chosen->record]);
   }
-  const SizesByStack reference = alloc_sizes(trace, chosen->start, ref_end);
 
   // Blocks the reference step allocated, live at its peak; those freed before its work ended
   // are its activations (gradients made by an earlier step and dropped by zero_grad are not).

@@ -9,11 +9,13 @@
 ///
 /// - `static`: live bytes when the failing step began: `allocated_bytes.all.current` of the
 ///   last telemetry record (the step before the failing one);
-/// - the reference step: the recorded step whose peak is the trace's highest allocated point
-///   before the failing step (the first record whose `allocated_bytes.all.peak` reaches it),
-///   among passes that share a call stack with the failing one (an optimizer step is passed over);
-/// - its activations: the blocks live at that peak and freed before the step's own work ended
-///   (allocated back at the lower of its start and end levels). Those
+/// - the steps before the failing one begin at `step_starts` (else where the curve returns to
+///   `static`) and map to the telemetry records newest first; a step's peak is its highest
+///   allocation not made by torch/optim code;
+/// - the reference step: the step with the highest peak among those sharing a call stack with
+///   the failing pass;
+/// - its activations: the blocks it allocated itself, live at that peak and freed before its
+///   own work ended (allocated back at the lower of its start and end levels). Those
 ///   the failing step allocated again at the same call stack with the same size (weight casts,
 ///   workspaces) are `constant`; the rest (activations, logits) are `scaled`;
 /// - `ratio`: the failing step's size against the reference step's, measured on the

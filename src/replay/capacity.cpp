@@ -13,6 +13,7 @@ namespace fragscope::replay {
 
 Capacity resolve_capacity(const PreparedTrace& trace, const CapacityRequest& request) {
   Capacity capacity;
+  std::optional<std::uint64_t> inferred_cap;  // a cap the recorded OOM shows, when nothing names one
   const GpuSpec* gpu = nullptr;
   if (request.gpu) {
     gpu = find_gpu(*request.gpu);
@@ -37,6 +38,12 @@ Capacity resolve_capacity(const PreparedTrace& trace, const CapacityRequest& req
   } else if (!trace.ooms.empty()) {
     const RecordedOom& oom = trace.ooms.front();
     capacity.bytes = oom.reserved_at_oom + oom.device_free;
+    // A cudaMalloc refused while the driver had room for it: a per-process cap was in force
+    // (set_per_process_memory_fraction) that nothing may name. It lies at or above the most
+    // the process reserved, and below the smallest reserved + request that failed.
+    const std::uint64_t segment = alloc::allocation_size(oom.size, trace.recorded_config);  // what cudaMalloc was asked for
+    const std::uint64_t failed = trace.capacity.failed_at.value_or(oom.reserved_at_oom + segment);
+    if (oom.device_free > segment && failed > trace.capacity.lower_bound) inferred_cap = failed - 1;
     capacity.source = fmt::format("recorded OOM at event {}: {} reserved + {} free on the device",
                                   oom.trace_index, format_bytes(oom.reserved_at_oom),
                                   format_bytes(oom.device_free));
@@ -63,18 +70,10 @@ Capacity resolve_capacity(const PreparedTrace& trace, const CapacityRequest& req
                                    format_bytes(allowed));
     return capacity;
   }
-  if (!fraction && !request.capacity_bytes && !gpu && !request.unlimited && !trace.ooms.empty()) {
-    // A cudaMalloc refused while the driver had room for it: a per-process cap was in force
-    // (set_per_process_memory_fraction) that nothing names. It lies at or above the most the
-    // process reserved, and below the smallest reserved + request that failed.
-    const RecordedOom& oom = trace.ooms.front();
-    const std::uint64_t segment = alloc::allocation_size(oom.size, trace.recorded_config);  // what cudaMalloc was asked for
-    const std::uint64_t failed = trace.capacity.failed_at.value_or(oom.reserved_at_oom + segment);
-    if (oom.device_free > segment && failed > trace.capacity.lower_bound) {
-      capacity.allowed_maximum = failed - 1;
-      capacity.source += fmt::format("; the driver had room, so a per-process cap refused it: at most {} (inferred from the trace's "
-                                     "failed cudaMalloc; set_per_process_memory_fraction?)", format_bytes(failed - 1));
-    }
+  if (!fraction && inferred_cap) {
+    capacity.allowed_maximum = inferred_cap;
+    capacity.source += fmt::format("; the driver had room, so a per-process cap refused it: at most {} (inferred from the trace's "
+                                   "failed cudaMalloc; set_per_process_memory_fraction?)", format_bytes(*inferred_cap));
     return capacity;
   }
   if (fraction) {
