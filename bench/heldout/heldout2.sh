@@ -1,13 +1,10 @@
 #!/bin/bash
 # Held-out doctor check, second batch: GQA shape with ga 1, an OOM under max_split_size, a
 # wrapped ring buffer, an OOM-observer dump; a checkpointed shape. Writes $OUT/heldout2.tar.
-set -u
-R=/tmp/heldout2; rm -rf $R; mkdir -p $R
+. "$(dirname "$0")/lib.sh"
+batch_begin heldout2
 B="--hidden 2560 --layers 10 --heads 20 --kv-heads 4 --inter 6912 --seed 5150 --mbs 2 --ga 1 --steps 16"
 C="--hidden 2048 --layers 12 --heads 16 --inter 5632 --seed 31 --mbs 8 --ga 2 --steps 10 --ckpt"
-rec() { name=$1; shift; echo "== $name $*"; timeout 150 python3 .device/record.py "$name" --out "$R/$name" "$@" 2>&1 | tail -1; }
-gib() { python3 -c "import json; m=json.load(open('$R/$1/meta.json')); print(m['$2']*$3/2**30)"; }
-X=expandable_segments:True
 rec calibB $B
 b=$(gib calibB max_memory_allocated 1.04)
 rec B_frag $B --budget-gib $b --history
@@ -22,4 +19,4 @@ rec calibC $C
 b=$(gib calibC max_memory_allocated 1.04)
 rec C_frag $C --budget-gib $b --history
 PYTORCH_CUDA_ALLOC_CONF=$X rec C_frag_x $C --budget-gib $b --history
-cd $R && for d in */; do gzip -q "$d"snapshot*.pickle 2>/dev/null; done; tar cf "$OUT/heldout2.tar" . && ls -la "$OUT"
+batch_end heldout2

@@ -1,14 +1,11 @@
 #!/bin/bash
 # Held-out doctor check, third batch: FSDP OOMs, a memory-fraction cap, recording from step 3,
 # a loader that starves the GPU. Writes $OUT/heldout3.tar.
-set -u
-R=/tmp/heldout3; rm -rf $R; mkdir -p $R
+. "$(dirname "$0")/lib.sh"
+batch_begin heldout3
 D="--hidden 1280 --layers 10 --heads 10 --inter 3584 --seed 77 --mbs 8 --ga 2 --steps 12 --fsdp"
 A="--hidden 1792 --layers 14 --heads 14 --inter 4864 --seed 2027 --mbs 4 --ga 4 --steps 12"
-rec() { name=$1; shift; echo "== $name $*"; timeout 150 python3 .device/record.py "$name" --out "$R/$name" "$@" 2>&1 | tail -1; }
-gib() { python3 -c "import json; m=json.load(open('$R/$1/meta.json')); print(m['$2']*$3/2**30)"; }
 frac() { python3 -c "import json; m=json.load(open('$R/$1/meta.json')); print(m['max_memory_allocated']*$2/150109880320)"; }
-X=expandable_segments:True
 rec calibD $D
 b=$(gib calibD max_memory_allocated 1.04)
 rec D_frag $D --budget-gib $b --history
@@ -23,4 +20,4 @@ PYTORCH_CUDA_ALLOC_CONF=$X rec A_frac_x $A --fraction $f --history
 b=$(gib calibA max_memory_allocated 1.04)
 rec A_mid $A --budget-gib $b --history --history-from-step 3
 rec G_input --hidden 1024 --layers 8 --heads 8 --inter 2816 --seed 12 --fixed-len 1024 --mbs 8 --ga 1 --steps 40 --loader-workers 2 --loader-work 30000 --pin --smi-trace
-cd $R && for d in */; do gzip -q "$d"snapshot*.pickle 2>/dev/null; done; tar cf "$OUT/heldout3.tar" . && ls -la "$OUT"
+batch_end heldout3

@@ -1,12 +1,10 @@
 #!/bin/bash
 # Held-out doctor check, fourth batch: a wide, shallow GQA model with a 50k vocabulary and
 # grad-accum 8; budgets 1.02, 1.06 and 0.90 of its peak; an eval spike. Writes $OUT/heldout4.tar.
-set -u
-R=/tmp/heldout4; rm -rf $R; mkdir -p $R
+. "$(dirname "$0")/lib.sh"
+REC_TIMEOUT=120
+batch_begin heldout4
 E="--hidden 3072 --layers 6 --heads 24 --kv-heads 8 --inter 8192 --vocab 50304 --seed 4242 --mbs 2 --ga 8 --steps 20"
-rec() { name=$1; shift; echo "== $name $*"; timeout 120 python3 .device/record.py "$name" --out "$R/$name" "$@" 2>&1 | tail -1; }
-gib() { python3 -c "import json; m=json.load(open('$R/$1/meta.json')); print(m['$2']*$3/2**30)"; }
-X=expandable_segments:True
 rec calibE $E
 for f in 1.02 1.06 0.90; do
   b=$(gib calibE max_memory_allocated $f)
@@ -15,4 +13,4 @@ for f in 1.02 1.06 0.90; do
 done
 b=$(gib calibE max_memory_reserved 1.03)
 rec E_eval $E --budget-gib $b --history --eval-every 10 --eval-batch 16 --eval-len 4096
-cd $R && for d in */; do gzip -q "$d"snapshot*.pickle 2>/dev/null; done; tar cf "$OUT/heldout4.tar" . && ls -la "$OUT"
+batch_end heldout4
