@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "metrics/segment_map.h"
@@ -160,6 +161,9 @@ struct Diagnosis {
   std::vector<TimelineSample> timeline;
   std::optional<std::size_t> timeline_oom_index;
   std::vector<StepTime> step_times;  ///< the diagnosed rank's telemetry, in order
+
+  /// @brief Appends one fact to `evidence`.
+  void add_evidence(std::string key, std::string text) { evidence.push_back({std::move(key), std::move(text)}); }
 };
 
 }  // namespace fragscope::diagnose

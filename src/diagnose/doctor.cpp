@@ -1,25 +1,19 @@
 #include "diagnose/doctor.h"
 
 #include <algorithm>
-#include <cmath>
 #include <map>
-#include <set>
 
 #include <fmt/format.h>
 
 #include "diagnose/doctor_actions.h"
 #include "diagnose/input_pipeline.h"
-#include "diagnose/list_op_projection.h"
-#include "diagnose/oom_call_path.h"
-#include "diagnose/oom_phase.h"
 #include "diagnose/recorded_curve.h"
 #include "diagnose/segment_map_at_event.h"
-#include "diagnose/step_projection.h"
-#include "metrics/memory_totals.h"
+#include "diagnose/traced_oom_verdict.h"
+#include "diagnose/whatif_lines.h"
 #include "metrics/segment_map.h"
 #include "replay/capacity.h"
 #include "replay/prepared_trace.h"
-#include "replay/replay_engine.h"
 #include "replay/whatif.h"
 #include "snapshot/nvidia_smi_trace.h"
 #include "snapshot/telemetry_quantiles.h"
@@ -29,27 +23,6 @@
 namespace fragscope::diagnose {
 namespace {
 
-/// A projected peak this close below the capacity (a fraction of it) decides nothing: the
-/// projection came within 1% of the real peaks on held-out recordings (docs/VALIDATION.md),
-/// and a real allocator needs some room above live bytes (expandable segments: 1.4% on one).
-constexpr double kTooClose = 0.02;
-
-/// Σ size / Σ requested size of the blocks live in the snapshot of `device` (1 when none).
-double rounding_inflation(const snapshot::Snapshot& snap, int device) {
-  const metrics::MemoryTotals live =
-      metrics::compute_totals(snap, [&](const snapshot::Segment& segment) { return segment.device == device; });
-  return live.requested_bytes > 0 && live.allocated_bytes > live.requested_bytes
-             ? static_cast<double>(live.allocated_bytes) / static_cast<double>(live.requested_bytes)
-             : 1.0;
-}
-
-bool recorded_rounds_up(const alloc::AllocConfig& config) {
-  return std::any_of(config.roundup_power2_divisions.begin(), config.roundup_power2_divisions.end(),
-                     [](std::uint32_t divisions) { return divisions > 0; });
-}
-
-bool rounds_up(const std::string& conf) { return conf.find("roundup_power2_divisions") != std::string::npos; }
-
 std::string pct(double fraction) { return fmt::format("{:.1f}%", 100.0 * fraction); }
 
 /// The OOM facts gathered from every input that states one.
@@ -58,15 +31,6 @@ struct OomSignals {
   std::vector<std::string> sources;  ///< which inputs say an OOM happened
   std::optional<int> rank;
   bool any() const { return !sources.empty(); }
-};
-
-/// The snapshot that holds the OOM (or the longest trace when there was none), on its busiest device.
-struct TraceChoice {
-  const SnapshotInput* replay = nullptr;  ///< the longest trace: counterfactual and timeline
-  const SnapshotInput* map = nullptr;     ///< the one nearest to the OOM moment: segment map
-  int device = 0;
-  std::optional<std::size_t> oom_index;      ///< last `oom` entry in `replay`'s trace
-  std::optional<std::size_t> map_oom_index;  ///< the same entry in `map`'s trace
 };
 
 std::optional<std::size_t> last_oom_index(const snapshot::Snapshot& snap, int device) {
@@ -261,24 +225,6 @@ void describe_rank_spread(Diagnosis& d, std::optional<int> waiting) {
   d.rank_spread = spread;
 }
 
-void add(Diagnosis& d, std::string key, std::string text) { d.evidence.push_back({std::move(key), std::move(text)}); }
-
-void fill_whatif(const replay::WhatIfReport& report, Diagnosis& d) {
-  for (const replay::WhatIfRow& row : report.rows) {
-    WhatIfLine line;
-    line.conf = row.config.conf;
-    line.recorded = row.config.recorded;
-    line.peak_reserved_bytes = row.unlimited.stats.peak_reserved_bytes;
-    if (row.at_capacity) {
-      line.passes_oom_point = row.at_capacity->passed_recorded_oom || !row.at_capacity->oom;
-      line.fits = !row.at_capacity->oom && !row.at_capacity->passed_recorded_oom;  // ran the whole trace
-    }
-    d.whatif.push_back(std::move(line));
-  }
-  d.ideal_peak_bytes = report.ideal.stats.peak_allocated_bytes;
-  if (report.recommended) d.recommended_conf = report.rows[*report.recommended].config.conf;
-}
-
 /// The context the OOM message, the trace and nvidia-smi give about the moment of the OOM.
 OomContext build_oom_context(const DoctorInputs& in, const OomSignals& oom, const TraceChoice& trace,
                              const RecordedCurve& curve, Diagnosis& d) {
@@ -323,26 +269,6 @@ OomContext build_oom_context(const DoctorInputs& in, const OomSignals& oom, cons
   return c;
 }
 
-/// Optimizer.step annotations (PyTorch records them around torch.optim steps) ended before the OOM.
-std::optional<std::size_t> optimizer_steps_before(const snapshot::Snapshot& snap, int device, std::size_t oom_index) {
-  const std::int64_t time = snap.trace(device)[oom_index].time_us;
-  std::size_t ends = 0;
-  bool any = false;
-  for (const snapshot::Annotation& a : snap.annotations) {
-    if (a.device != device) continue;
-    std::string_view stage, name;
-    for (const auto& [key, value] : a.fields) {
-      if (snap.strings.view(key) == "stage") stage = snap.strings.view(value);
-      if (snap.strings.view(key) == "name") name = snap.strings.view(value);
-    }
-    if (!name.starts_with("Optimizer.step")) continue;
-    any = true;
-    if (stage == "END" && a.time_us <= time) ++ends;
-  }
-  if (!any) return std::nullopt;
-  return ends;
-}
-
 std::string blind_spot_line(const OomContext& c) {
   std::string line;
   if (c.smi_used_bytes && c.smi_total_bytes)
@@ -358,201 +284,6 @@ std::string blind_spot_line(const OomContext& c) {
   return line;
 }
 
-/// Decides an OOM with a replayable trace. Returns the verdict and fills evidence / context.
-Verdict judge_oom_with_trace(const TraceChoice& trace, const TelemetryInput* telemetry, const RecordedCurve& curve,
-                             const DoctorOptions& options, Diagnosis& d) {
-  const snapshot::Snapshot& snap = trace.replay->snapshot;
-  const std::size_t oom_index = *trace.oom_index;
-  const replay::PreparedTrace prepared = replay::prepare_trace(snap, trace.device, trace.replay->path);
-  replay::CapacityRequest capacity_request;
-  capacity_request.allowed_from_message = d.oom_context->allowed_bytes;
-  const replay::Capacity capacity = replay::resolve_capacity(prepared, capacity_request);
-  d.capacity_bytes = capacity.effective_bytes();
-  d.capacity_source = capacity.source;
-
-  replay::WhatIfOptions whatif_options;
-  whatif_options.threads = options.threads;
-  const auto configs = replay::standard_sweep(prepared, capacity.allowed_maximum.has_value());
-  const replay::WhatIfReport report = replay::run_whatif(prepared, configs, capacity, whatif_options);
-  fill_whatif(report, d);
-
-  replay::ReplayOptions ideal_options = replay::replay_options_for(capacity);
-  ideal_options.timeline_points = 0;
-  const replay::ReplayResult ideal = replay::run_replay(prepared, replay::ModelKind::kIdeal, prepared.recorded_config, ideal_options);
-  const std::uint64_t request = d.oom_context->request_bytes;
-  const std::uint64_t cap = d.capacity_bytes.value_or(0);
-
-  const WhatIfLine* recorded = nullptr;
-  const WhatIfLine* best = nullptr;
-  for (const WhatIfLine& line : d.whatif) {
-    if (line.recorded) recorded = &line;
-    if (!best && line.passes_oom_point.value_or(false)) best = &line;
-  }
-  if (!d.recommended_conf.empty() || best) {
-    if (d.recommended_conf.empty() && best) d.recommended_conf = best->conf;
-  }
-  add(d, "capacity", fmt::format("capacity {}: {}", format_bytes(cap), capacity.source));
-  if (recorded)
-    add(d, "replay_recorded", fmt::format("replaying the trace under the recorded config ({}) at {} {} at the recorded OOM (event {})",
-                                          recorded->conf.empty() ? "defaults" : recorded->conf, format_bytes(cap),
-                                          recorded->passes_oom_point.value_or(false) ? "does NOT fail" : "fails as the real run did", oom_index));
-
-  const std::span<const snapshot::StepRecord> steps =
-      telemetry ? std::span<const snapshot::StepRecord>(telemetry->records) : std::span<const snapshot::StepRecord>();
-  std::vector<double> step_ms;
-  for (const auto& r : steps) step_ms.push_back(r.step_time_or_sum_ms());
-  const OomCallPath call_path = analyze_oom_call_path(snap, trace.device, oom_index, snapshot::quantile(step_ms, 0.5));
-  const OomPhase phase = decide_oom_phase(&snap, trace.device, oom_index, &call_path, steps);
-  d.phase = phase.phase;
-  d.phase_source = phase.source;
-  add(d, "phase", fmt::format("phase {}: {}", phase.phase, phase.source));
-  if (const auto done = optimizer_steps_before(snap, trace.device, oom_index); done && !steps.empty()) {
-    const auto recorded = std::count_if(steps.begin(), steps.end(), [](const auto& r) { return r.optimizer_step.value_or(true); });
-    if (*done > static_cast<std::size_t>(recorded))
-      add(d, "optimizer_steps", fmt::format("the trace holds {} completed optimizer steps, the telemetry records {}: the step after "
-                                            "the last record finished its training work before the OOM", *done, recorded));
-  }
-  if (call_path.has_stack) add(d, "call_site", fmt::format("the failing malloc was called from {} (statement {})", call_path.innermost, call_path.statement));
-
-  // The projection also tells the phase apart (a failing pass unlike the recorded steps), which
-  // the report names even when the ideal packer alone decides.
-  d.projection = telemetry && phase.repeats_step
-                     ? project_failing_step(snap, trace.device, curve, oom_index, request, telemetry->records, call_path.episode_starts)
-                     : StepProjection{};
-  if (phase.repeats_step && d.projection.different_pass) {
-    d.phase = call_path.model_forward && !call_path.optimizer ? "eval" : "unknown";
-    d.phase_source = "the failing pass shares no call stack with the recorded training steps";
-    add(d, "phase", fmt::format("phase {}: {}", d.phase, d.phase_source));
-  }
-
-  if (ideal.oom && ideal.oom_matches_recorded) {
-    add(d, "ideal_packer", fmt::format("even the ideal packer (live bytes packed with no gaps) cannot serve the {} request at event {}: "
-                                       "live bytes + request exceed {}", format_bytes(request), oom_index, format_bytes(cap)));
-    d.projection = StepProjection{};
-    d.projection.unavailable_reason = "not needed: the failing malloc alone does not fit";
-    return Verdict::kCapacity;
-  }
-  add(d, "ideal_packer", fmt::format("the ideal packer serves the failing {} request at {}: {} live + the request = {}",
-                                     format_bytes(request), format_bytes(cap), format_bytes(curve.allocated[oom_index]),
-                                     format_bytes(curve.allocated[oom_index] + request)));
-  if (best)
-    add(d, "replay_best", fmt::format("PYTORCH_CUDA_ALLOC_CONF={} passes the recorded OOM point at the same {} (peak reserved {} without a limit)",
-                                      best->conf.empty() ? "\"\"" : best->conf, format_bytes(cap), format_bytes(best->peak_reserved_bytes)));
-  else
-    add(d, "replay_best", fmt::format("no allocator config of the sweep ({} configs) passes the recorded OOM point at {}", d.whatif.size(), format_bytes(cap)));
-
-  if (!phase.repeats_step || d.projection.different_pass) {
-    if (d.phase == "optimizer") {
-      const ListOpProjection op = project_failing_list_op(snap, trace.device, curve, oom_index);
-      if (op.available) {
-        add(d, "list_op", fmt::format("the failing malloc ({}) is result {} of {} of a list op, one tensor per parameter in the order "
-                                      "{} allocated them: the {} left need {}, so the op needs at least {} live",
-                                      op.site, op.done + 1, op.total, op.list_site, op.total - op.done,
-                                      format_bytes(op.remaining_bytes), format_bytes(op.projected_peak_bytes)));
-        if (op.projected_peak_bytes > cap) {
-          add(d, "projection_vs_capacity", fmt::format("the optimizer step needs at least {} of live memory even with perfect packing; "
-                                                       "the device gives {} — short by {}", format_bytes(op.projected_peak_bytes),
-                                                       format_bytes(cap), format_bytes(op.projected_peak_bytes - cap)));
-          d.trigger = "an optimizer step: its state and its foreach temporaries";
-          return Verdict::kCapacity;
-        }
-      }
-    }
-    const std::int64_t after = steps.empty() ? -1 : steps.back().step;
-    d.trigger = d.phase == "optimizer" ? "an optimizer step allocating its state"
-                : d.phase == "checkpoint" ? "a checkpoint save"
-                : d.phase == "eval" ? fmt::format("an eval pass ({}){}", call_path.statement,
-                                                  after >= 0 ? fmt::format(" after the last recorded step ({})", after) : "")
-                                    : fmt::format("a pass the recorded steps never ran ({})", call_path.statement);
-    d.projection.available = false;
-    d.projection.unavailable_reason = fmt::format("the {} phase's peak is not in the trace: the recorded training steps "
-                                                  "say nothing about it", d.phase);
-    add(d, "undecidable", fmt::format("the OOM is in {}; the trace ends at its failing malloc, so its peak is unknown. "
-                                      "That the failing malloc would fit proves nothing about the rest of the pass",
-                                      d.trigger));
-    d.decide_with = {
-        fmt::format("a snapshot across the whole {} phase: record history through it and dump from the OOM observer "
-                    "(torch._C._cuda_attach_out_of_memory_observer), or run the phase alone with history on", d.phase),
-        "the job spec (model, batch, sequence length) for `fragscope plan`, which computes the phase's peak",
-        fmt::format("one rerun of the {} phase with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True at the same memory: "
-                    "if it still fails, the verdict is capacity", d.phase)};
-    return Verdict::kUndetermined;
-  }
-
-  if (!telemetry) d.projection.unavailable_reason = "no step telemetry: the failing step's tokens and static memory are unknown";
-  const StepProjection& p = d.projection;
-  if (!p.available) {
-    add(d, "projection", "no projection of the failing step's peak: " + p.unavailable_reason);
-    d.trigger = "a training step";
-    d.decide_with = {"step telemetry (steps.jsonl from the fragscope hook) of the failing rank, so the failing step's peak "
-                     "can be projected from the recorded steps",
-                     "one rerun with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True at the same memory"};
-    return Verdict::kUndetermined;
-  }
-  std::int64_t max_tokens = 0;
-  for (const auto& r : steps)
-    if (const auto t = record_tokens(r)) max_tokens = std::max(max_tokens, *t);
-  if (p.failing_tokens && max_tokens > 0 && *p.failing_tokens > max_tokens)
-    d.trigger = fmt::format("the longest batch of the run so far: step {} has {} tokens, {:.2f}× the largest recorded step ({} tokens)",
-                            p.failing_step.value_or(0), *p.failing_tokens,
-                            static_cast<double>(*p.failing_tokens) / static_cast<double>(max_tokens), max_tokens);
-  else
-    d.trigger = fmt::format("training step {}", p.failing_step.value_or(0));
-  add(d, "projection",
-      fmt::format("projected peak of step {}: {} = {} static + {} activations of reference step {} scaled ×{:.3f}{} + {} that do not scale",
-                  p.failing_step.value_or(0), format_bytes(p.projected_peak_bytes), format_bytes(p.static_bytes),
-                  format_bytes(p.reference_transient_bytes - p.reference_constant_bytes), p.reference_step.value_or(0),
-                  p.token_ratio,
-                  p.failing_tokens && p.reference_tokens ? fmt::format(" ({} → {} tokens)", *p.reference_tokens, *p.failing_tokens) : "",
-                  format_bytes(p.reference_constant_bytes)));
-  // Sizes in the trace are the recorded setting's: one that rounds requests up
-  // (roundup_power2_divisions) inflates every live byte, and the best setting may not round.
-  std::uint64_t peak = p.projected_peak_bytes;
-  std::uint64_t next = p.next_step_peak_bytes;
-  if (const double inflation = rounding_inflation(snap, trace.device);
-      recorded_rounds_up(prepared.recorded_config) && best && !rounds_up(best->conf) && inflation > 1.01) {
-    peak = static_cast<std::uint64_t>(static_cast<double>(peak) / inflation);
-    next = static_cast<std::uint64_t>(static_cast<double>(next) / inflation);
-    add(d, "rounding", fmt::format("the recorded setting rounds requests up (roundup_power2_divisions): the snapshot's live blocks "
-                                   "hold ×{:.3f} the bytes they asked for; {} does not round, and at requested sizes the step "
-                                   "projects to about {}", inflation, best->conf, format_bytes(next)));
-  }
-  if (peak > cap) {
-    add(d, "projection_vs_capacity", fmt::format("the step needs about {} of live memory even with perfect packing; the device gives {} — "
-                                                 "short by {}", format_bytes(peak), format_bytes(cap), format_bytes(peak - cap)));
-    return Verdict::kCapacity;
-  }
-  add(d, "projection_vs_capacity", fmt::format("the step's projected peak {} fits in {} ({} to spare with perfect packing)",
-                                               format_bytes(peak), format_bytes(cap), format_bytes(cap - peak)));
-  if (next > cap) {
-    add(d, "next_step", fmt::format("but step {} runs without {} that the steps before it kept from one step to the next "
-                                    "(gradients dropped after the optimizer step); the next steps hold them again, and a batch "
-                                    "like step {}'s then needs about {}: short by {} even with perfect packing",
-                                    p.failing_step.value_or(0), format_bytes(p.returning_bytes), p.failing_step.value_or(0),
-                                    format_bytes(next), format_bytes(next - cap)));
-    return Verdict::kCapacity;
-  }
-  if (const std::uint64_t spare = cap - next; spare < kTooClose * static_cast<double>(cap)) {
-    add(d, "too_close", fmt::format("the step would leave {} ({:.1f}% of {}) with perfect packing: closer than the projection's "
-                                    "accuracy ({:.0f}%: on held-out recordings it came within 1% of the real peaks), and every "
-                                    "allocator needs some room above the live bytes, so whether a setting runs the step cannot be "
-                                    "told from the trace", format_bytes(spare), 100.0 * static_cast<double>(spare) / static_cast<double>(cap),
-                                    format_bytes(cap), 100.0 * kTooClose));
-    d.trigger = fmt::format("training step {}, within {:.0f}% of the capacity", p.failing_step.value_or(0), 100.0 * kTooClose);
-    d.decide_with = {fmt::format("one rerun with PYTORCH_CUDA_ALLOC_CONF={} at the same memory: if it fails in the same step, "
-                                 "the verdict is capacity", d.recommended_conf.empty() ? "expandable_segments:True" : d.recommended_conf),
-                     "or make room instead of deciding: activation checkpointing, or a smaller micro-batch with more accumulation"};
-    return Verdict::kUndetermined;
-  }
-  if (!best) {
-    d.setting_fixes_it = false;
-    add(d, "stranded", "the ideal packer fits the step but no setting of the sweep does: the trace starts with the memory "
-                       "already in pieces (live blocks pinning split segments), and a setting changed from that state "
-                       "inherits them");
-  }
-  return Verdict::kFragmentation;
-}
-
 /// An OOM known only from messages / stats: decide what the numbers can prove.
 Verdict judge_oom_without_trace(Diagnosis& d) {
   const OomContext& c = *d.oom_context;
@@ -560,12 +291,12 @@ Verdict judge_oom_without_trace(Diagnosis& d) {
   d.phase_source = "no trace with call stacks and no telemetry phase";
   if (c.driver_free_bytes && c.reserved_unallocated &&
       c.request_bytes > *c.driver_free_bytes + *c.reserved_unallocated) {
-    add(d, "request_vs_free", fmt::format("the request ({}) exceeds the driver's free memory plus everything PyTorch had cached ({} + {}): "
-                                          "no allocator setting can serve it", format_bytes(c.request_bytes),
-                                          format_bytes(*c.driver_free_bytes), format_bytes(*c.reserved_unallocated)));
+    d.add_evidence("request_vs_free", fmt::format("the request ({}) exceeds the driver's free memory plus everything PyTorch had cached ({} + {}): "
+                                                  "no allocator setting can serve it", format_bytes(c.request_bytes),
+                                                  format_bytes(*c.driver_free_bytes), format_bytes(*c.reserved_unallocated)));
     return Verdict::kCapacity;
   }
-  add(d, "undecidable", "without a trace the doctor cannot replay the run or project the failing step");
+  d.add_evidence("undecidable", "without a trace the doctor cannot replay the run or project the failing step");
   d.decide_with = {"a snapshot with history of the failing rank (_record_memory_history(stacks=\"python\") before training; "
                    "_dump_snapshot in the except handler)",
                    "step telemetry (steps.jsonl) of the failing rank",
@@ -686,10 +417,10 @@ Diagnosis run_doctor(const DoctorInputs& in, const DoctorOptions& options) {
   }
 
   if (d.oom) {
-    for (const std::string& source : oom.sources) add(d, "oom", "out of memory: " + source);
+    for (const std::string& source : oom.sources) d.add_evidence("oom", "out of memory: " + source);
     d.oom_context = build_oom_context(in, oom, trace, curve, d);
     if (trace.replay && trace.oom_index) {
-      d.verdict = judge_oom_with_trace(trace, telemetry, curve, options, d);
+      d.verdict = judge_traced_oom(trace, telemetry, curve, options, d);
     } else {
       if (!d.oom_context->reserved_bytes || !d.oom_context->driver_free_bytes) {
         // no trace, no message figures: nothing to measure the capacity with
@@ -699,7 +430,7 @@ Diagnosis run_doctor(const DoctorInputs& in, const DoctorOptions& options) {
       }
       d.verdict = judge_oom_without_trace(d);
     }
-    if (const std::string line = blind_spot_line(*d.oom_context); !line.empty()) add(d, "blind_spot", line);
+    if (const std::string line = blind_spot_line(*d.oom_context); !line.empty()) d.add_evidence("blind_spot", line);
   } else {
     d.phase = "train";
     d.phase_source = "no OOM; the telemetry covers the training steps";
@@ -712,17 +443,17 @@ Diagnosis run_doctor(const DoctorInputs& in, const DoctorOptions& options) {
                                      capacity, whatif_options), d);
     }
     if (pipeline.data_wait_fraction)
-      add(d, "data_wait_fraction", fmt::format("data wait {} of step time over {} steps ({} without the first step, whose {:.0f} ms "
-                                               "wait is the loader starting up)", pct(*pipeline.data_wait_fraction), pipeline.steps,
-                                               pct(pipeline.steady_wait_fraction.value_or(0)), pipeline.first_wait_ms.value_or(0)));
+      d.add_evidence("data_wait_fraction", fmt::format("data wait {} of step time over {} steps ({} without the first step, whose {:.0f} ms "
+                                                       "wait is the loader starting up)", pct(*pipeline.data_wait_fraction), pipeline.steps,
+                                                       pct(pipeline.steady_wait_fraction.value_or(0)), pipeline.first_wait_ms.value_or(0)));
     if (pipeline.gpu_idle_fraction)
-      add(d, "gpu_idle", fmt::format("nvidia-smi trace: the GPU is idle (utilization below 10%) in {} of the samples while the job runs, "
-                                     "mean utilization {:.0f}%", pct(*pipeline.gpu_idle_fraction), pipeline.gpu_utilization_mean.value_or(0)));
+      d.add_evidence("gpu_idle", fmt::format("nvidia-smi trace: the GPU is idle (utilization below 10%) in {} of the samples while the job runs, "
+                                             "mean utilization {:.0f}%", pct(*pipeline.gpu_idle_fraction), pipeline.gpu_utilization_mean.value_or(0)));
     if (pipeline.input_bound) {
       d.verdict = Verdict::kInputBound;
-      add(d, "input_bound", fmt::format("steady-state data wait {} ≥ the {} threshold: median step waits {:.1f} ms for data and computes {:.1f} ms",
-                                        pct(*pipeline.steady_wait_fraction), pct(options.data_wait_threshold),
-                                        pipeline.median_wait_ms.value_or(0), pipeline.median_compute_ms.value_or(0)));
+      d.add_evidence("input_bound", fmt::format("steady-state data wait {} ≥ the {} threshold: median step waits {:.1f} ms for data and computes {:.1f} ms",
+                                                pct(*pipeline.steady_wait_fraction), pct(options.data_wait_threshold),
+                                                pipeline.median_wait_ms.value_or(0), pipeline.median_compute_ms.value_or(0)));
     } else {
       d.verdict = Verdict::kOk;
       judge_healthy(in, pipeline, trace, curve, d);

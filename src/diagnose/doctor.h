@@ -3,17 +3,11 @@
 /// @brief `fragscope doctor`: from whatever artifacts a team has, one verdict with the evidence
 /// that decided it, the context, and ranked actions. docs/doctor.md explains the rules.
 ///
-/// How an OOM is judged (never by "reserved-but-unallocated is large"):
-/// 1. the trace's counterfactual replay at the same capacity (reserved at the OOM + the
-///    driver's free bytes): if even the ideal packer cannot serve the failing malloc, the job
-///    needs more memory than the device has → capacity;
-/// 2. the phase (oom_phase.h): a pass the recorded steps never ran (an eval, a checkpoint, the
-///    first optimizer step) cannot be projected from them → undetermined, with what would
-///    decide it;
-/// 3. the projection of the failing step's peak (step_projection.h): above the capacity →
-///    capacity; within it, and some allocator config serves the failing malloc in the replay
-///    → fragmentation; no config serves it → capacity.
-/// Without an OOM: the steady loader-wait share at or above the threshold → input_bound, else ok.
+/// How an OOM is judged (never by "reserved-but-unallocated is large"): with a snapshot whose
+/// trace reaches the failing malloc, by replaying it at the same capacity and projecting the
+/// failing pass's peak (traced_oom_verdict.h); without one, by what the OOM message's figures
+/// prove. Without an OOM: the steady loader-wait share at or above the threshold → input_bound,
+/// else ok.
 /// Thread-safety: run_doctor runs the what-if sweep on `threads` threads; call it from one.
 
 #include <cstddef>

@@ -1,0 +1,21 @@
+#include "diagnose/whatif_lines.h"
+
+namespace fragscope::diagnose {
+
+void fill_whatif(const replay::WhatIfReport& report, Diagnosis& d) {
+  for (const replay::WhatIfRow& row : report.rows) {
+    WhatIfLine line;
+    line.conf = row.config.conf;
+    line.recorded = row.config.recorded;
+    line.peak_reserved_bytes = row.unlimited.stats.peak_reserved_bytes;
+    if (row.at_capacity) {
+      line.passes_oom_point = row.at_capacity->passed_recorded_oom || !row.at_capacity->oom;
+      line.fits = !row.at_capacity->oom && !row.at_capacity->passed_recorded_oom;  // ran the whole trace
+    }
+    d.whatif.push_back(std::move(line));
+  }
+  d.ideal_peak_bytes = report.ideal.stats.peak_allocated_bytes;
+  if (report.recommended) d.recommended_conf = report.rows[*report.recommended].config.conf;
+}
+
+}  // namespace fragscope::diagnose
