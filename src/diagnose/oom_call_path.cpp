@@ -98,13 +98,29 @@ OomCallPath analyze_oom_call_path(const snapshot::Snapshot& snapshot, int device
     inside = depth >= statement_depth;
   });
   path.episodes = path.episode_starts.size();
+  if (!path.episode_starts.empty()) {
+    std::unordered_map<StackId, std::pair<bool, bool>> through;  // stack → (module forward, optimizer)
+    for (std::size_t i = path.episode_starts.back(); i < oom_index; ++i) {
+      const snapshot::TraceEvent& e = trace[i];
+      if (e.action != snapshot::TraceAction::kAlloc || e.stack == 0 || prefix(e.stack) < statement_depth) continue;
+      const auto [it, added] = through.try_emplace(e.stack, false, false);
+      if (added)
+        for (const FrameId frame : snapshot.stacks.stack(e.stack)) {
+          it->second.first |= file_contains(snapshot, frame, "torch/nn/modules/module.py");
+          it->second.second |= file_contains(snapshot, frame, "torch/optim/");
+        }
+      path.episode_forward |= it->second.first;
+      path.episode_optimizer |= it->second.second;
+    }
+  }
   if (!path.episode_starts.empty()) path.statement_first_seen = path.episode_starts.front();
   if (path.statement_first_seen) {
     const std::int64_t first = trace[*path.statement_first_seen].time_us;
     const std::int64_t last = trace[oom_index].time_us;
     if (first > 0 && last >= first) path.statement_span_ms = static_cast<double>(last - first) / 1000.0;
   }
-  const bool wraps_steps = median_step_ms && *median_step_ms > 0 && path.statement_span_ms > kWrapperSteps * *median_step_ms;
+  const bool wraps_steps = median_step_ms && *median_step_ms > 0 &&
+                           path.statement_span_ms > kWrapperSteps * *median_step_ms && path.episode_optimizer;
   path.repeated = path.episodes >= 2 || wraps_steps;
   return path;
 }

@@ -13,9 +13,10 @@
 /// earlier step (a forward line runs once per micro-step; deeper frames are not counted, they
 /// repeat per layer within one pass). A statement that wraps the whole loop (`train_step()`
 /// holding forward, backward and optimizer) has one episode but spans many steps: it is
-/// repeated too when its episode lasted longer than `kWrapperSteps` recorded steps. Otherwise
-/// the failing pass is *new*: it runs code no earlier step ran, so the steps the trace shows
-/// say nothing about its peak.
+/// repeated too when its episode lasted longer than `kWrapperSteps` recorded steps and ran the
+/// optimizer (a long eval pass lasts as long, and runs none). Otherwise the failing pass is
+/// *new*: it runs code no earlier step ran, so the steps the trace shows say nothing about its
+/// peak.
 /// Thread-safety: a pure function.
 
 #include <cstddef>
@@ -42,6 +43,10 @@ struct OomCallPath {
   double statement_span_ms = 0;  ///< from the statement's first allocation to the OOM
   bool model_forward = false;  ///< the stack goes through torch.nn.Module.__call__
   bool optimizer = false;      ///< through torch/optim
+  /// The statement's failing episode allocated through torch.nn.Module.__call__ / torch/optim
+  /// before the OOM (`logits.float()` after an eval forward: the forward, not the failing malloc).
+  bool episode_forward = false;
+  bool episode_optimizer = false;
   bool serialization = false;  ///< through torch.save / state_dict / a checkpoint module
   std::string innermost;       ///< innermost frame: "functional.py:2397 in silu"
 };

@@ -82,15 +82,16 @@ OomPhase decide_oom_phase(const snapshot::Snapshot* snapshot, int device, std::o
                                   "(at {}), so there is no earlier step to compare with", call_path->statement);
       return result;
     }
+    const bool forward = call_path->model_forward || call_path->episode_forward;
     result.phase = call_path->optimizer ? "optimizer"
                    : call_path->serialization ? "checkpoint"
-                   : call_path->model_forward ? "eval"
-                                              : "unknown";
+                   : forward ? "eval"
+                             : "unknown";
     result.source = fmt::format(
         "the failing statement ({}) first ran at trace event {} and never in an earlier step: a pass the "
         "recorded steps do not show{}",
         call_path->statement, call_path->statement_first_seen.value_or(0),
-        call_path->model_forward && !call_path->optimizer && !call_path->serialization
+        forward && !call_path->optimizer && !call_path->serialization
             ? " (a model forward outside the training step)" : "");
     return result;
   }

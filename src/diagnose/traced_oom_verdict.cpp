@@ -246,7 +246,7 @@ Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemet
                      ? project_failing_step(snap, trace.device, curve, oom_index, request, telemetry->records, call_path.episode_starts)
                      : StepProjection{};
   if (phase.repeats_step && d.projection.different_pass) {
-    d.phase = call_path.model_forward && !call_path.optimizer ? "eval" : "unknown";
+    d.phase = (call_path.model_forward || call_path.episode_forward) && !call_path.optimizer ? "eval" : "unknown";
     d.phase_source = "the failing pass shares no call stack with the recorded training steps";
     d.add_evidence("phase", fmt::format("phase {}: {}", d.phase, d.phase_source));
   }

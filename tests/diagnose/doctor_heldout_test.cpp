@@ -67,7 +67,35 @@ TEST_P(DoctorHeldOut, VerdictMatchesTheRerunsLabel) {
 
 INSTANTIATE_TEST_SUITE_P(Recordings, DoctorHeldOut,
                          ::testing::Values("frag", "cap", "eval", "input", "B_frag", "B_cap", "C_frag", "A_frac",
-                                           "A_mid", "D_frag", "E_1.02", "E_1.06", "S_exp_round2", "F7_frag"));
+                                           "A_mid", "D_frag", "E_1.02", "E_1.06", "E_eval", "S_exp_round2", "F7_frag"));
+
+// An eval pass that fails in `logits.float()`, after the model's forward: the failing malloc's
+// stack has no module frame, its episode has. It ran once and longer than three training
+// steps, which made it look like a statement wrapping the training loop; it ran no optimizer,
+// so it does not wrap one (before the fix: phase "train", then "unknown").
+class EvalPass : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(EvalPass, IsAPassTheStepsNeverRanNotAWrapper) {
+  const auto dir = heldout_dir(GetParam());
+  const snapshot::Snapshot snap = snapshot::read_snapshot_file((dir / "snapshot.pickle.gz").string());
+  const auto steps = snapshot::read_telemetry_file(dir / "steps.jsonl");
+  std::vector<double> step_ms;
+  for (const auto& r : steps) step_ms.push_back(r.step_time_or_sum_ms());
+  std::sort(step_ms.begin(), step_ms.end());
+  const double median_ms = step_ms[step_ms.size() / 2];
+  const auto trace = snap.trace(0);
+  std::size_t oom = 0;
+  while (trace[oom].action != snapshot::TraceAction::kOom) ++oom;
+  const OomCallPath path = analyze_oom_call_path(snap, 0, oom, median_ms);
+  EXPECT_EQ(path.episodes, 1u);
+  EXPECT_GT(path.statement_span_ms, kWrapperSteps * median_ms);  // as long as a wrapper
+  EXPECT_TRUE(path.episode_forward);
+  EXPECT_FALSE(path.episode_optimizer);
+  EXPECT_FALSE(path.repeated);
+  EXPECT_EQ(diagnose(GetParam()).phase, "eval");
+}
+
+INSTANTIATE_TEST_SUITE_P(Recordings, EvalPass, ::testing::Values("eval", "E_eval"));
 
 // Projected peaks against the real ones: each rerun under expandable segments passed the step
 // that failed and set its run's peak there (its `allocated_bytes.all.peak` rose at that step).
