@@ -214,9 +214,7 @@ Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemet
     if (line.recorded) recorded = &line;
     if (!best && line.passes_oom_point.value_or(false)) best = &line;
   }
-  if (!d.recommended_conf.empty() || best) {
-    if (d.recommended_conf.empty() && best) d.recommended_conf = best->conf;
-  }
+  if (d.recommended_conf.empty() && best) d.recommended_conf = best->conf;
   d.add_evidence("capacity", fmt::format("capacity {}: {}", format_bytes(cap), capacity.source));
   if (recorded)
     d.add_evidence("replay_recorded", fmt::format("replaying the trace under the recorded config ({}) at {} {} at the recorded OOM (event {})",
