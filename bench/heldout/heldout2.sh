@@ -7,16 +7,13 @@ B="--hidden 2560 --layers 10 --heads 20 --kv-heads 4 --inter 6912 --seed 5150 --
 C="--hidden 2048 --layers 12 --heads 16 --inter 5632 --seed 31 --mbs 8 --ga 2 --steps 10 --ckpt"
 rec calibB $B
 b=$(gib calibB max_memory_allocated 1.04)
-rec B_frag $B --budget-gib $b --history
-PYTORCH_CUDA_ALLOC_CONF=$X rec B_frag_x $B --budget-gib $b --history
+rec_and_rerun B_frag $B --budget-gib $b --history
 PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:256 rec B_msplit $B --budget-gib $b --history
 rec B_ring $B --budget-gib $b --history --max-entries 30000
 rec B_obs $B --budget-gib $b --history --oom-observer
 b=$(gib calibB max_memory_allocated 0.85)
-rec B_cap $B --budget-gib $b --history
-PYTORCH_CUDA_ALLOC_CONF=$X rec B_cap_x $B --budget-gib $b --history
+rec_and_rerun B_cap $B --budget-gib $b --history
 rec calibC $C
 b=$(gib calibC max_memory_allocated 1.04)
-rec C_frag $C --budget-gib $b --history
-PYTORCH_CUDA_ALLOC_CONF=$X rec C_frag_x $C --budget-gib $b --history
+rec_and_rerun C_frag $C --budget-gib $b --history
 batch_end heldout2

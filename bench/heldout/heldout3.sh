@@ -8,15 +8,12 @@ A="--hidden 1792 --layers 14 --heads 14 --inter 4864 --seed 2027 --mbs 4 --ga 4 
 frac() { python3 -c "import json; m=json.load(open('$R/$1/meta.json')); print(m['max_memory_allocated']*$2/150109880320)"; }
 rec calibD $D
 b=$(gib calibD max_memory_allocated 1.04)
-rec D_frag $D --budget-gib $b --history
-PYTORCH_CUDA_ALLOC_CONF=$X rec D_frag_x $D --budget-gib $b --history
+rec_and_rerun D_frag $D --budget-gib $b --history
 b=$(gib calibD max_memory_allocated 0.80)
-rec D_cap $D --budget-gib $b --history
-PYTORCH_CUDA_ALLOC_CONF=$X rec D_cap_x $D --budget-gib $b --history
+rec_and_rerun D_cap $D --budget-gib $b --history
 rec calibA $A
 f=$(frac calibA 1.03)
-rec A_frac $A --fraction $f --history
-PYTORCH_CUDA_ALLOC_CONF=$X rec A_frac_x $A --fraction $f --history
+rec_and_rerun A_frac $A --fraction $f --history
 b=$(gib calibA max_memory_allocated 1.04)
 rec A_mid $A --budget-gib $b --history --history-from-step 3
 rec G_input --hidden 1024 --layers 8 --heads 8 --inter 2816 --seed 12 --fixed-len 1024 --mbs 8 --ga 1 --steps 40 --loader-workers 2 --loader-work 30000 --pin --smi-trace

@@ -8,8 +8,7 @@ E="--hidden 3072 --layers 6 --heads 24 --kv-heads 8 --inter 8192 --vocab 50304 -
 rec calibE $E
 for f in 1.02 1.06 0.90; do
   b=$(gib calibE max_memory_allocated $f)
-  rec E_$f $E --budget-gib $b --history
-  PYTORCH_CUDA_ALLOC_CONF=$X rec E_${f}_x $E --budget-gib $b --history
+  rec_and_rerun E_$f $E --budget-gib $b --history
 done
 b=$(gib calibE max_memory_reserved 1.03)
 rec E_eval $E --budget-gib $b --history --eval-every 10 --eval-batch 16 --eval-len 4096

@@ -7,10 +7,8 @@ batch_begin heldout6
 for seed in 99 7; do
   rec calib$seed --seed $seed --steps 16
   b=$(gib calib$seed max_memory_allocated 1.04)
-  rec F${seed}_frag --seed $seed --steps 16 --budget-gib $b --history
-  PYTORCH_CUDA_ALLOC_CONF=$X rec F${seed}_frag_x --seed $seed --steps 16 --budget-gib $b --history
+  rec_and_rerun F${seed}_frag --seed $seed --steps 16 --budget-gib $b --history
   b=$(gib calib$seed max_memory_allocated 0.80)
-  rec F${seed}_cap --seed $seed --steps 16 --budget-gib $b --history
-  PYTORCH_CUDA_ALLOC_CONF=$X rec F${seed}_cap_x --seed $seed --steps 16 --budget-gib $b --history
+  rec_and_rerun F${seed}_cap --seed $seed --steps 16 --budget-gib $b --history
 done
 batch_end heldout6

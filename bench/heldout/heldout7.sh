@@ -6,7 +6,6 @@ batch_begin heldout7
 for seed in 42 3; do
   rec calib$seed --seed $seed --steps 12
   b=$(gib calib$seed max_memory_allocated 1.04)
-  rec F${seed}_frag --seed $seed --steps 12 --budget-gib $b --history
-  PYTORCH_CUDA_ALLOC_CONF=$X rec F${seed}_frag_x --seed $seed --steps 12 --budget-gib $b --history
+  rec_and_rerun F${seed}_frag --seed $seed --steps 12 --budget-gib $b --history
 done
 batch_end heldout7
