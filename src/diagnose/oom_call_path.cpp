@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "diagnose/optimizer_code.h"
+
 namespace fragscope::diagnose {
 namespace {
 
@@ -26,6 +28,13 @@ std::size_t common_prefix(const std::vector<FrameId>& a, std::span<const FrameId
 
 bool file_contains(const snapshot::Snapshot& snapshot, FrameId frame, std::string_view text) {
   return snapshot.strings.view(snapshot.stacks.frame(frame).filename).find(text) != std::string_view::npos;
+}
+
+/// The stack runs through torch.nn.Module.__call__ (a model's forward).
+bool through_module_forward(const snapshot::Snapshot& snapshot, StackId stack) {
+  for (const FrameId frame : snapshot.stacks.stack(stack))
+    if (file_contains(snapshot, frame, "torch/nn/modules/module.py")) return true;
+  return false;
 }
 
 bool name_contains(const snapshot::Snapshot& snapshot, FrameId frame, std::string_view text) {
@@ -50,9 +59,9 @@ OomCallPath analyze_oom_call_path(const snapshot::Snapshot& snapshot, int device
   path.has_stack = true;
   const std::vector<FrameId> oom = outermost_first(snapshot, oom_stack);
   path.innermost = describe_frame(snapshot, oom.back());
+  path.model_forward = through_module_forward(snapshot, oom_stack);
+  path.optimizer = made_by_optimizer(snapshot, oom_stack);
   for (const FrameId frame : oom) {
-    path.model_forward |= file_contains(snapshot, frame, "torch/nn/modules/module.py");
-    path.optimizer |= file_contains(snapshot, frame, "torch/optim/");
     path.serialization |= file_contains(snapshot, frame, "torch/serialization.py") ||
                           file_contains(snapshot, frame, "checkpoint/") ||
                           name_contains(snapshot, frame, "state_dict");
@@ -103,12 +112,8 @@ OomCallPath analyze_oom_call_path(const snapshot::Snapshot& snapshot, int device
     for (std::size_t i = path.episode_starts.back(); i < oom_index; ++i) {
       const snapshot::TraceEvent& e = trace[i];
       if (e.action != snapshot::TraceAction::kAlloc || e.stack == 0 || prefix(e.stack) < statement_depth) continue;
-      const auto [it, added] = through.try_emplace(e.stack, false, false);
-      if (added)
-        for (const FrameId frame : snapshot.stacks.stack(e.stack)) {
-          it->second.first |= file_contains(snapshot, frame, "torch/nn/modules/module.py");
-          it->second.second |= file_contains(snapshot, frame, "torch/optim/");
-        }
+      auto [it, added] = through.try_emplace(e.stack, false, false);
+      if (added) it->second = {through_module_forward(snapshot, e.stack), made_by_optimizer(snapshot, e.stack)};
       path.episode_forward |= it->second.first;
       path.episode_optimizer |= it->second.second;
     }
