@@ -4,10 +4,12 @@
 // opcodes and strings straddle chunk boundaries as they do in large files, and the outcome must
 // be the same as reading them whole: the same model or the same error. (Whole, the reader takes
 // its fast paths for dict bodies; in small chunks it hands over to the generic loop anywhere.)
+// Framed plain inputs are also read in parts on threads (parallel_reader.h), with the same oracle.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <span>
 #include <string>
 
@@ -15,6 +17,7 @@
 
 #include "../tests/chunked_source.h"
 #include "metrics/snapshot_analysis.h"
+#include "snapshot/parallel_reader.h"
 #include "snapshot/snapshot_reader.h"
 #include "util/error.h"
 
@@ -66,6 +69,26 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     if (in_chunks != whole) {
       std::fprintf(stderr, "whole:     %s\nin chunks: %s\n", whole.c_str(), in_chunks.c_str());
+      std::abort();
+    }
+    // Read in parts on threads (where the input is framed): the same model or error again.
+    const fragscope::snapshot::OpenSourceAt open_at = [&](std::uint64_t offset) {
+      return fragscope::snapshot::open_memory_source_at(bytes, "fuzz-input", offset);
+    };
+    const fragscope::snapshot::ReadAt read_at = [&](std::uint64_t offset, std::span<std::uint8_t> out) -> std::size_t {
+      if (offset >= size) return 0;
+      const std::size_t n = std::min<std::uint64_t>(out.size(), size - offset);
+      std::memcpy(out.data(), data + offset, n);
+      return n;
+    };
+    std::string in_parts;
+    try {
+      in_parts = outcome_of(fragscope::snapshot::read_snapshot_in_parts(open_at, read_at, "fuzz-input", size, {}, size % 5 + 2));
+    } catch (const fragscope::InputError& e) {
+      in_parts = e.what();
+    }
+    if (in_parts != whole) {
+      std::fprintf(stderr, "whole:    %s\nin parts: %s\n", whole.c_str(), in_parts.c_str());
       std::abort();
     }
   }

@@ -37,6 +37,11 @@ class ByteSource {
   virtual std::uint64_t input_consumed() const = 0;
   /// @brief Total bytes this source will produce when known up front (else 0); a hint only.
   virtual std::uint64_t expected_size() const { return 0; }
+  /// @brief True when the last next_chunk() came back empty at a pause the owner set (the
+  /// parallel reader's stop before a part parsed apart), not at the end of the input.
+  virtual bool paused() const { return false; }
+  /// @brief Removes the pause: the bytes after it follow. Only after paused() was true.
+  virtual void lift_pause() {}
 
  private:
   std::vector<std::uint8_t> chunk_buffer_;  // for the default next_chunk()
@@ -53,5 +58,16 @@ std::unique_ptr<ByteSource> open_file_source(const std::string& path, std::uint6
 /// @brief `bytes` (not copied; must outlive the source), decompressed when its magic says so.
 std::unique_ptr<ByteSource> open_memory_source(std::span<const std::uint8_t> bytes,
                                                const std::string& name);
+
+/// @brief The compression of the file at `path`, by its magic bytes (kNone when unreadable).
+Compression file_compression(const std::string& path);
+
+/// @brief open_file_source(), from byte `offset` of the (decompressed) stream on: a plain file
+/// seeks there, a compressed one decompresses the bytes before it and drops them.
+/// @throws InputError naming `path` when it cannot be opened or is shorter than `offset`.
+std::unique_ptr<ByteSource> open_file_source_at(const std::string& path, std::uint64_t offset);
+/// @brief open_memory_source(), from byte `offset` of the (decompressed) stream on.
+std::unique_ptr<ByteSource> open_memory_source_at(std::span<const std::uint8_t> bytes, const std::string& name,
+                                                  std::uint64_t offset);
 
 }  // namespace fragscope::snapshot

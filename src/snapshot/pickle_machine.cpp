@@ -66,7 +66,7 @@ void Machine::refuse(const char* opcode, const char* why) const {
 void Machine::fail_too_many() const { fail("too many values (hostile or corrupt pickle)"); }
 void Machine::fail_underflow() const { fail("corrupt pickle: stack underflow"); }
 
-bool Machine::refill(std::size_t need) {
+bool Machine::refill(std::size_t need, bool opcode_start) {
   if (end_ - pos_ >= need) return true;
   if (in_stitch_ && end_ - pos_ <= from_chunk_) {  // the rest of stitch_ is in chunk_: go back
     const std::size_t unread = end_ - pos_;
@@ -77,7 +77,12 @@ bool Machine::refill(std::size_t need) {
     base_offset_ = chunk_offset_;
     if (end_ - pos_ >= need) return true;
   }
-  if (eof_) return false;
+  if (eof_) {
+    // A pause is only a stop between opcodes; inside one, the bytes after it follow.
+    if (opcode_start || !source_.paused()) return false;
+    source_.lift_pause();
+    eof_ = false;
+  }
   // Gather the unread bytes, then whole or partial chunks, until `need` bytes are contiguous.
   const std::uint64_t offset = base_offset_ + pos_;
   scratch_.assign(data_ + pos_, data_ + end_);
@@ -90,6 +95,10 @@ bool Machine::refill(std::size_t need) {
   while (scratch_.size() < need) {
     chunk_offset_ += chunk_.size();
     chunk_ = source_.next_chunk();
+    if (chunk_.empty() && !opcode_start && source_.paused()) {
+      source_.lift_pause();
+      continue;
+    }
     if (chunk_.empty()) {
       eof_ = true;
       from_chunk = resume = 0;
@@ -175,8 +184,14 @@ std::size_t Machine::pop_mark() {
   return m;
 }
 
+// An object standing for one a part made (counted there, so not again here).
+Value Machine::typed_object(TypedRef ref) {
+  objects_.push_back({ObjectKind::kTyped, ref.type, ref.index});
+  return Value::make(Kind::kObject, objects_.size() - 1);
+}
+
 inline Value Machine::new_object(ObjectKind kind) {
-  if (objects_.size() >= kMaxValues) [[unlikely]]
+  if (objects_made_++ >= kMaxValues) [[unlikely]]
     fail_too_many();
   objects_.push_back({kind, 0, kNoStorage});
   return Value::make(Kind::kObject, objects_.size() - 1);
@@ -308,9 +323,54 @@ inline void Machine::memo_put(std::uint64_t index) {
 }
 
 inline Value Machine::memo_get(std::uint64_t index) {
-  if (index >= memo_.size() || memo_[index].kind() == Kind::kMark) [[unlikely]]
-    fail(fmt::format("memo index {} out of range (memo holds {})", index, memo_.size()));
-  return memo_[index];
+  const std::uint64_t local = index - memo_base_;  // wraps for an entry before a part
+  if (local < memo_.size() && memo_[local].kind() < Kind::kMark) [[likely]] return memo_[local];
+  return memo_get_other(index);
+}
+
+// Holes, entries of a part taken over (made objects on first use) and, in a part, entries of
+// the parts before it.
+Value Machine::memo_get_other(std::uint64_t index) {
+  if (index < memo_base_) {
+    foreign_seen_[index / 64] |= std::uint64_t{1} << (index % 64);
+    if (index < known_before_.size() && known_before_[index].kind() != Kind::kMark) return known_before_[index];
+    return Value::make(Kind::kForeign, index);
+  }
+  const std::uint64_t local = index - memo_base_;
+  if (local < memo_.size() && memo_[local].kind() == Kind::kForeign) return memo_[local];
+  if (local < memo_.size() && memo_[local].kind() == Kind::kDeferred) return resolve_deferred(local);
+  fail(fmt::format("memo index {} out of range (memo holds {})", index, memo_.size()));
+}
+
+// An entry of a part taken over, made a value here on first use.
+Value Machine::resolve_deferred(std::uint64_t local) {
+  const std::uint64_t payload = memo_[local].payload();
+  const AbsorbedPart& absorbed = absorbed_[payload >> 32];
+  const Value v = absorbed.part->memo_[payload & 0xffffffffu];
+  Value out = v;  // None, bools, small ints
+  if (v.kind() == Kind::kString) {
+    out = Value::make(Kind::kString, absorbed.translate.string(static_cast<StringId>(v.payload())));
+  } else if (v.kind() == Kind::kForeign) {
+    out = memo_get(v.payload());
+  } else if (v.kind() == Kind::kObject) {
+    const TypedRef ref = absorbed.translate.typed(absorbed.part->typed(v));
+    out = typed_object(ref);
+  }
+  memo_[local] = out;
+  return out;
+}
+
+TypedRef Machine::memo_typed(std::uint64_t index) {
+  const Value v = memo_[index].kind() == Kind::kDeferred ? resolve_deferred(index) : memo_[index];
+  if (v.kind() == Kind::kObject && objects_[v.payload()].kind == ObjectKind::kTyped) return typed(v);
+  return {};
+}
+
+bool Machine::memo_string(std::uint64_t index, StringId& id) {
+  const Value v = memo_[index].kind() == Kind::kDeferred ? resolve_deferred(index) : memo_[index];
+  if (v.kind() != Kind::kString) return false;
+  id = static_cast<StringId>(v.payload());
+  return true;
 }
 
 // Most of a snapshot is dicts written as EMPTY_DICT MEMOIZE MARK, keys and values, SETITEMS,
@@ -341,12 +401,21 @@ bool Machine::fill_dict_inline(Value dict) {
   // stay in registers.
   const Value* memo = memo_.data();
   std::size_t memo_size = memo_.size();
+  const std::uint64_t memo_base = memo_base_;
+  const Value* const known = known_before_.data();  // a part's: keys and names of the parts before
+  const std::size_t known_size = known_before_.size();
   auto lookup = [&](std::uint64_t index, std::size_t after) {
-    if (index >= memo_size || memo[index].kind() == Kind::kMark) [[unlikely]] {
+    const std::uint64_t local = index - memo_base;
+    if (local >= memo_size || memo[local].kind() >= Kind::kMark) [[unlikely]] {
+      if (index < memo_base) {  // a part's reference to the parts before it
+        foreign_seen_[index / 64] |= std::uint64_t{1} << (index % 64);
+        if (index < known_size && known[index].kind() != Kind::kMark) return known[index];
+        return Value::make(Kind::kForeign, index);
+      }
       pos_ = after;
-      return memo_get(index);
+      return memo_get_other(index);
     }
-    return memo[index];
+    return memo[local];
   };
   auto memoize = [&](Value v) {
     memo_.push_back(v);
@@ -474,17 +543,50 @@ bool Machine::fill_dict_inline(Value dict) {
 }
 
 Value Machine::run() {
-  // Protocols 2 to 5 always begin with PROTO: anything else is some other file.
-  refill(2);
-  if (end_ > pos_ && data_[pos_] != PROTO)
-    throw InputError(fmt::format("{}: not a pickle (starts with 0x{:02x}; snapshots start with 0x80)",
-                                 name_, data_[pos_]));
+  Value top;
+  if (!run_until_pause(top)) fail("truncated pickle: input ends before STOP");
+  return top;
+}
+
+bool Machine::run_until_pause(Value& top) {
+  if (!started_) {
+    started_ = true;
+    // Protocols 2 to 5 always begin with PROTO: anything else is some other file.
+    refill(2);
+    if (end_ > pos_ && data_[pos_] != PROTO)
+      throw InputError(fmt::format("{}: not a pickle (starts with 0x{:02x}; snapshots start with 0x80)",
+                                   name_, data_[pos_]));
+  }
   for (;;) {
     if (end_ - pos_ < 16) [[unlikely]] {  // near a chunk's end: 16 bytes cover every fixed-size operand
-      refill(16);
-      if (pos_ >= end_) fail("truncated pickle: input ends before STOP");
+      refill(16, true);
+      if (pos_ >= end_) {
+        if (source_.paused()) return false;
+        fail("truncated pickle: input ends before STOP");
+      }
     }
     const std::uint8_t op = data_[pos_++];
+    if (op == STOP) [[unlikely]] {
+      if (!marks_.empty() || stack_.size() != 1) fail("corrupt pickle: STOP with an unbalanced stack");
+      top = stack_.back();
+      return true;
+    }
+    step(op);
+  }
+}
+
+void Machine::resume_at(std::uint64_t offset) {
+  data_ = nullptr;
+  pos_ = end_ = 0;
+  base_offset_ = chunk_offset_ = offset;
+  chunk_ = {};
+  stitch_.clear();
+  in_stitch_ = false;
+  from_chunk_ = resume_ = 0;
+  eof_ = false;
+}
+
+[[gnu::always_inline]] inline void Machine::step(std::uint8_t op) {
     switch (op) {
       case PROTO: {
         need(1, "PROTO");
@@ -494,10 +596,7 @@ Value Machine::run() {
         break;
       }
       case FRAME: need(8, "FRAME"); pos_ += 8; break;
-      case STOP: {
-        if (!marks_.empty() || stack_.size() != 1) fail("corrupt pickle: STOP with an unbalanced stack");
-        return stack_.back();
-      }
+      case STOP: fail("corrupt pickle: STOP inside a value of a part");  // run_until_pause takes STOP
       case MARK: marks_.push_back(stack_.size()); break;
       case POP: pop(); break;
       case POP_MARK: {
@@ -628,8 +727,13 @@ Value Machine::run() {
       }
 
       case MEMOIZE: memo_put(memo_.size()); break;
-      case BINPUT: need(1, "BINPUT"); memo_put(data_[pos_++]); break;
-      case LONG_BINPUT: need(4, "LONG_BINPUT"); memo_put(read_le(4)); break;
+      case BINPUT:
+      case LONG_BINPUT: {
+        if (in_part_) fail("a part takes no explicit memo index");  // its memo indices are relative
+        need(op == BINPUT ? 1 : 4, op == BINPUT ? "BINPUT" : "LONG_BINPUT");
+        memo_put(op == BINPUT ? data_[pos_++] : read_le(4));
+        break;
+      }
       case BINGET: need(1, "BINGET"); push(memo_get(data_[pos_++])); break;
       case LONG_BINGET: need(4, "LONG_BINGET"); push(memo_get(read_le(4))); break;
 
@@ -654,6 +758,161 @@ Value Machine::run() {
                          static_cast<char>(op)));
       default:
         fail(fmt::format("corrupt pickle: unknown opcode 0x{:02x}", op));
+    }
+}
+
+
+// --- Parts parsed apart (parallel_reader.h) ---
+
+void Machine::start_part(std::uint64_t start, std::uint64_t memo_base, std::span<const Value> known_before) {
+  started_ = in_part_ = true;
+  base_offset_ = chunk_offset_ = start;
+  memo_base_ = memo_base;
+  known_before_.assign(known_before.begin(), known_before.begin() + static_cast<std::ptrdiff_t>(
+                                                 std::min<std::uint64_t>(known_before.size(), memo_base)));
+  foreign_seen_.assign((memo_base + 63) / 64, 0);
+}
+
+PartEnd Machine::run_part(std::uint64_t nominal_stop, const std::function<std::uint64_t()>& stop,
+                          std::vector<PartOp>& log) {
+  std::uint64_t stop_at = nominal_stop;
+  bool stop_known = false;
+  for (;;) {
+    if (end_ - pos_ < 16) {
+      refill(16, true);
+      if (pos_ >= end_) return PartEnd::kEndOfInput;
+    }
+    if (offset() >= stop_at) {
+      if (stop_known) return PartEnd::kReachedStop;
+      stop_at = std::max(stop(), nominal_stop);
+      stop_known = true;
+      continue;
+    }
+    switch (data_[pos_]) {
+      case MARK:
+        ++pos_;
+        log.push_back({PartOp::kMark});
+        break;
+      case APPENDS:
+        ++pos_;
+        log.push_back({PartOp::kAppends});
+        break;
+      case FRAME:
+        ++pos_;
+        need(8, "FRAME");
+        pos_ += 8;
+        break;
+      case EMPTY_DICT: {
+        // A trace entry: EMPTY_DICT MEMOIZE MARK, its items, SETITEMS (16 bytes are readable).
+        if (end_ - pos_ < 3 || data_[pos_ + 1] != MEMOIZE || data_[pos_ + 2] != MARK) return PartEnd::kOtherOpcode;
+        ++pos_;
+        if (!fill_dict_inline(new_object(ObjectKind::kDict))) fail("the memo is full");
+        while (stack_.size() != 1 || !marks_.empty()) {
+          if (end_ - pos_ < 16) {
+            refill(16, true);
+            if (pos_ >= end_) fail("truncated pickle: input ends inside a value");
+          }
+          step(data_[pos_++]);
+        }
+        const Value v = stack_.back();
+        stack_.pop_back();
+        if (objects_[v.payload()].kind != ObjectKind::kTyped) fail("a part's value was not claimed");
+        const TypedRef ref = typed(v);
+        PartOp* last = log.empty() ? nullptr : &log.back();
+        if (last && last->kind == PartOp::kPush && last->type == ref.type && last->first + last->count == ref.index)
+          ++last->count;
+        else
+          log.push_back({PartOp::kPush, ref.type, ref.index, 1});
+        break;
+      }
+      default:
+        return PartEnd::kOtherOpcode;
+    }
+  }
+}
+
+std::vector<std::uint64_t> Machine::foreign_references() const {
+  std::vector<std::uint64_t> out;
+  for (std::size_t w = 0; w < foreign_seen_.size(); ++w)
+    for (std::uint64_t bits = foreign_seen_[w]; bits != 0; bits &= bits - 1)
+      out.push_back(w * 64 + static_cast<std::uint64_t>(std::countr_zero(bits)));
+  return out;
+}
+
+bool Machine::part_memo_takeable() const {
+  for (const Value v : memo_) {
+    const Kind k = v.kind();
+    if (k == Kind::kObject && objects_[v.payload()].kind == ObjectKind::kTyped) continue;
+    if (k != Kind::kNone && k != Kind::kBool && k != Kind::kInt && k != Kind::kString && k != Kind::kForeign) return false;
+  }
+  return true;
+}
+
+bool Machine::can_absorb_part(const Machine& part, std::span<const PartOp> log) const {
+  if (memo_.size() != part.memo_base_ || memo_.size() + part.memo_.size() > kMaxValues) return false;
+  for (const std::uint64_t i : part.foreign_references()) {
+    if (i >= memo_.size() || memo_[i].kind() == Kind::kMark) return false;  // a whole-file parse fails there
+    const Value known = i < part.known_before_.size() ? part.known_before_[i] : Value::make(Kind::kMark, 0);
+    if (known.kind() == Kind::kString &&
+        (memo_[i].kind() != Kind::kString ||
+         strings_.view(static_cast<StringId>(memo_[i].payload())) != part.strings_.view(static_cast<StringId>(known.payload()))))
+      return false;
+  }
+  // The log on this stack: positions below `real` still hold this machine's values.
+  std::size_t size = stack_.size(), real = stack_.size();
+  // The counts the one-thread reader would have here: it made the part's objects and holds its items.
+  std::uint64_t objects = objects_made_ + part.objects_made_, stored = stored_values_ + part.stored_values_;
+  if (objects > kMaxValues || stored > kMaxValues) return false;
+  std::vector<std::size_t> marks(marks_.begin(), marks_.end());
+  for (const PartOp& op : log) {
+    switch (op.kind) {
+      case PartOp::kMark: marks.push_back(size); break;
+      case PartOp::kPush:
+        size += op.count;
+        if (size > kMaxValues) return false;
+        break;
+      case PartOp::kAppends: {
+        if (marks.empty()) return false;
+        const std::size_t m = marks.back();
+        marks.pop_back();
+        if (m == 0 || (!marks.empty() && marks.back() >= m) || m - 1 >= real) return false;
+        const Value container = stack_[m - 1];
+        if (container.kind() != Kind::kObject || objects_[container.payload()].kind != ObjectKind::kList) return false;
+        stored += size - m;
+        if (stored > kMaxValues) return false;
+        size = m;
+        real = std::min(real, m);
+        break;
+      }
+    }
+  }
+  return true;
+}
+
+void Machine::absorb_part(const Machine& part, std::span<const PartOp> log, PartTranslation translate) {
+  const std::uint64_t slot = std::uint64_t{absorbed_.size()} << 32;
+  const std::size_t count = part.memo_.size();
+  for (std::size_t i = 0; i < count; ++i) memo_.push_back(Value::make(Kind::kDeferred, slot | i));
+  absorbed_.push_back({&part, std::move(translate)});
+  objects_made_ += part.objects_made_;
+  stored_values_ += part.stored_values_;
+  const PartTranslation& t = absorbed_.back().translate;
+  for (const PartOp& op : log) {
+    switch (op.kind) {
+      case PartOp::kMark: marks_.push_back(stack_.size()); break;
+      case PartOp::kPush: {  // each value as itself: ops after the part may count them
+        const TypedRef first = t.typed({op.type, op.first});
+        for (std::uint32_t i = 0; i < op.count; ++i) {
+          push(typed_object({first.type, first.index + i}));
+        }
+        break;
+      }
+      case PartOp::kAppends: {
+        const std::size_t m = pop_mark();
+        add_list_items(stack_[m - 1], std::span(stack_).subspan(m));
+        stack_.resize(m);
+        break;
+      }
     }
   }
 }

@@ -40,6 +40,23 @@ struct TypedRef {
 
 enum class ObjectKind : std::uint8_t { kList, kDict, kTuple, kTyped };
 
+/// @brief What a part parsed apart (Machine::run_part) did at its top level, in order, for the
+/// machine that takes it over to replay: a MARK, an APPENDS, or `count` typed values of `type`
+/// pushed, whose indices run from `first`.
+struct PartOp {
+  enum Kind : std::uint8_t { kMark, kAppends, kPush } kind;
+  std::uint8_t type = 0;
+  std::uint32_t first = 0;
+  std::uint32_t count = 0;
+};
+
+/// @brief Why Machine::run_part stopped, at its top level.
+enum class PartEnd : std::uint8_t {
+  kReachedStop,  ///< at the stop offset
+  kOtherOpcode,  ///< before an opcode a part does not take at its top level
+  kEndOfInput,   ///< the input ended (the whole-file parse will say how)
+};
+
 class Machine;
 
 /// @brief Sees dicts as they are filled and may claim them.
@@ -67,6 +84,56 @@ class Machine {
   /// @throws InputError on truncated, corrupt or code-executing input, naming the input and the
   ///         byte offset.
   Value run();
+  /// @brief run(), but returns false (and nothing in `top`) where the source pauses
+  /// (ByteSource::paused()) between two opcodes; resume_at() then continues. A pause inside an
+  /// opcode is lifted and reading goes on.
+  /// @throws InputError as run().
+  bool run_until_pause(Value& top);
+  /// @brief After a pause: continue at `offset` of the stream, where the source now is.
+  void resume_at(std::uint64_t offset);
+
+  // --- A part of a stream parsed apart (parallel_reader.h) ---
+  /// @brief Makes this machine parse a part that starts at stream offset `start` (an opcode
+  /// boundary) after `memo_base` memo entries. A memo reference below `memo_base` yields
+  /// `known_before[index]` when that is a value (strings the splitter read), else a kForeign
+  /// value for the taker to resolve. REQUIRES: before any run.
+  void start_part(std::uint64_t start, std::uint64_t memo_base, std::span<const Value> known_before);
+  /// @brief Parses top-level values of the part (each a dict, which the observer must claim),
+  /// MARKs and APPENDS, logging them in `log` instead of applying them, until the first top-level
+  /// point at or after `stop()` (asked once `offset()` reaches `nominal_stop`), an opcode other
+  /// than those, or the end of the input.
+  /// @throws InputError on anything the part cannot decide alone (the whole-file parse then reads
+  ///         these bytes itself) or that a whole-file parse would fail on.
+  PartEnd run_part(std::uint64_t nominal_stop, const std::function<std::uint64_t()>& stop,
+                   std::vector<PartOp>& log);
+  /// @brief Memo indices below the part's base that the part referred to, ascending.
+  std::vector<std::uint64_t> foreign_references() const;
+  std::uint64_t memo_base() const { return memo_base_; }
+
+  /// @brief The taker's translation of a part's strings and typed handles (absorb_part). A
+  /// run of typed values pushed at the part's top level translates to consecutive indices.
+  struct PartTranslation {
+    std::function<StringId(StringId)> string;
+    std::function<TypedRef(TypedRef)> typed;
+  };
+  /// @brief Whether a part's memo holds only what absorb_part translates (strings, small
+  /// scalars, typed objects, references to earlier parts). Run by the part's thread.
+  bool part_memo_takeable() const;
+  /// @brief Whether `part` (run_part done, started at this machine's offset) can be taken over:
+  /// the memo sizes agree, every foreign reference names a stored entry here, and the logged
+  /// MARKs and APPENDS succeed here. REQUIRES: part.part_memo_takeable().
+  bool can_absorb_part(const Machine& part, std::span<const PartOp> log) const;
+  /// @brief Takes `part` over: its memo entries follow this memo, each made a value here only
+  /// when a reference needs it, and the log is replayed on this stack. Reading continues at
+  /// `part.offset()` (call resume_at). REQUIRES: can_absorb_part(part, log); `part` and what
+  /// `translate` refers to outlive this machine's reading.
+  void absorb_part(const Machine& part, std::span<const PartOp> log, PartTranslation translate);
+  /// @brief Memo entry `index` as a typed handle; type 0 when it is not one.
+  /// REQUIRES: index < this machine's memo size, not a hole.
+  TypedRef memo_typed(std::uint64_t index);
+  /// @brief Whether memo entry `index` is a string (then its id is in `id`).
+  /// REQUIRES: index < this machine's memo size, not a hole.
+  bool memo_string(std::uint64_t index, StringId& id);
 
   // --- Inspecting values (for observers and the caller) ---
   Kind kind(Value v) const { return v.kind(); }
@@ -113,8 +180,11 @@ class Machine {
   // The large arrays live on huge pages (util/huge_pages.h): fewer page faults.
   using Values = std::vector<Value, HugePageAllocator<Value>>;
 
-  /// Makes at least `need` bytes readable at data_ + pos_; false when the input ends first.
-  bool refill(std::size_t need);
+  /// Makes at least `need` bytes readable at data_ + pos_; false when the input ends first, or
+  /// (at an opcode's start) where the source pauses.
+  bool refill(std::size_t need, bool opcode_start = false);
+  /// Runs one opcode (not STOP) read at data_[pos_ - 1].
+  void step(std::uint8_t op);
   void report_progress();
   void need(std::size_t n, const char* what);
   std::uint64_t read_le(std::size_t n);
@@ -125,6 +195,7 @@ class Machine {
   Value& top();
   std::size_t pop_mark();
   Value new_object(ObjectKind kind);
+  Value typed_object(TypedRef ref);
   Values& storage_of(std::uint64_t object);
   void release_storage(std::uint32_t slot);
   void add_dict_items(Value dict, std::span<const Value> items);
@@ -139,6 +210,8 @@ class Machine {
   bool fill_dict_inline(Value dict);
   void memo_put(std::uint64_t index);
   Value memo_get(std::uint64_t index);
+  [[gnu::noinline]] Value memo_get_other(std::uint64_t index);
+  Value resolve_deferred(std::uint64_t local);
   std::int64_t boxed_int(Value v) const;
   [[noreturn]] [[gnu::noinline, gnu::cold]] void fail_too_many() const;
   [[noreturn]] [[gnu::noinline, gnu::cold]] void fail_underflow() const;
@@ -177,6 +250,21 @@ class Machine {
   std::vector<std::int64_t> wide_ints_;
   std::vector<double> floats_;
   std::uint64_t stored_values_ = 0;  // items held in containers' storage
+  std::uint64_t objects_made_ = 0;   // objects the opcodes made (here and in parts taken over)
+
+  // A part (start_part): memo_[i] is memo entry memo_base_ + i; entries below come from
+  // known_before_ or are foreign (noted in foreign_seen_, one bit each).
+  bool started_ = false;  // the PROTO check is done
+  bool in_part_ = false;
+  std::uint64_t memo_base_ = 0;
+  std::vector<Value> known_before_;
+  std::vector<std::uint64_t> foreign_seen_;
+  // Parts taken over; a kDeferred memo entry is (index here << 32 | the part's memo index).
+  struct AbsorbedPart {
+    const Machine* part;
+    PartTranslation translate;
+  };
+  std::vector<AbsorbedPart> absorbed_;
 };
 
 }  // namespace fragscope::snapshot::pickle

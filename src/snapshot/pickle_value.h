@@ -20,7 +20,10 @@ enum class Kind : std::uint8_t {
   kFloat,     ///< payload: index into the machine's floats
   kString,    ///< payload: StringId (str and bytes alike)
   kObject,    ///< payload: index into the machine's object table (list, dict, tuple, typed)
-  kMark,      ///< only on the stack: MARK
+  kMark,      ///< only on the stack: MARK; in the memo: an index never stored
+  // Only in the parallel reader (parallel_reader.h), never seen by an observer of a whole file:
+  kDeferred,  ///< in the memo: an object of a part parsed apart; payload: type << 32 | index
+  kForeign,   ///< in a part: a memo entry of an earlier part, unknown here; payload: memo index
 };
 
 class Value {

@@ -36,6 +36,8 @@ const char* kind_name(Kind k) {
     case Kind::kString: return "a str";
     case Kind::kObject: return "a container";
     case Kind::kMark: return "a MARK";
+    case Kind::kDeferred:
+    case Kind::kForeign: return "a value of another part";
   }
   return "?";
 }
@@ -144,6 +146,11 @@ inline StringId SnapshotBuilder::string_field(Machine& m, const Fields& f, Key k
   return static_cast<StringId>(f.value[k].payload());
 }
 
+StringId SnapshotBuilder::string_or_part_ref(Machine& m, const Fields& f, Key k, const char* what) const {
+  if (f.has(k) && f.value[k].kind() == Kind::kForeign) return kPartRef | static_cast<StringId>(f.value[k].payload());
+  return string_field(m, f, k, what);
+}
+
 inline TraceAction SnapshotBuilder::action_of(StringId name) {
   if (name < action_of_string_.size() && action_of_string_[name] != 0) [[likely]]
     return static_cast<TraceAction>(action_of_string_[name] - 1);
@@ -173,6 +180,11 @@ inline StackId SnapshotBuilder::stack_of(Machine& m, Value frames, const char* w
 
 StackId SnapshotBuilder::stack_of_other(Machine& m, Value frames, const char* what) {
   if (frames.kind() == Kind::kNone) return 0;
+  if (frames.kind() == Kind::kForeign) {  // in a part: a frames list of an earlier part
+    const StackId ref = kPartRef | static_cast<StackId>(frames.payload());
+    if (part_ref_stacks_.empty() || part_ref_stacks_.back() != ref) part_ref_stacks_.push_back(ref);
+    return ref;
+  }
   if (frames.kind() != Kind::kObject) m.fail(fmt::format("{}: 'frames' is {}, expected a list", what, kind_name(frames.kind())));
   if (m.object_kind(frames) == ObjectKind::kTyped) {
     const TypedRef ref = m.typed(frames);
@@ -196,6 +208,10 @@ StackId SnapshotBuilder::stack_of_other(Machine& m, Value frames, const char* wh
   std::vector<FrameId>& ids = frame_ids_scratch_;
   ids.clear();
   for (const Value item : items) {
+    if (item.kind() == Kind::kForeign) {  // in a part: a frame of an earlier part
+      ids.push_back(kPartRef | static_cast<FrameId>(item.payload()));
+      continue;
+    }
     if (item.kind() != Kind::kObject || m.object_kind(item) != ObjectKind::kTyped ||
         m.typed(item).type != kFrameRef)
       m.fail(fmt::format("{}: a frame is not a {{filename, line, name}} dict", what));
@@ -226,8 +242,8 @@ void SnapshotBuilder::cache_stack(std::uint64_t hash, std::span<const Value> ite
 
 TypedRef SnapshotBuilder::make_frame(Machine& m, const Fields& f) {
   Frame frame;
-  frame.filename = string_field(m, f, kFilename, "frame");
-  frame.name = string_field(m, f, kName, "frame");
+  frame.filename = string_or_part_ref(m, f, kFilename, "frame");
+  frame.name = string_or_part_ref(m, f, kName, "frame");
   frame.line = int_field(m, f, kLine, "frame");
   return {kFrameRef, out_.stacks.intern_frame(frame)};
 }
@@ -235,9 +251,14 @@ TypedRef SnapshotBuilder::make_frame(Machine& m, const Fields& f) {
 TypedRef SnapshotBuilder::make_event(Machine& m, const Fields& f) {
   constexpr const char* what = "trace entry";
   TraceEvent e;
-  const StringId name = string_field(m, f, kAction, what);
-  e.action = action_of(name);
-  if (e.action == TraceAction::kOther) e.action_name = name;
+  if (f.has(kAction) && f.value[kAction].kind() == Kind::kForeign) [[unlikely]] {  // the taker reads it
+    e.action_name = kPartRef | static_cast<StringId>(f.value[kAction].payload());
+    if (part_ref_strings_.empty() || part_ref_strings_.back() != e.action_name) part_ref_strings_.push_back(e.action_name);
+  } else {
+    const StringId name = string_field(m, f, kAction, what);
+    e.action = action_of(name);
+    if (e.action == TraceAction::kOther) e.action_name = name;
+  }
   if (f.has(kAddr)) e.addr = uint_field(m, f, kAddr, what);
   else if (f.has(kDeviceFree)) e.addr = uint_field(m, f, kDeviceFree, what);
   if (f.has(kSize)) e.size = uint_field(m, f, kSize, what);
@@ -246,6 +267,8 @@ TypedRef SnapshotBuilder::make_event(Machine& m, const Fields& f) {
   if (f.has(kFrames)) e.stack = stack_of(m, f.value[kFrames], what);
   if (f.has(kUserMetadata) && f.value[kUserMetadata].kind() == Kind::kString)
     e.user_metadata = static_cast<StringId>(f.value[kUserMetadata].payload());
+  else if (f.has(kUserMetadata) && f.value[kUserMetadata].kind() == Kind::kForeign) [[unlikely]]
+    e.user_metadata = kPartRef | static_cast<StringId>(f.value[kUserMetadata].payload());
   staged_events_.push_back(e);
   if (staged_events_.size() > 0xffffffffu) m.fail("more than 4 billion trace entries");
   return {kEventRef, static_cast<std::uint32_t>(staged_events_.size() - 1)};
@@ -346,7 +369,9 @@ std::string SnapshotBuilder::text_of(Machine& m, Value v, int depth) const {
       }
       return s + (dict ? "}" : (m.object_kind(v) == ObjectKind::kTuple ? ")" : "]"));
     }
-    case Kind::kMark: break;
+    case Kind::kMark:
+    case Kind::kDeferred:
+    case Kind::kForeign: break;
   }
   return "?";
 }
@@ -429,14 +454,17 @@ void SnapshotBuilder::read_traces(Machine& m, Value list) {
         m.fail(fmt::format("not a memory snapshot: device_traces[{}][{}] is not a trace entry (no 'action')", d, i));
       in_order = in_order && m.typed(e).index == i;
     }
-    if (in_order) {
-      out_.device_traces[d] = std::move(staged_events_);
-      staged_events_.clear();
-    } else {
-      auto& events = out_.device_traces[d];
-      events.reserve(entries.size());
-      for (const Value e : entries) events.push_back(staged_events_[m.typed(e).index]);
+    auto& events = out_.device_traces[d];
+    events.clear();
+    if (in_order) {  // moved in by finish(), when no list reads them any more
+      if (move_events_to_ && *move_events_to_ != d && *move_events_to_ < out_.device_traces.size())
+        out_.device_traces[*move_events_to_].assign(staged_events_.begin(), staged_events_.end());
+      move_events_to_ = d;
+      continue;
     }
+    if (move_events_to_ == d) move_events_to_.reset();
+    events.reserve(entries.size());
+    for (const Value e : entries) events.push_back(staged_events_[m.typed(e).index]);
   }
 }
 
@@ -466,9 +494,105 @@ void SnapshotBuilder::finish(Machine& m, Value top) {
   } else {
     m.fail(fmt::format("not a memory snapshot: the top-level object is {}", kind_name(top.kind())));
   }
+  if (move_events_to_ && *move_events_to_ < out_.device_traces.size())
+    out_.device_traces[*move_events_to_] = std::move(staged_events_);
   staged_blocks_ = {};
   staged_segments_ = {};
   staged_events_ = {};
+}
+
+
+// --- Parts parsed apart (parallel_reader.h) ---
+
+bool SnapshotBuilder::resolve_string(Machine& m, StringId id, const PartMaps* maps, StringId& out) {
+  if (id & kPartRef) return m.memo_string(id & ~kPartRef, out);
+  out = maps ? maps->strings[id] : id;
+  return true;
+}
+
+void SnapshotBuilder::end_part() {
+  for (auto* refs : {&part_ref_strings_, &part_ref_stacks_}) {
+    std::sort(refs->begin(), refs->end());
+    refs->erase(std::unique(refs->begin(), refs->end()), refs->end());
+  }
+}
+
+bool SnapshotBuilder::can_absorb_part(const SnapshotBuilder& part, Machine& m,
+                                      std::span<const pickle::PartOp> log) const {
+  if (!part.staged_blocks_.empty() || !part.staged_segments_.empty() || !part.out_.blocks.empty() ||
+      staged_events_.size() + part.staged_events_.size() > 0xffffffffu)
+    return false;
+  for (const pickle::PartOp& op : log)
+    if (op.kind == pickle::PartOp::kPush && op.type != kEventRef) return false;
+  StringId id;
+  // What a whole-file parse would have failed on: a frame's names or an action that is not a
+  // str, a frames list item that is not a frame.
+  for (std::size_t f = 0; f < part.out_.stacks.frame_count(); ++f) {
+    const Frame& frame = part.out_.stacks.frame(static_cast<FrameId>(f));
+    if (!resolve_string(m, frame.filename, nullptr, id) || !resolve_string(m, frame.name, nullptr, id)) return false;
+  }
+  for (std::size_t k = 0; k < part.out_.stacks.stack_count(); ++k)
+    for (const FrameId f : part.out_.stacks.stack(static_cast<StackId>(k)))
+      if ((f & kPartRef) && m.memo_typed(f & ~kPartRef).type != kFrameRef) return false;
+  for (const StringId action : part.part_ref_strings_)
+    if (!resolve_string(m, action, nullptr, id)) return false;
+  for (const StackId stack : part.part_ref_stacks_)
+    if (m.memo_typed(stack & ~kPartRef).type != kStackRef) return false;
+  return true;
+}
+
+void SnapshotBuilder::absorb_part(const SnapshotBuilder& part, Machine& m, PartMaps& maps) {
+  const StringTable& strings = part.out_.strings;
+  maps.strings.resize(strings.size());
+  for (std::size_t i = 0; i < strings.size(); ++i) maps.strings[i] = out_.strings.intern(strings.view(static_cast<StringId>(i)));
+  const StackTable& stacks = part.out_.stacks;
+  maps.frames.resize(stacks.frame_count());
+  for (std::size_t i = 0; i < stacks.frame_count(); ++i) {
+    Frame frame = stacks.frame(static_cast<FrameId>(i));
+    resolve_string(m, frame.filename, &maps, frame.filename);
+    resolve_string(m, frame.name, &maps, frame.name);
+    maps.frames[i] = out_.stacks.intern_frame(frame);
+  }
+  maps.stacks.resize(stacks.stack_count());
+  std::vector<FrameId>& ids = frame_ids_scratch_;
+  for (std::size_t i = 0; i < stacks.stack_count(); ++i) {
+    ids.clear();
+    for (const FrameId f : stacks.stack(static_cast<StackId>(i)))
+      ids.push_back(f & kPartRef ? m.memo_typed(f & ~kPartRef).index : maps.frames[f]);
+    maps.stacks[i] = out_.stacks.intern_stack(ids);
+  }
+  // What the part's events name by reference to earlier parts: a few stacks and actions.
+  absl::flat_hash_map<StackId, StackId> part_stacks;
+  for (const StackId ref : part.part_ref_stacks_) part_stacks[ref] = m.memo_typed(ref & ~kPartRef).index;
+  absl::flat_hash_map<StringId, StringId> part_strings;
+  for (const StringId ref : part.part_ref_strings_) resolve_string(m, ref, nullptr, part_strings[ref]);
+  maps.first_event = static_cast<std::uint32_t>(staged_events_.size());
+  staged_events_.reserve(staged_events_.size() + part.staged_events_.size());
+  for (TraceEvent e : part.staged_events_) {
+    e.stack = e.stack & kPartRef ? part_stacks[e.stack] : maps.stacks[e.stack];
+    if (e.action == TraceAction::kOther) [[unlikely]] {
+      const StringId name = e.action_name & kPartRef ? part_strings[e.action_name] : maps.strings[e.action_name];
+      e.action = action_of(name);
+      e.action_name = e.action == TraceAction::kOther ? name : 0;
+    }
+    if (e.user_metadata != 0 && !resolve_string(m, e.user_metadata, &maps, e.user_metadata))
+      e.user_metadata = 0;  // not a str: none
+    staged_events_.push_back(e);
+  }
+}
+
+Machine::PartTranslation SnapshotBuilder::part_translation(const PartMaps& maps) {
+  Machine::PartTranslation t;
+  t.string = [&maps](StringId id) { return maps.strings[id]; };
+  t.typed = [&maps](TypedRef ref) -> TypedRef {
+    switch (ref.type) {
+      case kEventRef: return {kEventRef, maps.first_event + ref.index};
+      case kStackRef: return {kStackRef, maps.stacks[ref.index]};
+      case kFrameRef: return {kFrameRef, maps.frames[ref.index]};
+      default: return ref;  // can_absorb_part admits no other
+    }
+  };
+  return t;
 }
 
 }  // namespace fragscope::snapshot

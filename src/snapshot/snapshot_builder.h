@@ -31,6 +31,27 @@ class SnapshotBuilder final : public pickle::Observer {
   /// @throws InputError when the top level is not a memory snapshot.
   void finish(pickle::Machine& machine, pickle::Value top);
 
+  // --- Parts parsed apart (parallel_reader.h) ---
+  /// @brief Where a part's strings, frames and stacks went in the builder that took it over.
+  struct PartMaps {
+    std::vector<StringId> strings;
+    std::vector<FrameId> frames;
+    std::vector<StackId> stacks;
+    std::uint32_t first_event = 0;
+  };
+  /// @brief Whether `part`, the builder of a part parsed apart, can be taken over here, `m`
+  /// being this builder's machine after Machine::can_absorb_part: it made only trace events
+  /// (pushed at its top level), frames and stacks, and what it left to the taker (memo entries
+  /// of earlier parts used as frames, file and function names, actions) is that here.
+  bool can_absorb_part(const SnapshotBuilder& part, pickle::Machine& m, std::span<const pickle::PartOp> log) const;
+  /// @brief Takes over `part`'s strings, frames, stacks and events, in their order.
+  /// REQUIRES: can_absorb_part(part, m, log).
+  void absorb_part(const SnapshotBuilder& part, pickle::Machine& m, PartMaps& maps);
+  /// @brief In a part's builder, once its parse is done: readies it for can_absorb_part.
+  void end_part();
+  /// @brief The machine's translation of the part's values, by `maps` (which must outlive it).
+  pickle::Machine::PartTranslation part_translation(const PartMaps& maps);
+
  private:
   enum Key : std::uint8_t {
     kAction, kAddr, kSize, kStream, kTimeUs, kFrames, kDeviceFree, kUserMetadata,
@@ -41,6 +62,9 @@ class SnapshotBuilder final : public pickle::Observer {
     kKeyCount
   };
   enum TypedKind : std::uint8_t { kFrameRef = 1, kStackRef, kBlockRef, kSegmentRef, kEventRef };
+  // In a part's tables: a string or frame id with this bit is a memo index of an earlier part
+  // (a kForeign value), resolved by the taker.
+  static constexpr std::uint32_t kPartRef = std::uint32_t{1} << 31;
   struct Fields {
     pickle::Value value[kKeyCount + 1];  // [kKeyCount]: where gather_like_last_event drops other keys' values
     std::uint32_t present = 0;
@@ -63,6 +87,10 @@ class SnapshotBuilder final : public pickle::Observer {
   std::uint64_t uint_field(pickle::Machine& m, const Fields& f, Key k, const char* what) const;
   std::int64_t int_field(pickle::Machine& m, const Fields& f, Key k, const char* what) const;
   StringId string_field(pickle::Machine& m, const Fields& f, Key k, const char* what) const;
+  /// string_field(), or in a part a kPartRef id for a string of an earlier part.
+  StringId string_or_part_ref(pickle::Machine& m, const Fields& f, Key k, const char* what) const;
+  /// A part's kPartRef string id as the taker's string id; false when it is not a string there.
+  static bool resolve_string(pickle::Machine& m, StringId id, const PartMaps* maps, StringId& out);
 
   void read_settings(pickle::Machine& m, pickle::Value settings);
   void read_annotations(pickle::Machine& m, pickle::Value list);
@@ -91,6 +119,9 @@ class SnapshotBuilder final : public pickle::Observer {
   std::vector<Block> staged_blocks_;
   std::vector<Segment> staged_segments_;
   TraceEventList staged_events_;
+  // The device whose trace is all staged events in order: finish() moves them there (a device
+  // list read after it may refer to the same events).
+  std::optional<std::size_t> move_events_to_;
   std::vector<FrameId> frame_ids_scratch_;
   // Stacks by the values of the frames list they came from: a snapshot may pickle a fresh list
   // for every entry (memo references to shared frame dicts), and equal values are the same,
@@ -105,6 +136,9 @@ class SnapshotBuilder final : public pickle::Observer {
   void cache_stack(std::uint64_t hash, std::span<const pickle::Value> items, StackId stack);
   absl::flat_hash_map<std::uint64_t, ListOfStack> stack_by_list_hash_;
   std::vector<pickle::Value> list_values_;
+  // A part's events' kPartRef actions and frames lists (a repeat of the last one not again).
+  std::vector<StringId> part_ref_strings_;
+  std::vector<StackId> part_ref_stacks_;
 };
 
 }  // namespace fragscope::snapshot

@@ -36,6 +36,7 @@ class ValueStack {
   /// REQUIRES: n <= size(): only shrinks.
   void resize(std::size_t n) { size_ = n; }
   Value& operator[](std::size_t i) { return data_[i]; }
+  Value operator[](std::size_t i) const { return data_[i]; }
   std::size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
   Value* data() { return data_.get(); }

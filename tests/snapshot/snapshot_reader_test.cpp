@@ -158,6 +158,21 @@ TEST(SnapshotReader, RecognisesCompressionByContentNotName) {
   EXPECT_EQ(s.segments.size(), 524u);
 }
 
+// A device list may list the same entry objects as another (a hostile or hand-made file): the
+// events of the first list were moved out from under the second, which read freed memory.
+TEST(SnapshotReader, DeviceListsSharingEntriesEachGetTheirEvents) {
+  const Snapshot s = read_snapshot_file(std::string(FRAGSCOPE_SOURCE_DIR) +
+                                        "/fuzz/seeds/snapshot_reader/framed_small_frames.pickle");
+  ASSERT_EQ(s.device_traces.size(), 2u);
+  ASSERT_EQ(s.device_traces[0].size(), 260u);
+  ASSERT_EQ(s.device_traces[1].size(), 3u);  // the first three entries again
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(s.device_traces[1][i].addr, s.device_traces[0][i].addr);
+    EXPECT_EQ(s.device_traces[1][i].time_us, s.device_traces[0][i].time_us);
+    EXPECT_EQ(s.device_traces[1][i].action, s.device_traces[0][i].action);
+  }
+}
+
 TEST(SnapshotReader, ReadsLegacySegmentListWithHistory) {
   const Snapshot s = read_snapshot_file(kData + "legacy_segments.pickle.gz");
   EXPECT_EQ(s.format, SnapshotFormat::kLegacySegmentList);
