@@ -10,6 +10,7 @@
 
 #include "snapshot/pickle_machine.h"
 #include "snapshot/pickle_splitter.h"
+#include "snapshot/read_progress.h"
 #include "snapshot/snapshot_builder.h"
 
 namespace fragscope::snapshot {
@@ -206,15 +207,8 @@ Snapshot read_snapshot_in_parts(const OpenSourceAt& open_at, const ReadAt& read_
   Snapshot snapshot;
   SnapshotBuilder builder(snapshot, expected);
   PausingSource source(std::move(main), plan, open_at);
-  std::function<void()> tick;
-  pickle::Machine* running = nullptr;
-  if (progress) {
-    tick = [&] {
-      if (expected) progress(std::min(running->offset(), expected), expected);
-      else progress(source.input_consumed(), input_size);
-    };
-  }
-  pickle::Machine machine(source, name, snapshot.strings, &builder, std::move(tick));
+  const pickle::Machine* running = nullptr;
+  pickle::Machine machine(source, name, snapshot.strings, &builder, machine_progress(progress, source, running, input_size));
   running = &machine;
   pickle::Value top;
   while (!machine.run_until_pause(top)) {
@@ -241,7 +235,7 @@ Snapshot read_snapshot_in_parts(const OpenSourceAt& open_at, const ReadAt& read_
     if (!taken) p.machine.reset();
   }
   builder.finish(machine, top);
-  if (progress) progress(expected ? expected : input_size, expected ? expected : input_size);
+  report_read(progress, expected, input_size);
   return snapshot;
 }
 

@@ -108,7 +108,6 @@ class Machine {
                    std::vector<PartOp>& log);
   /// @brief Memo indices below the part's base that the part referred to, ascending.
   std::vector<std::uint64_t> foreign_references() const;
-  std::uint64_t memo_base() const { return memo_base_; }
 
   /// @brief The taker's translation of a part's strings and typed handles (absorb_part). A
   /// run of typed values pushed at the part's top level translates to consecutive indices.
@@ -177,6 +176,7 @@ class Machine {
     std::uint32_t index;  // typed: observer's index; generic: storage slot or kNoStorage
   };
   static constexpr std::uint32_t kNoStorage = 0xffffffffu;
+  static constexpr std::uint64_t kMaxValues = std::uint64_t{1} << 28;  // each of: stack, memo, objects, items
   // The large arrays live on huge pages (util/huge_pages.h): fewer page faults.
   using Values = std::vector<Value, HugePageAllocator<Value>>;
 

@@ -9,6 +9,7 @@
 #include "snapshot/byte_source.h"
 #include "snapshot/parallel_reader.h"
 #include "snapshot/pickle_machine.h"
+#include "snapshot/read_progress.h"
 #include "snapshot/snapshot_builder.h"
 
 namespace fragscope::snapshot {
@@ -17,22 +18,12 @@ Snapshot read_snapshot(ByteSource& source, const std::string& name, std::uint64_
                        const ProgressCallback& progress) {
   Snapshot snapshot;
   SnapshotBuilder builder(snapshot, source.expected_size());
-  // Progress counts pickle bytes when their total is known (plain files, zstd frames that
-  // record their size): that is the work. Else it counts bytes of the file.
-  const std::uint64_t expected = source.expected_size();
-  std::function<void()> tick;
-  pickle::Machine* running = nullptr;
-  if (progress) {
-    tick = [&] {
-      if (expected) progress(std::min(running->offset(), expected), expected);
-      else progress(source.input_consumed(), input_size);
-    };
-  }
-  pickle::Machine machine(source, name, snapshot.strings, &builder, std::move(tick));
+  const pickle::Machine* running = nullptr;
+  pickle::Machine machine(source, name, snapshot.strings, &builder, machine_progress(progress, source, running, input_size));
   running = &machine;
   const pickle::Value top = machine.run();
   builder.finish(machine, top);
-  if (progress) progress(expected ? expected : input_size, expected ? expected : input_size);
+  report_read(progress, source.expected_size(), input_size);
   return snapshot;
 }
 
