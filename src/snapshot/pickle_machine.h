@@ -12,6 +12,10 @@
 /// (a trace event, a block, a frame...). This is how a 1 GB snapshot is converted while it
 /// streams by, without a generic tree of millions of dicts.
 ///
+/// A machine can also parse a part of a stream on its own thread (start_part, run_part), and
+/// another take that part over where it reaches it (can_absorb_part, absorb_part): the reader
+/// in parts, parallel_reader.h.
+///
 /// Limits (hostile input): strings up to 256 MiB; at most 2^28 values on the stack, in the memo,
 /// as objects and as container items (each); deep nesting costs no native stack (the machine
 /// is iterative).

@@ -22,7 +22,7 @@ enum class Kind : std::uint8_t {
   kObject,    ///< payload: index into the machine's object table (list, dict, tuple, typed)
   kMark,      ///< only on the stack: MARK; in the memo: an index never stored
   // Only in the parallel reader (parallel_reader.h), never seen by an observer of a whole file:
-  kDeferred,  ///< in the memo: an object of a part parsed apart; payload: type << 32 | index
+  kDeferred,  ///< in the memo: an entry of a part taken over, made a value when first used
   kForeign,   ///< in a part: a memo entry of an earlier part, unknown here; payload: memo index
 };
 
