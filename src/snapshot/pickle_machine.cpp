@@ -340,6 +340,7 @@ Value Machine::memo_get_other(std::uint64_t index) {
 // frames). This loop reads such a body with its items in local arrays and the read position in
 // a register. At the first opcode it does not handle it hands over to run() in exactly the state
 // run() would have reached by then, so the result (and any error) is the same.
+template <bool kInPart>
 bool Machine::fill_dict_inline(Value dict) {
   if (end_ - pos_ < 2 || data_[pos_] != MEMOIZE || data_[pos_ + 1] != MARK || memo_.size() >= kMaxValues)
     return false;
@@ -363,16 +364,18 @@ bool Machine::fill_dict_inline(Value dict) {
   // stay in registers.
   const Value* memo = memo_.data();
   std::size_t memo_size = memo_.size();
-  const std::uint64_t memo_base = memo_base_;
-  const Value* const known = known_before_.data();  // a part's: keys and names of the parts before
-  const std::size_t known_size = known_before_.size();
+  // In a part, memo_[i] is entry memo_base_ + i; below it are the parts before (a compile-time
+  // choice: the whole-file machine pays nothing for it).
+  const std::uint64_t memo_base = kInPart ? memo_base_ : 0;
   auto lookup = [&](std::uint64_t index, std::size_t after) {
     const std::uint64_t local = index - memo_base;
     if (local >= memo_size || memo[local].kind() >= Kind::kMark) [[unlikely]] {
-      if (index < memo_base) {  // a part's reference to the parts before it
-        foreign_seen_[index / 64] |= std::uint64_t{1} << (index % 64);
-        if (index < known_size && known[index].kind() != Kind::kMark) return known[index];
-        return Value::make(Kind::kForeign, index);
+      if constexpr (kInPart) {
+        if (index < memo_base) {  // the keys and names of the parts before, or a reference to them
+          foreign_seen_[index / 64] |= std::uint64_t{1} << (index % 64);
+          if (index < known_before_.size() && known_before_[index].kind() != Kind::kMark) return known_before_[index];
+          return Value::make(Kind::kForeign, index);
+        }
       }
       pos_ = after;
       return memo_get_other(index);
@@ -624,7 +627,7 @@ void Machine::resume_at(std::uint64_t offset) {
 
       case EMPTY_DICT: {
         const Value dict = new_object(ObjectKind::kDict);
-        if (!fill_dict_inline(dict)) push(dict);
+        if (!(in_part_ ? fill_dict_inline<true>(dict) : fill_dict_inline<false>(dict))) push(dict);
         break;
       }
       case EMPTY_LIST:
@@ -768,7 +771,7 @@ PartEnd Machine::run_part(std::uint64_t nominal_stop, const std::function<std::u
         // A trace entry: EMPTY_DICT MEMOIZE MARK, its items, SETITEMS (16 bytes are readable).
         if (end_ - pos_ < 3 || data_[pos_ + 1] != MEMOIZE || data_[pos_ + 2] != MARK) return PartEnd::kOtherOpcode;
         ++pos_;
-        if (!fill_dict_inline(new_object(ObjectKind::kDict))) fail("the memo is full");
+        if (!fill_dict_inline<true>(new_object(ObjectKind::kDict))) fail("the memo is full");
         while (stack_.size() != 1 || !marks_.empty()) {
           if (end_ - pos_ < 16) {
             refill(16, true);

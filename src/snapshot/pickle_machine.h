@@ -211,6 +211,7 @@ class Machine {
   [[gnu::noinline]] Value make_wide_int(std::int64_t v);
   Value read_long(std::size_t n);
   Value read_string(std::size_t n);
+  template <bool kInPart>
   bool fill_dict_inline(Value dict);
   void memo_put(std::uint64_t index);
   Value memo_get(std::uint64_t index);
