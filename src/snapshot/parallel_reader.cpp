@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <exception>
 #include <optional>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -185,23 +186,31 @@ Snapshot read_snapshot_in_parts(const OpenSourceAt& open_at, const ReadAt& read_
     }
   } cancel{cancelled, threads};
   threads.reserve(plan.region_count());
-  threads.emplace_back([&] {
-    try {
-      const auto source = std::make_unique<CancellableSource>(open_at(0), cancelled);
-      walk_region(*source, plan, 0);
-    } catch (const std::exception&) {
-      plan.set_known_strings({}, std::nullopt);
-      plan.set_region(0, {});
-    }
-  });
-  for (std::size_t j = 1; j < part.size(); ++j) {
-    threads.emplace_back([&, j] {
+  try {
+    threads.emplace_back([&] {
       try {
-        parse_part(part[j], j, plan, open_at, name, cancelled);
+        const auto source = std::make_unique<CancellableSource>(open_at(0), cancelled);
+        walk_region(*source, plan, 0);
       } catch (const std::exception&) {
-        // Not parsed: the main machine reads these bytes itself.
+        plan.set_known_strings({}, std::nullopt);
+        plan.set_region(0, {});
       }
     });
+    for (std::size_t j = 1; j < part.size(); ++j) {
+      threads.emplace_back([&, j] {
+        try {
+          parse_part(part[j], j, plan, open_at, name, cancelled);
+        } catch (const std::exception&) {
+          // Not parsed: the main machine reads these bytes itself.
+        }
+      });
+    }
+  } catch (const std::system_error&) {  // no more threads to be had: one thread reads it all
+    cancelled = true;
+    if (threads.empty()) plan.set_known_strings({}, std::nullopt);
+    for (std::size_t j = threads.size(); j < plan.region_count(); ++j) plan.set_region(j, {});  // no waits left
+    threads.clear();
+    return read_snapshot(*main, name, input_size, progress);
   }
 
   Snapshot snapshot;
