@@ -73,7 +73,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     // Read in parts on threads (where the input is framed): the same model or error again.
     const fragscope::snapshot::OpenSourceAt open_at = [&](std::uint64_t offset) {
-      return fragscope::snapshot::open_memory_source_at(bytes, "fuzz-input", offset);
+      return fragscope::snapshot::open_plain_memory_at(bytes, offset);
     };
     const fragscope::snapshot::ReadAt read_at = [&](std::uint64_t offset, std::span<std::uint8_t> out) -> std::size_t {
       if (offset >= size) return 0;

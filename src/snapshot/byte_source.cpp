@@ -318,31 +318,6 @@ class ThreadedSource final : public ByteSource {
 
 constexpr std::uint64_t kMaxPlausibleZstdRatio = 64;
 
-/// The bytes of `inner` after its first `skip` (decompressed, where it decompresses).
-class SkippingSource final : public ByteSource {
- public:
-  SkippingSource(std::unique_ptr<ByteSource> inner, std::uint64_t skip) : inner_(std::move(inner)), skip_(skip) {}
-  std::size_t read(std::span<std::uint8_t> out) override {
-    while (skip_ > 0) {
-      discard_.resize(kChunk);
-      const std::size_t n = inner_->read(std::span(discard_).first(std::min<std::uint64_t>(skip_, kChunk)));
-      if (n == 0) return 0;
-      skip_ -= n;
-    }
-    return inner_->read(out);
-  }
-  std::uint64_t input_consumed() const override { return inner_->input_consumed(); }
-  std::uint64_t expected_size() const override {
-    const std::uint64_t all = inner_->expected_size();
-    return all > skip_ ? all - skip_ : 0;
-  }
-
- private:
-  std::unique_ptr<ByteSource> inner_;
-  std::uint64_t skip_;
-  std::vector<std::uint8_t> discard_;
-};
-
 std::unique_ptr<ByteSource> wrap_by_magic(std::unique_ptr<ByteSource> raw, const std::string& name) {
   std::vector<std::uint8_t> head(18);  // ZSTD_FRAMEHEADERSIZE_MAX: magic + the largest frame header;
   head.resize(raw->read_fully(head));
@@ -419,30 +394,20 @@ Compression file_compression(const std::string& path) {
   return detect_compression(std::span(head, n));
 }
 
-std::unique_ptr<ByteSource> open_file_source_at(const std::string& path, std::uint64_t offset) {
+std::unique_ptr<ByteSource> open_plain_file_at(const std::string& path, std::uint64_t offset) {
   std::FILE* file = std::fopen(path.c_str(), "rb");
   if (!file) throw InputError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
   struct stat info {};
   const std::uint64_t size = fstat(fileno(file), &info) == 0 && S_ISREG(info.st_mode) ? static_cast<std::uint64_t>(info.st_size) : 0;
-  std::uint8_t head[4] = {};
-  const std::size_t n = std::fread(head, 1, sizeof head, file);
-  if (detect_compression(std::span(head, n)) == Compression::kNone) {  // plain: seek
-    if (offset > size || std::fseek(file, static_cast<long>(offset), SEEK_SET) != 0) {
-      std::fclose(file);
-      throw InputError(fmt::format("{}: cannot seek to byte {}", path, offset));
-    }
-    return std::make_unique<ThreadedSource>(std::make_unique<FileSource>(file, path, size - offset));
+  if (offset > size || std::fseek(file, static_cast<long>(offset), SEEK_SET) != 0) {
+    std::fclose(file);
+    throw InputError(fmt::format("{}: cannot seek to byte {}", path, offset));
   }
-  std::rewind(file);
-  return std::make_unique<ThreadedSource>(std::make_unique<SkippingSource>(
-      wrap_by_magic(std::make_unique<FileSource>(file, path, size), path), offset));
+  return std::make_unique<ThreadedSource>(std::make_unique<FileSource>(file, path, size - offset));
 }
 
-std::unique_ptr<ByteSource> open_memory_source_at(std::span<const std::uint8_t> bytes, const std::string& name,
-                                                  std::uint64_t offset) {
-  if (detect_compression(bytes.first(std::min<std::size_t>(bytes.size(), 4))) == Compression::kNone)
-    return std::make_unique<MemorySource>(bytes.subspan(std::min<std::uint64_t>(offset, bytes.size())));
-  return std::make_unique<SkippingSource>(open_memory_source(bytes, name), offset);
+std::unique_ptr<ByteSource> open_plain_memory_at(std::span<const std::uint8_t> bytes, std::uint64_t offset) {
+  return std::make_unique<MemorySource>(bytes.subspan(std::min<std::uint64_t>(offset, bytes.size())));
 }
 
 }  // namespace fragscope::snapshot

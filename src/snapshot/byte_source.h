@@ -62,12 +62,11 @@ std::unique_ptr<ByteSource> open_memory_source(std::span<const std::uint8_t> byt
 /// @brief The compression of the file at `path`, by its magic bytes (kNone when unreadable).
 Compression file_compression(const std::string& path);
 
-/// @brief open_file_source(), from byte `offset` of the (decompressed) stream on: a plain file
-/// seeks there, a compressed one decompresses the bytes before it and drops them.
+/// @brief The uncompressed file at `path` from byte `offset` on (read ahead on a second thread,
+/// as open_file_source). REQUIRES: file_compression(path) is kNone.
 /// @throws InputError naming `path` when it cannot be opened or is shorter than `offset`.
-std::unique_ptr<ByteSource> open_file_source_at(const std::string& path, std::uint64_t offset);
-/// @brief open_memory_source(), from byte `offset` of the (decompressed) stream on.
-std::unique_ptr<ByteSource> open_memory_source_at(std::span<const std::uint8_t> bytes, const std::string& name,
-                                                  std::uint64_t offset);
+std::unique_ptr<ByteSource> open_plain_file_at(const std::string& path, std::uint64_t offset);
+/// @brief Uncompressed `bytes` (not copied) from byte `offset` on.
+std::unique_ptr<ByteSource> open_plain_memory_at(std::span<const std::uint8_t> bytes, std::uint64_t offset);
 
 }  // namespace fragscope::snapshot

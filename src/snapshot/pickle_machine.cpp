@@ -321,14 +321,18 @@ inline Value Machine::memo_get(std::uint64_t index) {
   return memo_get_other(index);
 }
 
+// In a part, entry `index` of the parts before it (index < memo_base_): a string the walk read,
+// else a reference for the taker; noted either way, for the taker to check.
+inline Value Machine::entry_before_part(std::uint64_t index) {
+  foreign_seen_[index / 64] |= std::uint64_t{1} << (index % 64);
+  if (index < known_before_.size() && known_before_[index].kind() != Kind::kMark) return known_before_[index];
+  return Value::make(Kind::kForeign, index);
+}
+
 // Holes, entries of a part taken over (made objects on first use) and, in a part, entries of
 // the parts before it.
 Value Machine::memo_get_other(std::uint64_t index) {
-  if (index < memo_base_) {
-    foreign_seen_[index / 64] |= std::uint64_t{1} << (index % 64);
-    if (index < known_before_.size() && known_before_[index].kind() != Kind::kMark) return known_before_[index];
-    return Value::make(Kind::kForeign, index);
-  }
+  if (index < memo_base_) return entry_before_part(index);
   const std::uint64_t local = index - memo_base_;
   if (local < memo_.size() && memo_[local].kind() == Kind::kForeign) return memo_[local];
   if (local < memo_.size() && memo_[local].kind() == Kind::kDeferred) return resolve_deferred(local);
@@ -371,11 +375,7 @@ bool Machine::fill_dict_inline(Value dict) {
     const std::uint64_t local = index - memo_base;
     if (local >= memo_size || memo[local].kind() >= Kind::kMark) [[unlikely]] {
       if constexpr (kInPart) {
-        if (index < memo_base) {  // the keys and names of the parts before, or a reference to them
-          foreign_seen_[index / 64] |= std::uint64_t{1} << (index % 64);
-          if (index < known_before_.size() && known_before_[index].kind() != Kind::kMark) return known_before_[index];
-          return Value::make(Kind::kForeign, index);
-        }
+        if (index < memo_base) return entry_before_part(index);  // inline: keys, in every entry
       }
       pos_ = after;
       return memo_get_other(index);

@@ -216,7 +216,12 @@ class Machine {
   void memo_put(std::uint64_t index);
   Value memo_get(std::uint64_t index);
   [[gnu::noinline]] Value memo_get_other(std::uint64_t index);
+  Value entry_before_part(std::uint64_t index);
   Value resolve_deferred(std::uint64_t local);
+  /// Memo entry `index` of a machine that took parts over, made a value if deferred.
+  Value memo_value(std::uint64_t index) {
+    return memo_[index].kind() == Kind::kDeferred ? resolve_deferred(index) : memo_[index];
+  }
   std::int64_t boxed_int(Value v) const;
   [[noreturn]] [[gnu::noinline, gnu::cold]] void fail_too_many() const;
   [[noreturn]] [[gnu::noinline, gnu::cold]] void fail_underflow() const;

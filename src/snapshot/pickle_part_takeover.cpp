@@ -22,8 +22,7 @@ Value Machine::resolve_deferred(std::uint64_t local) {
   if (v.kind() == Kind::kString) {
     out = Value::make(Kind::kString, absorbed.translate.string(static_cast<StringId>(v.payload())));
   } else if (v.kind() == Kind::kForeign) {
-    // An entry here (the taker's memo base is 0), checked to exist by can_absorb_part.
-    out = memo_[v.payload()].kind() == Kind::kDeferred ? resolve_deferred(v.payload()) : memo_[v.payload()];
+    out = memo_value(v.payload());  // an entry here (the taker's memo base is 0), checked to exist by can_absorb_part
   } else if (v.kind() == Kind::kObject) {
     const TypedRef ref = absorbed.translate.typed(absorbed.part->typed(v));
     out = typed_object(ref);
@@ -33,13 +32,13 @@ Value Machine::resolve_deferred(std::uint64_t local) {
 }
 
 TypedRef Machine::memo_typed(std::uint64_t index) {
-  const Value v = memo_[index].kind() == Kind::kDeferred ? resolve_deferred(index) : memo_[index];
+  const Value v = memo_value(index);
   if (v.kind() == Kind::kObject && objects_[v.payload()].kind == ObjectKind::kTyped) return typed(v);
   return {};
 }
 
 bool Machine::memo_string(std::uint64_t index, StringId& id) {
-  const Value v = memo_[index].kind() == Kind::kDeferred ? resolve_deferred(index) : memo_[index];
+  const Value v = memo_value(index);
   if (v.kind() != Kind::kString) return false;
   id = static_cast<StringId>(v.payload());
   return true;

@@ -1,10 +1,12 @@
 #include "snapshot/pickle_splitter.h"
 
 #include <array>
-#include <optional>
 #include <cstring>
 #include <exception>
+#include <optional>
 #include <span>
+
+#include "util/little_endian.h"
 
 namespace fragscope::snapshot {
 
@@ -160,12 +162,6 @@ class Cursor {
 
 constexpr std::size_t kMaxKnownStrings = std::size_t{1} << 20;
 
-std::uint64_t little_endian(const std::uint8_t* p, std::size_t n) {
-  std::uint64_t v = 0;
-  for (std::size_t i = n; i-- > 0;) v = (v << 8) | p[i];
-  return v;
-}
-
 /// A region's walk: its state, and one opcode's step.
 class Walk {
  public:
@@ -201,11 +197,11 @@ class Walk {
         return 2u + p[1];
       case kLength4: {
         if (n < 5) return 0;
-        const std::uint64_t length = little_endian(p + 1, 4);
+        const std::uint64_t length = load_little_endian(p + 1, 4, 4);
         if (op == LONG4 && (length >> 31)) return 0;  // negative
         return 5 + length;
       }
-      case kLength8: return n < 9 ? 0 : 9 + little_endian(p + 1, 8);
+      case kLength8: return n < 9 ? 0 : 9 + load_little_endian(p + 1, 8, 8);
       default:
         stop_ = op == STOP;
         return 0;  // STOP, BINPUT, or an opcode the walk does not take
@@ -216,17 +212,16 @@ class Walk {
   RegionWalk result(bool walked) const { return {walked, memo_, entry_, before_entry_}; }
   /// Region 0: what the parts need from it, once (at the second trace entry, or the end).
   void publish_known(SplitPlan& plan) {
-    if (!published_) plan.set_known_strings(std::move(known_), key_seen_);
+    if (!published_) plan.set_known_strings(std::move(known_), action_key_);
     published_ = true;
     recording_ = false;
   }
-  bool recording() const { return recording_; }
   bool wants_publish() const { return recording_ && ready_; }
 
  private:
   // A trace entry: EMPTY_DICT MEMOIZE MARK, then BINGET or LONG_BINGET of 'action'.
   void entry_at(const std::uint8_t* p, std::uint64_t at) {
-    if (!((p[3] == BINGET && p[4] == *action_key_) || (p[3] == LONG_BINGET && little_endian(p + 4, 4) == *action_key_)))
+    if (!((p[3] == BINGET && p[4] == *action_key_) || (p[3] == LONG_BINGET && load_little_endian(p + 4, 4, 4) == *action_key_)))
       return;
     ready_ = true;  // region 0: the second trace entry, the first one's keys are known
     if (!entry_) {
@@ -235,14 +230,13 @@ class Walk {
     }
   }
   void remember(const std::string& text) {
-    if (text == "action") action_key_ = key_seen_ = memo_;
+    if (text == "action") action_key_ = memo_;
     known_.push_back({memo_, text});
     if (known_.size() >= kMaxKnownStrings) ready_ = true;  // no trace entries early on: stop keeping
   }
 
   std::uint64_t memo_ = 0;
-  std::optional<std::uint64_t> action_key_;  // memo index of the str 'action'
-  std::optional<std::uint64_t> key_seen_;    // region 0: where it was memoized
+  std::optional<std::uint64_t> action_key_;  // memo index of the str 'action' (region 0: once memoized)
   std::optional<std::uint64_t> entry_;
   std::uint64_t before_entry_ = 0;
   bool recording_;  // region 0: memoized strs are kept until the second trace entry
@@ -312,7 +306,7 @@ std::vector<std::uint64_t> frame_bounds(const std::function<std::size_t(std::uin
     const std::uint64_t target = size / parts * k;
     while (at < target) {  // from frame to frame
       if (read_at(at, std::span(head, 9)) != 9 || head[0] != FRAME) return bounds;
-      const std::uint64_t length = little_endian(head + 1, 8);
+      const std::uint64_t length = load_little_endian(head + 1, 8, 8);
       if (at + 9 > size || length > size - at - 9) return bounds;  // past the end (or a hostile length)
       at += 9 + length;
     }

@@ -147,7 +147,7 @@ inline StringId SnapshotBuilder::string_field(Machine& m, const Fields& f, Key k
 }
 
 StringId SnapshotBuilder::string_or_part_ref(Machine& m, const Fields& f, Key k, const char* what) const {
-  if (f.has(k) && f.value[k].kind() == Kind::kForeign) return kPartRef | static_cast<StringId>(f.value[k].payload());
+  if (f.has(k) && f.value[k].kind() == Kind::kForeign) return part_ref(f.value[k]);
   return string_field(m, f, k, what);
 }
 
@@ -181,7 +181,7 @@ inline StackId SnapshotBuilder::stack_of(Machine& m, Value frames, const char* w
 StackId SnapshotBuilder::stack_of_other(Machine& m, Value frames, const char* what) {
   if (frames.kind() == Kind::kNone) return 0;
   if (frames.kind() == Kind::kForeign) {  // in a part: a frames list of an earlier part
-    const StackId ref = kPartRef | static_cast<StackId>(frames.payload());
+    const StackId ref = part_ref(frames);
     if (part_ref_stacks_.empty() || part_ref_stacks_.back() != ref) part_ref_stacks_.push_back(ref);
     return ref;
   }
@@ -209,7 +209,7 @@ StackId SnapshotBuilder::stack_of_other(Machine& m, Value frames, const char* wh
   ids.clear();
   for (const Value item : items) {
     if (item.kind() == Kind::kForeign) {  // in a part: a frame of an earlier part
-      ids.push_back(kPartRef | static_cast<FrameId>(item.payload()));
+      ids.push_back(part_ref(item));
       continue;
     }
     if (item.kind() != Kind::kObject || m.object_kind(item) != ObjectKind::kTyped ||
@@ -252,7 +252,7 @@ TypedRef SnapshotBuilder::make_event(Machine& m, const Fields& f) {
   constexpr const char* what = "trace entry";
   TraceEvent e;
   if (f.has(kAction) && f.value[kAction].kind() == Kind::kForeign) [[unlikely]] {  // the taker reads it
-    e.action_name = kPartRef | static_cast<StringId>(f.value[kAction].payload());
+    e.action_name = part_ref(f.value[kAction]);
     if (part_ref_strings_.empty() || part_ref_strings_.back() != e.action_name) part_ref_strings_.push_back(e.action_name);
   } else {
     const StringId name = string_field(m, f, kAction, what);
@@ -268,7 +268,7 @@ TypedRef SnapshotBuilder::make_event(Machine& m, const Fields& f) {
   if (f.has(kUserMetadata) && f.value[kUserMetadata].kind() == Kind::kString)
     e.user_metadata = static_cast<StringId>(f.value[kUserMetadata].payload());
   else if (f.has(kUserMetadata) && f.value[kUserMetadata].kind() == Kind::kForeign) [[unlikely]]
-    e.user_metadata = kPartRef | static_cast<StringId>(f.value[kUserMetadata].payload());
+    e.user_metadata = part_ref(f.value[kUserMetadata]);
   staged_events_.push_back(e);
   if (staged_events_.size() > 0xffffffffu) m.fail("more than 4 billion trace entries");
   return {kEventRef, static_cast<std::uint32_t>(staged_events_.size() - 1)};

@@ -65,6 +65,8 @@ class SnapshotBuilder final : public pickle::Observer {
   // In a part's tables: a string or frame id with this bit is a memo index of an earlier part
   // (a kForeign value), resolved by the taker.
   static constexpr std::uint32_t kPartRef = std::uint32_t{1} << 31;
+  /// A kForeign value's memo index as such an id.
+  static std::uint32_t part_ref(pickle::Value foreign) { return kPartRef | static_cast<std::uint32_t>(foreign.payload()); }
   struct Fields {
     pickle::Value value[kKeyCount + 1];  // [kKeyCount]: where gather_like_last_event drops other keys' values
     std::uint32_t present = 0;

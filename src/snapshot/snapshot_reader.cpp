@@ -1,6 +1,7 @@
 #include "snapshot/snapshot_reader.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -28,27 +29,29 @@ Snapshot read_snapshot(ByteSource& source, const std::string& name, std::uint64_
 }
 
 Snapshot read_snapshot_file(const std::string& path, const ProgressCallback& progress) {
-  std::uint64_t size = 0;
-  auto source = open_file_source(path, &size);
-  // An uncompressed file can be read from anywhere: large ones are read in parts.
-  if (const unsigned parts = reader_parts(source->expected_size());
-      parts > 1 && file_compression(path) == Compression::kNone) {
-    source.reset();
+  // A large uncompressed file is read in parts: it can be read from anywhere.
+  if (file_compression(path) == Compression::kNone) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
-      struct Close {
+      const struct Close {
         int fd;
         ~Close() { ::close(fd); }
       } close_fd{fd};
-      const ReadAt read_at = [fd](std::uint64_t offset, std::span<std::uint8_t> out) -> std::size_t {
-        const ssize_t n = ::pread(fd, out.data(), out.size(), static_cast<off_t>(offset));
-        return n > 0 ? static_cast<std::size_t>(n) : 0;
-      };
-      return read_snapshot_in_parts([&](std::uint64_t offset) { return open_file_source_at(path, offset); }, read_at,
-                                    path, size, progress, parts);
+      struct stat info {};
+      const bool regular = ::fstat(fd, &info) == 0 && S_ISREG(info.st_mode);  // else open_file_source says why not
+      const std::uint64_t size = regular ? static_cast<std::uint64_t>(info.st_size) : 0;
+      if (const unsigned parts = reader_parts(size); regular && parts > 1) {
+        const ReadAt read_at = [fd](std::uint64_t offset, std::span<std::uint8_t> out) -> std::size_t {
+          const ssize_t n = ::pread(fd, out.data(), out.size(), static_cast<off_t>(offset));
+          return n > 0 ? static_cast<std::size_t>(n) : 0;
+        };
+        return read_snapshot_in_parts([&](std::uint64_t offset) { return open_plain_file_at(path, offset); }, read_at,
+                                      path, size, progress, parts);
+      }
     }
-    source = open_file_source(path, &size);
   }
+  std::uint64_t size = 0;
+  auto source = open_file_source(path, &size);
   return read_snapshot(*source, path, size, progress);
 }
 
@@ -62,9 +65,8 @@ Snapshot parse_snapshot(std::span<const std::uint8_t> bytes, const std::string& 
       std::memcpy(out.data(), bytes.data() + offset, n);
       return n;
     };
-    return read_snapshot_in_parts(
-        [&](std::uint64_t offset) { return open_memory_source_at(bytes, source, offset); }, read_at, source,
-        bytes.size(), progress, parts);
+    return read_snapshot_in_parts([&](std::uint64_t offset) { return open_plain_memory_at(bytes, offset); }, read_at,
+                                  source, bytes.size(), progress, parts);
   }
   auto stream = open_memory_source(bytes, source);
   return read_snapshot(*stream, source, bytes.size(), progress);

@@ -93,7 +93,7 @@ std::string read_parted(std::span<const std::uint8_t> bytes, unsigned parts, std
                         PartsTaken* taken = nullptr) {
   const OpenSourceAt open_at = [&](std::uint64_t offset) -> std::unique_ptr<ByteSource> {
     const auto rest = bytes.subspan(std::min<std::uint64_t>(offset, bytes.size()));
-    if (chunk == 0) return open_memory_source_at(bytes, "snapshot", offset);
+    if (chunk == 0) return open_plain_memory_at(bytes, offset);
     return std::make_unique<ChunkedSource>(rest, std::vector<std::size_t>{chunk, chunk / 3 + 1});
   };
   const ReadAt read_at = [&](std::uint64_t offset, std::span<std::uint8_t> out) -> std::size_t {
