@@ -100,7 +100,7 @@ void ActionDispatcher::act(ActionKind kind, const Alert& alert, const std::strin
   const ActionPolicy& policy = kind == ActionKind::kDrain ? settings_.drain : settings_.checkpoint;
   if (settings_.dry_run || policy.dry_run) {
     emit(kind, ActionOutcome::kDryRun, alert,
-         kind == ActionKind::kDrain ? fmt::format("would run: {}", fmt::join(settings_.drain_command, " "))
+         kind == ActionKind::kDrain ? fmt::format("would run: {}", fmt::join(drain_arguments(alert), " "))
                                     : std::string("would request a checkpoint"));
     return;
   }
@@ -176,16 +176,7 @@ bool ActionDispatcher::request_checkpoint(const RankView& rank, std::string& det
   return true;
 }
 
-bool ActionDispatcher::run_drain(const Alert& alert, std::string& detail) {
-  reap();
-  if (drain_pid_ > 0) {
-    detail = fmt::format("drain command still running (pid {})", drain_pid_);
-    return false;
-  }
-  if (settings_.drain_command.empty()) {
-    detail = "no drain command configured";
-    return false;
-  }
+std::vector<std::string> ActionDispatcher::drain_arguments(const Alert& alert) const {
   std::vector<std::string> args;
   for (std::string arg : settings_.drain_command) {
     arg = replace_all(std::move(arg), "{node}", node_);
@@ -197,6 +188,20 @@ bool ActionDispatcher::run_drain(const Alert& alert, std::string& detail) {
     arg = replace_all(std::move(arg), "{pid}", alert.rank ? std::to_string(alert.rank->record.pid) : "");
     args.push_back(std::move(arg));
   }
+  return args;
+}
+
+bool ActionDispatcher::run_drain(const Alert& alert, std::string& detail) {
+  reap();
+  if (drain_pid_ > 0) {
+    detail = fmt::format("drain command still running (pid {})", drain_pid_);
+    return false;
+  }
+  if (settings_.drain_command.empty()) {
+    detail = "no drain command configured";
+    return false;
+  }
+  std::vector<std::string> args = drain_arguments(alert);
   std::vector<char*> argv;
   for (auto& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);

@@ -88,6 +88,8 @@ class ActionDispatcher {
   void act(ActionKind kind, const Alert& alert, const std::string& key, const NodeView& view,
            std::chrono::steady_clock::time_point now);
   bool request_checkpoint(const RankView& rank, std::string& detail);
+  /// The drain command with its placeholders replaced (what runs, and what a dry run logs).
+  std::vector<std::string> drain_arguments(const Alert& alert) const;
   bool run_drain(const Alert& alert, std::string& detail);
   void emit(ActionKind kind, ActionOutcome outcome, const Alert& alert, const std::string& detail);
 

@@ -134,6 +134,19 @@ TEST_F(ActionDispatcherTest, DryRunLogsWhatWouldHappenAndTouchesNothing) {
   EXPECT_EQ(events[2]["detail"], "would run: touch " + (dir_.path() / "drained").string());
 }
 
+TEST_F(ActionDispatcherTest, DryRunDrainLogsTheCommandWithItsPlaceholdersReplaced) {
+  settings_.checkpoint.enabled = false;
+  settings_.drain.enabled = true;
+  settings_.drain.dry_run = true;
+  settings_.drain.rules = {Rule::kFragmentation};
+  settings_.drain_command = {"kubectl", "drain", "{node}", "--reason={rule} on rank {rank} of {job}"};
+  ActionDispatcher actions(settings_, dir_.path(), "node-a", events_);
+  actions.dispatch({alert_}, view_, t0_);
+  const auto events = events_of(events_);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[1]["detail"], "would run: kubectl drain node-a --reason=fragmentation on rank 3 of llama");
+}
+
 TEST_F(ActionDispatcherTest, PerActionDryRunLeavesTheOtherActionLive) {
   settings_.drain.enabled = true;
   settings_.drain.dry_run = true;
