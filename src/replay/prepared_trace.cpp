@@ -7,6 +7,7 @@
 
 #include "alloc/size_rules.h"
 #include "replay/initial_state.h"
+#include "replay/release_origin.h"
 #include "util/error.h"
 
 namespace fragscope::replay {
@@ -52,8 +53,8 @@ alloc::SegmentAction segment_action(TraceAction a) {
 /// Builds the op list in one forward pass.
 class Compiler {
  public:
-  Compiler(PreparedTrace& out, std::span<const snapshot::TraceEvent> trace)
-      : out_(out), trace_(trace) {}
+  Compiler(PreparedTrace& out, const snapshot::Snapshot& snapshot, std::span<const snapshot::TraceEvent> trace)
+      : out_(out), trace_(trace), origins_(snapshot) {}
 
   void seed_initial_slots() {
     for (const alloc::InitialSegment& segment : out_.initial_segments) {
@@ -68,13 +69,23 @@ class Compiler {
   void run(std::uint64_t initial_reserved) {
     reserved_ = initial_reserved;
     out_.recorded_peak_reserved = reserved_;
+    last_alloc_ = trace_.size();
+    for (std::size_t i = trace_.size(); i-- > 0;) {
+      if (trace_[i].action == TraceAction::kAlloc) {
+        last_alloc_ = i;
+        break;
+      }
+    }
     for (std::size_t i = 0; i < trace_.size(); ++i) {
       const snapshot::TraceEvent& e = trace_[i];
       const TraceAction a = e.action;
-      if (in_burst_ && !is_segment_event(a) && a != TraceAction::kFreeCompleted &&
-          a != TraceAction::kAlloc && a != TraceAction::kOom) {
-        // Segments released with no malloc to follow: an empty_cache() call.
-        emit_empty_cache(static_cast<std::uint32_t>(i));
+      const bool grows = a == TraceAction::kSegmentAlloc || a == TraceAction::kSegmentMap;
+      const bool shrinks = a == TraceAction::kSegmentFree || a == TraceAction::kSegmentUnmap;
+      // A malloc's release is always followed by its cudaMalloc/map or its OOM, never by a block
+      // served from the cache: anything else ends the releases seen so far as a cache flush.
+      if (in_burst_ && !burst_failed_ && !shrinks && !grows && a != TraceAction::kFreeCompleted &&
+          a != TraceAction::kOom) {
+        emit_empty_cache();
       }
       switch (a) {
         case TraceAction::kAlloc: on_alloc(e, i); break;
@@ -84,11 +95,11 @@ class Compiler {
         case TraceAction::kSegmentAlloc:
         case TraceAction::kSegmentMap: on_segment_grow(e); break;
         case TraceAction::kSegmentFree:
-        case TraceAction::kSegmentUnmap: on_segment_shrink(e); break;
+        case TraceAction::kSegmentUnmap: on_segment_shrink(e, i); break;
         default: break;  // snapshot markers and annotations do not touch the allocator
       }
     }
-    if (in_burst_) emit_empty_cache(static_cast<std::uint32_t>(trace_.size() - 1));
+    if (in_burst_) emit_empty_cache();
     flush_deferred(static_cast<std::uint32_t>(trace_.size() ? trace_.size() - 1 : 0));
     out_.recorded_final_reserved = reserved_;
     out_.slot_count = static_cast<std::uint32_t>(slot_high_water_);
@@ -135,6 +146,7 @@ class Compiler {
   void end_group() {
     in_burst_ = false;
     burst_failed_ = false;
+    burst_is_flush_ = false;
   }
 
   void on_alloc(const snapshot::TraceEvent& e, std::size_t i) {
@@ -198,14 +210,18 @@ class Compiler {
   }
 
   void on_oom(const snapshot::TraceEvent& e, std::size_t i) {
-    out_.ops.push_back(make(OpKind::kOom, e.size, 0, e.stream, i));
-    out_.ooms.push_back({static_cast<std::uint32_t>(i), e.size, e.addr, reserved_});
+    if (in_burst_ && burst_is_flush_) emit_empty_cache();
+    // The run went on allocating after this OOM: its caller caught the OutOfMemoryError.
+    const bool caught = last_alloc_ < trace_.size() && last_alloc_ > i;
+    out_.ops.push_back(make(caught ? OpKind::kCaughtOom : OpKind::kOom, e.size, 0, e.stream, i));
+    out_.ooms.push_back({static_cast<std::uint32_t>(i), e.size, e.addr, reserved_, caught});
     ++out_.capacity.release_bursts;
     flush_deferred(static_cast<std::uint32_t>(i));
     end_group();
   }
 
   void on_segment_grow(const snapshot::TraceEvent& e) {
+    if (in_burst_ && burst_is_flush_) emit_empty_cache();  // this cudaMalloc belongs to the next malloc
     if (in_burst_ && !burst_failed_) {
       // The first cudaMalloc/map after a release burst is the one that failed before it.
       burst_failed_ = true;
@@ -223,22 +239,28 @@ class Compiler {
     out_.address_hints.push_back({e.addr, e.size});
   }
 
-  void on_segment_shrink(const snapshot::TraceEvent& e) {
+  void on_segment_shrink(const snapshot::TraceEvent& e, std::size_t i) {
+    const ReleaseOrigin origin = origins_.classify(e.stack);
+    const bool flush = origin == ReleaseOrigin::kFlush;
+    // A flush right before a malloc's own release (or the reverse) is a group of its own.
+    if (in_burst_ && origin != ReleaseOrigin::kUnknown && flush != burst_is_flush_) emit_empty_cache();
     if (!in_burst_) {
       in_burst_ = true;
+      burst_is_flush_ = flush;
+      burst_first_ = static_cast<std::uint32_t>(i);
       burst_reserved_ = reserved_;
     }
     reserved_ -= std::min(reserved_, e.size);
     out_.segment_events.push_back({segment_action(e.action), e.addr, e.size});
   }
 
-  void emit_empty_cache(std::uint32_t index) {
-    Op op = make(OpKind::kEmptyCache, 0, 0, 0, index);
-    out_.ops.push_back(op);
-    flush_deferred(index);
+  /// The releases since burst_first_ were an emptyCache() call.
+  void emit_empty_cache() {
+    out_.ops.push_back(make(OpKind::kEmptyCache, 0, 0, 0, burst_first_));
+    ++out_.flushes;
+    flush_deferred(burst_first_);
     end_group();
   }
-
   struct Deferred {
     std::uint32_t slot;
     std::uint64_t stream;
@@ -255,11 +277,19 @@ class Compiler {
   std::vector<Deferred> deferred_;
   std::uint64_t reserved_ = 0;
   std::uint64_t burst_reserved_ = 0;
+  std::uint32_t burst_first_ = 0;   // trace index of the group's first release
+  std::size_t last_alloc_ = 0;      // trace index of the last `alloc` (trace size when none)
   bool in_burst_ = false;
   bool burst_failed_ = false;
+  bool burst_is_flush_ = false;     // the stacks say emptyCache()
+  ReleaseOriginClassifier origins_;
 };
 
 }  // namespace
+
+const RecordedOom* fatal_oom(const PreparedTrace& trace) {
+  return trace.ooms.empty() || trace.ooms.back().caught ? nullptr : &trace.ooms.back();
+}
 
 int busiest_device(const snapshot::Snapshot& snapshot) {
   int best = 0;
@@ -326,7 +356,7 @@ PreparedTrace prepare_trace(const snapshot::Snapshot& snapshot, int device,
   out.recorded_config = recorded_config(snapshot.allocator_settings);
   out.ops.reserve(trace.size() * 3 / 5 + 16);
 
-  Compiler compiler(out, trace);
+  Compiler compiler(out, snapshot, trace);
   compiler.stream_id(0);  // the legacy default stream is always id 0
   InitialState initial = reconstruct_initial_state(
       snapshot, device, trace, out.recorded_config,

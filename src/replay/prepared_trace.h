@@ -14,7 +14,10 @@
 /// - reconstructs the allocator state at the first event when the ring buffer started mid-run
 ///   (initial_state.h), and walks the recorded reserved-bytes curve;
 /// - collects what the trace says about the device's capacity: the `oom` entries' free bytes
-///   and the release bursts of failed cudaMallocs.
+///   and the release bursts of failed cudaMallocs;
+/// - tells cache flushes from a malloc's own releases (release_origin.h: by the releases' stacks,
+///   else a release followed by anything but a cudaMalloc/map or an OOM is a flush), and OOMs the
+///   run died of from OOMs its caller caught (an `alloc` follows them).
 
 #include <cstdint>
 #include <optional>
@@ -33,8 +36,9 @@ enum class OpKind : std::uint8_t {
   kFree,           ///< free of slot (free_requested + free_completed at once)
   kFreeRequested,  ///< free of slot that waits on other streams' events
   kFreeCompleted,  ///< those events completed
-  kOom,            ///< the real malloc(size = rounded size, stream) failed here
-  kEmptyCache,     ///< segments released outside any malloc (torch.cuda.empty_cache())
+  kOom,            ///< the real malloc(size = rounded size, stream) failed here, and the run died of it
+  kCaughtOom,      ///< the same, but the caller caught the OutOfMemoryError and the run went on
+  kEmptyCache,     ///< segments released outside any malloc: an emptyCache() call
 };
 
 /// @brief One operation. 32 bytes; the replay loop streams through an array of these.
@@ -54,6 +58,7 @@ struct RecordedOom {
   std::uint64_t size = 0;              ///< rounded request
   std::uint64_t device_free = 0;       ///< cudaMemGetInfo free bytes at the OOM
   std::uint64_t reserved_at_oom = 0;   ///< recorded reserved bytes at that moment
+  bool caught = false;                 ///< the run allocated again afterwards (the caller caught it)
 };
 
 /// @brief What the trace tells about the device's capacity for this process.
@@ -90,6 +95,7 @@ struct PreparedTrace {
   std::uint64_t recorded_peak_reserved = 0;     ///< max of the recorded reserved curve
   std::uint64_t recorded_final_reserved = 0;
   std::vector<RecordedOom> ooms;
+  std::uint32_t flushes = 0;  ///< emptyCache() calls (kEmptyCache ops)
   CapacityEvidence capacity;
   std::uint32_t anomalies = 0;  ///< events that fit no live block (e.g. a ring-buffer edge)
 };
@@ -99,6 +105,9 @@ struct PreparedTrace {
 ///         allocator_settings hold a config PyTorch would reject.
 PreparedTrace prepare_trace(const snapshot::Snapshot& snapshot, int device,
                             const std::string& source);
+
+/// @brief The recorded OOM the run died of (the last one no caller caught), or nullptr.
+const RecordedOom* fatal_oom(const PreparedTrace& trace);
 
 /// @brief The device with the most trace events (0 when there is no trace at all).
 int busiest_device(const snapshot::Snapshot& snapshot);

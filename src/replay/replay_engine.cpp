@@ -105,14 +105,29 @@ ReplayResult replay_through(Model& model, alloc::DeviceMemory& device, const Pre
     const Op& op = ops[i];
     switch (op.kind) {
       case OpKind::kAlloc:
-      case OpKind::kOom: {
+      case OpKind::kOom:
+      case OpKind::kCaughtOom: {
         // Offer the real driver's addresses of this malloc (most mallocs have none).
         if (options.use_recorded_addresses && (op.hint_end != hints_begin || hints_offered)) {
           device.offer_hints({trace.address_hints.data() + hints_begin,
                               op.hint_end - hints_begin});
           hints_offered = op.hint_end != hints_begin;
         }
+        if constexpr (!std::is_same_v<Model, alloc::CachingAllocator>) {
+          if (op.kind == OpKind::kCaughtOom) break;  // the floor: what the run needed, as it ran
+        }
         const BlockHandle h = model.malloc(op.size, op.stream);
+        if (op.kind == OpKind::kCaughtOom) {
+          // The caller catches the OutOfMemoryError and goes on. Served here, the memory is used
+          // and given back by that caller before the trace goes on: freed at once.
+          if (h == kNoBlock) {
+            ++result.caught_ooms;
+          } else {
+            ++result.served_caught_ooms;
+            model.free(h);
+          }
+          break;
+        }
         const bool recorded_oom = op.kind == OpKind::kOom;
         if (h == kNoBlock) {
           if (!result.oom) {

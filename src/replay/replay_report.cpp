@@ -106,6 +106,14 @@ void write_replay_text(std::ostream& out, const ReplaySummary& s) {
   out << fmt::format("segments         {:>12}   cudaMalloc segments live at the end\n",
                      st.segments);
   out << fmt::format("OOM              {}\n", oom_line(r));
+  if (trace.flushes) {
+    out << fmt::format("flushes          {:>12}   emptyCache() calls (user, framework, cuDNN), replayed as flushes\n",
+                       trace.flushes);
+  }
+  if (r.caught_ooms || r.served_caught_ooms) {
+    out << fmt::format("caught OOMs      {:>12}   OOMs the run's caller caught: {} failed here too, {} served\n",
+                       r.caught_ooms + r.served_caught_ooms, r.caught_ooms, r.served_caught_ooms);
+  }
   if (s.conf_is_recorded) {
     if (r.segment_mismatches == 0) {
       out << "self-check       every malloc's segment events match the recording\n";
@@ -156,9 +164,10 @@ nlohmann::json replay_json(const ReplaySummary& s) {
       {"recorded",
        {{"peak_reserved_bytes", trace.recorded_peak_reserved},
         {"initial_reserved_bytes", trace.recorded_initial_reserved},
-        {"oom_event_index",
-         trace.ooms.empty() ? nlohmann::json(nullptr) : nlohmann::json(trace.ooms[0].trace_index)},
-        {"failed_cuda_mallocs", trace.capacity.release_bursts}}},
+        {"oom_event_index", fatal_oom(trace) ? nlohmann::json(fatal_oom(trace)->trace_index) : nlohmann::json(nullptr)},
+        {"failed_cuda_mallocs", trace.capacity.release_bursts},
+        {"flushes", trace.flushes}}},
+      {"caught_ooms", {{"failed", r.caught_ooms}, {"served", r.served_caught_ooms}}},
       {"self_check",
        s.conf_is_recorded
            ? nlohmann::json{{"segment_mismatches", r.segment_mismatches},

@@ -115,6 +115,38 @@ TEST(CachingAllocatorTest, FreeMergesWithFreeNeighbours) {
   EXPECT_EQ(h.stats().segments, 0u);
 }
 
+TEST(CachingAllocatorTest, EmptyCacheReleasesEveryFullyFreeSegmentOfEveryPool) {
+  // torch.cuda.empty_cache(): synchronise pending frees, then cudaFree every unsplit free
+  // segment, large pools then small, of every stream; a segment with a live block stays.
+  Harness h("");
+  const BlockHandle large0 = h.model.malloc(30 * kMiB, 0);
+  const BlockHandle small0 = h.model.malloc(1000, 0);
+  const BlockHandle large1 = h.model.malloc(12 * kMiB, 1);
+  const BlockHandle mid1 = h.model.malloc(4 * kMiB, 1);  // a 20 MiB segment, split
+  const BlockHandle pending = h.model.malloc(2000, 1);
+  h.model.malloc(4 * kMiB, 1);  // keeps mid1's segment in use
+  h.model.free(large0);
+  h.model.free(small0);
+  h.model.free(large1);
+  h.model.free(mid1);
+  h.model.free_requested(pending);  // used on another stream: waits for its events
+  EXPECT_EQ(h.stats().reserved_bytes, 30 * kMiB + 2 * kMiB + 12 * kMiB + 20 * kMiB + 2 * kMiB);
+  h.take_log();
+  h.model.empty_cache();
+  EXPECT_EQ(h.stats().reserved_bytes, 20 * kMiB);
+  EXPECT_EQ(h.stats().segments, 1u);
+  EXPECT_EQ(h.stats().num_sync_all_streams, 1u);
+  const auto log = h.take_log();
+  ASSERT_EQ(log.size(), 4u);
+  EXPECT_EQ(log[0].size, 30 * kMiB);  // large pools first (stream order), then the small ones
+  EXPECT_EQ(log[1].size, 12 * kMiB);
+  EXPECT_EQ(log[2].size, 2 * kMiB);
+  EXPECT_EQ(log[3].size, 2 * kMiB);
+  for (const SegmentEvent& e : log) EXPECT_EQ(e.action, SegmentAction::kFree);
+  h.model.free_completed(pending);  // already freed by the flush's synchronisation: no effect
+  EXPECT_EQ(h.stats().reserved_bytes, 20 * kMiB);
+}
+
 TEST(CachingAllocatorTest, MaxSplitSizeKeepsOversizeBlocksWhole) {
   Harness h("max_split_size_mb:64");
   const BlockHandle big = h.model.malloc(100 * kMiB, 0);
