@@ -69,6 +69,7 @@ class Compiler {
   void run(std::uint64_t initial_reserved) {
     reserved_ = initial_reserved;
     out_.recorded_peak_reserved = reserved_;
+    out_.capacity.pieces.push_back({0, reserved_, 0, std::nullopt, 0, std::nullopt});
     last_alloc_ = trace_.size();
     for (std::size_t i = trace_.size(); i-- > 0;) {
       if (trace_[i].action == TraceAction::kAlloc) {
@@ -216,6 +217,9 @@ class Compiler {
     out_.ops.push_back(make(caught ? OpKind::kCaughtOom : OpKind::kOom, e.size, 0, e.stream, i));
     out_.ooms.push_back({static_cast<std::uint32_t>(i), e.size, e.addr, reserved_, caught});
     ++out_.capacity.release_bursts;
+    observe_refused(i, reserved_, reserved_ + device_request(e.size));
+    CapacityPiece& piece = out_.capacity.pieces.back();
+    if (!piece.driver_estimate) piece.driver_estimate = reserved_ + e.addr;
     flush_deferred(static_cast<std::uint32_t>(i));
     end_group();
   }
@@ -231,10 +235,12 @@ class Compiler {
         out_.capacity.failed_at = failed;
         out_.capacity.failed_at_trace_index = static_cast<std::uint32_t>(&e - trace_.data());
       }
+      observe_refused(static_cast<std::size_t>(&e - trace_.data()), burst_reserved_, failed);
     }
     reserved_ += e.size;
     out_.recorded_peak_reserved = std::max(out_.recorded_peak_reserved, reserved_);
     out_.capacity.lower_bound = std::max(out_.capacity.lower_bound, reserved_);
+    observe_served(static_cast<std::size_t>(&e - trace_.data()), reserved_);
     out_.segment_events.push_back({segment_action(e.action), e.addr, e.size});
     out_.address_hints.push_back({e.addr, e.size});
   }
@@ -252,6 +258,44 @@ class Compiler {
     }
     reserved_ -= std::min(reserved_, e.size);
     out_.segment_events.push_back({segment_action(e.action), e.addr, e.size});
+  }
+
+  /// Bytes the driver was asked for by a malloc of `rounded` bytes that found nothing cached: a
+  /// new segment, or under expandable segments at most its pages (never less than was asked).
+  std::uint64_t device_request(std::uint64_t rounded) const {
+    const alloc::AllocConfig& config = out_.recorded_config;
+    if (!config.expandable_segments) return alloc::allocation_size(rounded, config);
+    const std::uint64_t page = alloc::pool_of(rounded) == alloc::PoolKind::kSmall ? alloc::kSmallBuffer
+                                                                                   : config.large_segment_size;
+    return (rounded + page - 1) / page * page;
+  }
+
+  // Capacity stretches (CapacityPiece): grown greedily, each as long as one capacity explains it.
+  void observe_served(std::size_t i, std::uint64_t held) {
+    CapacityPiece& piece = out_.capacity.pieces.back();
+    const auto index = static_cast<std::uint32_t>(i);
+    if (piece.upper && held >= *piece.upper) {
+      out_.capacity.pieces.push_back({index, held, index, std::nullopt, 0, std::nullopt});
+    } else if (held > piece.lower) {
+      piece.lower = held;
+      piece.lower_trace_index = index;
+    }
+  }
+  void observe_refused(std::size_t i, std::uint64_t held, std::uint64_t refused) {
+    CapacityPiece& piece = out_.capacity.pieces.back();
+    const auto index = static_cast<std::uint32_t>(i);
+    if (refused <= piece.lower) {
+      out_.capacity.pieces.push_back({index, held, index, refused, index, std::nullopt});
+      return;
+    }
+    if (held > piece.lower) {
+      piece.lower = held;
+      piece.lower_trace_index = index;
+    }
+    if (!piece.upper || refused < *piece.upper) {
+      piece.upper = refused;
+      piece.upper_trace_index = index;
+    }
   }
 
   /// The releases since burst_first_ were an emptyCache() call.

@@ -61,6 +61,20 @@ struct RecordedOom {
   bool caught = false;                 ///< the run allocated again afterwards (the caller caught it)
 };
 
+/// @brief A stretch of the trace over which one capacity explains every cudaMalloc/map the
+/// driver served or refused. Non-PyTorch memory that moves (cuDNN/cuBLAS workspaces, NCCL
+/// buffers, lazily loaded modules, other processes) makes several: a new stretch starts where
+/// the driver serves at or above a level it refused before, or refuses at or below a level it
+/// served before.
+struct CapacityPiece {
+  std::uint32_t first_trace_index = 0;
+  std::uint64_t lower = 0;  ///< capacity ≥ this: reserved bytes held or just served
+  std::uint32_t lower_trace_index = 0;
+  std::optional<std::uint64_t> upper;  ///< capacity < this: bytes held + a cudaMalloc/map refused
+  std::uint32_t upper_trace_index = 0;
+  std::optional<std::uint64_t> driver_estimate;  ///< reserved + device_free at the stretch's first OOM
+};
+
 /// @brief What the trace tells about the device's capacity for this process.
 struct CapacityEvidence {
   /// Largest reserved bytes after a successful cudaMalloc/map: capacity ≥ this.
@@ -70,6 +84,8 @@ struct CapacityEvidence {
   std::optional<std::uint64_t> failed_at;
   std::uint32_t failed_at_trace_index = 0;
   std::uint32_t release_bursts = 0;  ///< failed cudaMallocs seen (each one a retry or an OOM)
+  /// The stretches, in trace order (one when a constant capacity explains the trace).
+  std::vector<CapacityPiece> pieces;
 };
 
 struct PreparedTrace {

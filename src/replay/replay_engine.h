@@ -32,6 +32,8 @@ enum class ModelKind : std::uint8_t {
 struct ReplayOptions {
   /// Bytes this process may hold on the device (cudaMalloc fails beyond); nullopt = unlimited.
   std::optional<std::uint64_t> capacity;
+  /// Capacity over time (capacity.h): from each step's event on, its bytes replace `capacity`.
+  std::vector<CapacityStep> capacity_steps;
   /// set_per_process_memory_fraction: fraction × device memory; nullopt = no fraction.
   std::optional<std::uint64_t> allowed_memory_maximum;
   /// totalGlobalMem when known (sizes expandable segments' virtual ranges).

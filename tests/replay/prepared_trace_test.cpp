@@ -196,6 +196,28 @@ TEST(PreparedTraceTest, AnOomFollowedByAllocationsWasCaught) {
   EXPECT_FALSE(t.ooms[1].caught);
 }
 
+TEST(PreparedTraceTest, OneCapacityStretchWhileOneNumberExplainsTheDriver) {
+  // A cudaMalloc of 40 MiB refused with 20 MiB held (60 MiB), then 40 MiB served after the
+  // release: one capacity in [40, 60) MiB explains both.
+  const PreparedTrace t = prepare_trace(release_then_malloc({}), 0, "t");
+  ASSERT_EQ(t.capacity.pieces.size(), 1u);
+  EXPECT_EQ(t.capacity.pieces[0].lower, 40 * kMiB);
+  EXPECT_EQ(t.capacity.pieces[0].upper, 60 * kMiB);
+  EXPECT_EQ(t.capacity.pieces[0].upper_trace_index, 5u);
+}
+
+TEST(PreparedTraceTest, ServedAboveAnEarlierRefusalStartsANewCapacityStretch) {
+  // Refused at 60 MiB; later 70 MiB are served: memory outside the allocator was given back.
+  auto s = release_then_malloc({});
+  s.device_traces[0].push_back(event(TraceAction::kSegmentAlloc, kBase + 128 * kMiB, 30 * kMiB));
+  s.device_traces[0].push_back(event(TraceAction::kAlloc, kBase + 128 * kMiB, 30 * kMiB));
+  const PreparedTrace t = prepare_trace(s, 0, "t");
+  ASSERT_EQ(t.capacity.pieces.size(), 2u);
+  EXPECT_EQ(t.capacity.pieces[1].first_trace_index, 7u);
+  EXPECT_EQ(t.capacity.pieces[1].lower, 70 * kMiB);
+  EXPECT_FALSE(t.capacity.pieces[1].upper);
+}
+
 TEST(PreparedTraceTest, OomEntriesAreRecordedWithTheReservedBytes) {
   const auto s = with_trace({event(TraceAction::kSegmentAlloc, kBase, 20 * kMiB),
                              event(TraceAction::kAlloc, kBase, 20 * kMiB),
