@@ -7,6 +7,7 @@
 
 #include "alloc/size_rules.h"
 #include "replay/initial_state.h"
+#include "replay/mem_pools.h"
 #include "replay/release_origin.h"
 #include "util/error.h"
 
@@ -53,8 +54,11 @@ alloc::SegmentAction segment_action(TraceAction a) {
 /// Builds the op list in one forward pass.
 class Compiler {
  public:
-  Compiler(PreparedTrace& out, const snapshot::Snapshot& snapshot, std::span<const snapshot::TraceEvent> trace)
-      : out_(out), trace_(trace), origins_(snapshot) {}
+  Compiler(PreparedTrace& out, const snapshot::Snapshot& snapshot, int device,
+           std::span<const snapshot::TraceEvent> trace)
+      : out_(out), trace_(trace), origins_(snapshot), pools_(snapshot, device, trace) {}
+
+  MemPoolMap& pools() { return pools_; }
 
   void seed_initial_slots() {
     for (const alloc::InitialSegment& segment : out_.initial_segments) {
@@ -102,6 +106,7 @@ class Compiler {
     }
     if (in_burst_) emit_empty_cache();
     flush_deferred(static_cast<std::uint32_t>(trace_.size() ? trace_.size() - 1 : 0));
+    out_.mem_pools = pools_.pools();
     out_.recorded_final_reserved = reserved_;
     out_.slot_count = static_cast<std::uint32_t>(slot_high_water_);
   }
@@ -161,6 +166,7 @@ class Compiler {
     const std::uint32_t slot = take_slot();
     slots_[e.addr] = slot;
     out_.ops.push_back(make(OpKind::kAlloc, e.size, slot, e.stream, i));
+    out_.ops.back().pool = pools_.pool_of_block(e.addr, e.stream);
     flush_deferred(static_cast<std::uint32_t>(i));
     end_group();
   }
@@ -215,6 +221,7 @@ class Compiler {
     // The run went on allocating after this OOM: its caller caught the OutOfMemoryError.
     const bool caught = last_alloc_ < trace_.size() && last_alloc_ > i;
     out_.ops.push_back(make(caught ? OpKind::kCaughtOom : OpKind::kOom, e.size, 0, e.stream, i));
+    out_.ops.back().pool = pools_.pool_of_oom(e.stream);
     out_.ooms.push_back({static_cast<std::uint32_t>(i), e.size, e.addr, reserved_, caught});
     ++out_.capacity.release_bursts;
     observe_refused(i, reserved_, reserved_ + device_request(e.size));
@@ -237,6 +244,7 @@ class Compiler {
       }
       observe_refused(static_cast<std::size_t>(&e - trace_.data()), burst_reserved_, failed);
     }
+    pools_.on_segment_event(static_cast<std::size_t>(&e - trace_.data()));
     reserved_ += e.size;
     out_.recorded_peak_reserved = std::max(out_.recorded_peak_reserved, reserved_);
     out_.capacity.lower_bound = std::max(out_.capacity.lower_bound, reserved_);
@@ -256,6 +264,7 @@ class Compiler {
       burst_first_ = static_cast<std::uint32_t>(i);
       burst_reserved_ = reserved_;
     }
+    pools_.on_segment_event(i);
     reserved_ -= std::min(reserved_, e.size);
     out_.segment_events.push_back({segment_action(e.action), e.addr, e.size});
   }
@@ -327,6 +336,7 @@ class Compiler {
   bool burst_failed_ = false;
   bool burst_is_flush_ = false;     // the stacks say emptyCache()
   ReleaseOriginClassifier origins_;
+  MemPoolMap pools_;
 };
 
 }  // namespace
@@ -400,11 +410,12 @@ PreparedTrace prepare_trace(const snapshot::Snapshot& snapshot, int device,
   out.recorded_config = recorded_config(snapshot.allocator_settings);
   out.ops.reserve(trace.size() * 3 / 5 + 16);
 
-  Compiler compiler(out, snapshot, trace);
+  Compiler compiler(out, snapshot, device, trace);
   compiler.stream_id(0);  // the legacy default stream is always id 0
   InitialState initial = reconstruct_initial_state(
       snapshot, device, trace, out.recorded_config,
-      [&](std::uint64_t stream) { return compiler.stream_id(stream); });
+      [&](std::uint64_t stream) { return compiler.stream_id(stream); },
+      [&](std::pair<std::int64_t, std::int64_t> pool) { return compiler.pools().dense(pool); });
   out.initial_segments = std::move(initial.segments);
   out.recorded_initial_reserved = initial.reserved;
   out.anomalies += initial.anomalies;

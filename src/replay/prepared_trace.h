@@ -17,11 +17,13 @@
 ///   and the release bursts of failed cudaMallocs;
 /// - tells cache flushes from a malloc's own releases (release_origin.h: by the releases' stacks,
 ///   else a release followed by anything but a cudaMalloc/map or an OOM is a flush), and OOMs the
-///   run died of from OOMs its caller caught (an `alloc` follows them).
+///   run died of from OOMs its caller caught (an `alloc` follows them);
+/// - gives each malloc the memory pool that served it (mem_pools.h: CUDA graphs' private pools).
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "alloc/alloc_config.h"
@@ -50,7 +52,9 @@ struct Op {
   std::uint32_t hint_end = 0;       ///< this op's address hints end here (see address_hints)
   alloc::StreamId stream = 0;
   OpKind kind = OpKind::kAlloc;
+  alloc::MemPoolId pool = alloc::kDefaultPool;  ///< kAlloc/kOom/kCaughtOom: the pool asked (mem_pools.h)
 };
+static_assert(sizeof(Op) == 32);
 
 /// @brief A recorded `oom` entry.
 struct RecordedOom {
@@ -104,6 +108,9 @@ struct PreparedTrace {
   bool starts_mid_run = false;  ///< the trace does not start from an empty allocator
 
   std::vector<std::uint64_t> streams;  ///< dense stream id → cudaStream_t value
+  /// Dense memory-pool id → PyTorch's pool id ([0] = (0, 0), the default pools; others are
+  /// private pools: CUDA graphs, torch.compile reduce-overhead, torch.cuda.MemPool).
+  std::vector<std::pair<std::int64_t, std::int64_t>> mem_pools;
   alloc::AllocConfig recorded_config;  ///< from allocator_settings (defaults when absent)
   bool recorded_config_known = false;
 

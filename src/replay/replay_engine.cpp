@@ -127,7 +127,7 @@ ReplayResult replay_through(Model& model, alloc::DeviceMemory& device, const Pre
         if constexpr (!std::is_same_v<Model, alloc::CachingAllocator>) {
           if (op.kind == OpKind::kCaughtOom) break;  // the floor: what the run needed, as it ran
         }
-        const BlockHandle h = model.malloc(op.size, op.stream);
+        const BlockHandle h = model.malloc(op.size, op.stream, op.pool);
         if (op.kind == OpKind::kCaughtOom) {
           // The caller catches the OutOfMemoryError and goes on. Served here, the memory is used
           // and given back by that caller before the trace goes on: freed at once.

@@ -147,6 +147,32 @@ TEST(CachingAllocatorTest, EmptyCacheReleasesEveryFullyFreeSegmentOfEveryPool) {
   EXPECT_EQ(h.stats().reserved_bytes, 20 * kMiB);
 }
 
+TEST(CachingAllocatorTest, PrivatePoolsKeepTheirBlocksAndOutliveEveryRelease) {
+  // A CUDA graph's pool (torch.compile reduce-overhead): its segments serve only its mallocs,
+  // and neither empty_cache() nor a failed cudaMalloc's release gives them back.
+  constexpr MemPoolId kGraphPool = 1;
+  Harness h("", 60 * kMiB);
+  const BlockHandle graph = h.model.malloc(5 * kMiB, 0, kGraphPool);
+  const std::uint64_t graph_address = h.model.address(graph);
+  EXPECT_EQ(h.stats().reserved_bytes, 20 * kMiB);
+  h.model.free(graph);
+  const BlockHandle plain = h.model.malloc(5 * kMiB, 0);  // the graph's free 20 MiB do not serve it
+  EXPECT_NE(h.model.address(plain), graph_address);
+  EXPECT_EQ(h.stats().reserved_bytes, 40 * kMiB);
+  h.model.free(plain);
+  h.model.empty_cache();
+  EXPECT_EQ(h.stats().reserved_bytes, 20 * kMiB);  // the default pool's segment only
+  // 50 MiB do not fit beside the graph's 20: the release frees nothing of it, and the malloc fails.
+  h.take_log();
+  EXPECT_EQ(h.model.malloc(50 * kMiB, 0), kNoBlock);
+  EXPECT_EQ(h.stats().reserved_bytes, 20 * kMiB);
+  EXPECT_TRUE(h.take_log().empty());
+  // The graph's cached block serves the graph's next malloc.
+  const BlockHandle again = h.model.malloc(5 * kMiB, 0, kGraphPool);
+  EXPECT_EQ(h.model.address(again), graph_address);
+  EXPECT_EQ(h.stats().reserved_bytes, 20 * kMiB);
+}
+
 TEST(CachingAllocatorTest, MaxSplitSizeKeepsOversizeBlocksWhole) {
   Harness h("max_split_size_mb:64");
   const BlockHandle big = h.model.malloc(100 * kMiB, 0);

@@ -82,5 +82,17 @@ TEST(FieldTest, CudnnBenchmarkFlushesReplayAsFlushes) {
   EXPECT_EQ(r.trace.capacity.release_bursts, 2u);  // one failed cudaMalloc retried, and the OOM
 }
 
+TEST(FieldTest, ACudaGraphPoolReplaysAsAPoolOfItsOwn) {
+  // torch.compile(mode="reduce-overhead"): cudagraph trees allocate on the capture stream from
+  // the graph's private pool (segment_pool_id (0, 1)); empty_cache() at the end leaves it alone.
+  expect_exact("cro_cal");
+  const Recording r = load("cro_cal");
+  ASSERT_EQ(r.trace.mem_pools.size(), 2u);
+  EXPECT_EQ(r.trace.mem_pools[1], (std::pair<std::int64_t, std::int64_t>{0, 1}));
+  std::size_t in_graph_pool = 0;
+  for (const Op& op : r.trace.ops) in_graph_pool += op.kind == OpKind::kAlloc && op.pool == 1;
+  EXPECT_EQ(in_graph_pool, 1263u);
+}
+
 }  // namespace
 }  // namespace fragscope::replay
