@@ -1,6 +1,6 @@
 """Step telemetry as JSON lines: the fixtures' steps.jsonl schema plus the hook's own fields.
 
-Schema (read by src/snapshot/telemetry_reader): step, seq_len, mbs, optimizer_step,
+Schema (read by src/inputs/telemetry_reader): step, seq_len, mbs, optimizer_step,
 data_wait_ms, compute_ms, t, the memory_stats keys in STAT_KEYS, and phase, rank, local_rank,
 tokens, max_seq_len, h2d_ms, queue_depth, samples_per_s, tokens_per_s, step_time_ms,
 device_total_bytes, hook_ms.

@@ -9,8 +9,8 @@
 #include "plan/canary_plan.h"
 #include "plan/job_spec.h"
 #include "plan/memory_model.h"
-#include "plan/plan_report.h"
 #include "plan/proposals.h"
+#include "report/plan_report.h"
 #include "util/error.h"
 
 namespace fragscope::cli {
@@ -44,14 +44,14 @@ void run_plan(const PlanOptions& o, RunState& state) {
     if (!o.criteria_out.empty()) {
       std::ofstream file(o.criteria_out);
       if (!file) throw InputError(fmt::format("{}: cannot write the criteria file", o.criteria_out));
-      snapshot::write_acceptance_criteria(file, canary->criteria);
+      inputs::write_acceptance_criteria(file, canary->criteria);
       if (!file) throw InputError(fmt::format("{}: write failed", o.criteria_out));
     }
   }
   const plan::ProposalSet* p = proposals && (o.propose || o.global_batch) ? &*proposals : nullptr;
   const plan::CanaryPlan* c = canary ? &*canary : nullptr;
-  if (o.json) plan::write_plan_json(std::cout, spec, estimate, p, c);
-  else plan::write_plan_text(std::cout, spec, estimate, p, c);
+  if (o.json) report::write_plan_json(std::cout, spec, estimate, p, c);
+  else report::write_plan_text(std::cout, spec, estimate, p, c);
   state.exit_code = estimate.fits ? 0 : 1;
 }
 

@@ -8,8 +8,8 @@
 #include "cli/commands.h"
 #include "cli/read_snapshot.h"
 #include "replay/prepared_trace.h"
-#include "replay/replay_report.h"
 #include "replay/whatif.h"
+#include "report/replay_report.h"
 #include "snapshot/snapshot_reader.h"
 
 namespace fragscope::cli {
@@ -34,7 +34,7 @@ void run_whatif_command(const WhatIfFlags& f, RunState& state) {
   // The snapshot is dropped once compiled: the replays need only the (smaller) op list.
   const replay::PreparedTrace trace = [&] {
     const snapshot::Snapshot snap = read_snapshot_with_progress(f.path);
-    return replay::prepare_trace(snap, f.device.device.value_or(replay::busiest_device(snap)),
+    return replay::prepare_trace(snap, f.device.device.value_or(snapshot::busiest_device(snap)),
                                  f.path);
   }();
   const replay::Capacity capacity = replay::resolve_capacity(trace, request);
@@ -50,9 +50,9 @@ void run_whatif_command(const WhatIfFlags& f, RunState& state) {
   options.threads = f.threads;
   const replay::WhatIfReport report = replay::run_whatif(trace, configs, capacity, options);
   if (f.json) {
-    std::cout << replay::whatif_json(trace, report).dump(1) << '\n';
+    std::cout << report::whatif_json(trace, report).dump(1) << '\n';
   } else {
-    replay::write_whatif_text(std::cout, trace, report);
+    report::write_whatif_text(std::cout, trace, report);
   }
   state.exit_code = report.recommended ? 0 : 1;
 }

@@ -16,8 +16,8 @@
 #include "replay/prepared_trace.h"
 #include "replay/replay_engine.h"
 #include "replay/whatif.h"
-#include "snapshot/telemetry_quantiles.h"
 #include "util/bytes.h"
+#include "util/quantiles.h"
 
 namespace fragscope::diagnose {
 namespace {
@@ -67,7 +67,7 @@ std::optional<std::size_t> optimizer_steps_before(const snapshot::Snapshot& snap
 /// in the trace, so only a list op that provably needs more than the device decides it.
 Verdict judge_unrecorded_pass(const snapshot::Snapshot& snap, int device, const RecordedCurve& curve,
                               std::size_t oom_index, std::uint64_t cap, const OomCallPath& call_path,
-                              std::span<const snapshot::StepRecord> steps, Diagnosis& d) {
+                              std::span<const inputs::StepRecord> steps, Diagnosis& d) {
   if (d.phase == "optimizer") {
     const ListOpProjection op = project_failing_list_op(snap, device, curve, oom_index);
     if (op.available) {
@@ -108,7 +108,7 @@ Verdict judge_unrecorded_pass(const snapshot::Snapshot& snap, int device, const 
 /// A training step like the recorded ones: its projected peak (step_projection.h) against the capacity.
 Verdict judge_training_step(const snapshot::Snapshot& snap, int device, const alloc::AllocConfig& recorded_config,
                             const WhatIfLine* best, std::uint64_t cap, const TelemetryInput* telemetry,
-                            std::span<const snapshot::StepRecord> steps, Diagnosis& d) {
+                            std::span<const inputs::StepRecord> steps, Diagnosis& d) {
   if (!telemetry) d.projection.unavailable_reason = "no step telemetry: the failing step's tokens and static memory are unknown";
   const StepProjection& p = d.projection;
   if (!p.available) {
@@ -221,11 +221,11 @@ Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemet
                                                   recorded->conf.empty() ? "defaults" : recorded->conf, format_bytes(cap),
                                                   recorded->passes_oom_point.value_or(false) ? "does NOT fail" : "fails as the real run did", oom_index));
 
-  const std::span<const snapshot::StepRecord> steps =
-      telemetry ? std::span<const snapshot::StepRecord>(telemetry->records) : std::span<const snapshot::StepRecord>();
+  const std::span<const inputs::StepRecord> steps =
+      telemetry ? std::span<const inputs::StepRecord>(telemetry->records) : std::span<const inputs::StepRecord>();
   std::vector<double> step_ms;
   for (const auto& r : steps) step_ms.push_back(r.step_time_or_sum_ms());
-  const OomCallPath call_path = analyze_oom_call_path(snap, trace.device, oom_index, snapshot::quantile(step_ms, 0.5));
+  const OomCallPath call_path = analyze_oom_call_path(snap, trace.device, oom_index, quantile(step_ms, 0.5));
   const OomPhase phase = decide_oom_phase(&snap, trace.device, oom_index, &call_path, steps);
   d.phase = phase.phase;
   d.phase_source = phase.source;

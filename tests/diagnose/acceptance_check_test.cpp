@@ -9,14 +9,14 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "snapshot/nvidia_smi_csv.h"
-#include "snapshot/telemetry_reader.h"
+#include "inputs/nvidia_smi_csv.h"
+#include "inputs/telemetry_reader.h"
 #include "util/bytes.h"
 #include "util/error.h"
 
 namespace fs = std::filesystem;
 using namespace fragscope::diagnose;
-using fragscope::snapshot::StepRecord;
+using fragscope::inputs::StepRecord;
 
 namespace {
 
@@ -24,13 +24,13 @@ const fs::path kFixtures = FRAGSCOPE_FIXTURES_DIR;
 
 TelemetryFile telemetry(const std::string& scenario) {
   const auto path = kFixtures / scenario / "steps.jsonl";
-  return {path.string(), fragscope::snapshot::read_telemetry_file(path)};
+  return {path.string(), fragscope::inputs::read_telemetry_file(path)};
 }
 
 CheckInput canary(const std::string& scenario, const char* smi_file) {
   CheckInput input;
   input.ranks = group_by_rank({telemetry(scenario)});
-  if (smi_file) input.smi.push_back(fragscope::snapshot::read_nvidia_smi_csv_file(kFixtures / scenario / smi_file));
+  if (smi_file) input.smi.push_back(fragscope::inputs::read_nvidia_smi_csv_file(kFixtures / scenario / smi_file));
   return input;
 }
 
