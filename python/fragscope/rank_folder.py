@@ -1,8 +1,8 @@
 """The folder a rank file is published in, opened so that no other user can redirect, block or read it.
 
 The rank folder (default /dev/shm/fragscope) is shared by every user's jobs on a node and by the
-node agent, so anyone may have put anything there. The rules (docs/rank-file.md, "Who can write
-what"):
+node agent, so anyone may have put anything there. The rules (docs/hook.md, "The rank folder:
+where files live, who can write what"):
 
 - A folder owned by this user that nobody else can write is used as it is.
 - Any other folder is a shared root: the hook publishes in `<root>/<euid>/`, a subfolder it
