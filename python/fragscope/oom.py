@@ -41,6 +41,9 @@ class OomDump:
         self.dumps = 0
         self._meta = None
         self._described = None  # the exception already written into meta.json
+        self._observed = 0  # observer calls so far, and as many as the last error had seen
+        self._observed_at_error = 0
+        self._awaiting_message = False  # the last observer call dumped: its error's text goes in meta
 
     # -- the moment of the OOM --------------------------------------------------------------
     def attach(self) -> None:
@@ -57,16 +60,19 @@ class OomDump:
 
     def on_observer(self, device, alloc, device_allocated, device_free) -> None:
         """Called by the allocator; never raises back into it."""
+        self._observed += 1
+        self._awaiting_message = False
         try:
-            self._dump({"device": device, "alloc": alloc, "device_allocated": device_allocated,
-                        "device_free": device_free}, device)
+            self._awaiting_message = self._dump({"device": device, "alloc": alloc, "device_allocated": device_allocated,
+                                                 "device_free": device_free}, device)
         except Exception as error:
             notices.warn("oom-dump:" + self.folder, f"OOM dump failed: {describe(error)}")
 
-    def _dump(self, observer, device):
+    def _dump(self, observer, device) -> bool:
+        """Writes the files of one OOM; False when the limit was reached (nothing written)."""
         if self.dumps >= self._max_dumps:
             notices.warn("oom-dumps:" + self.folder, f"{self.folder}: {self.dumps} OOMs dumped, later ones are not")
-            return
+            return False
         self.dumps += 1
         os.makedirs(self.folder, exist_ok=True)
         step, phase, rank = self._state()
@@ -74,7 +80,6 @@ class OomDump:
                       "oom_number": self.dumps, "memory_history": self._history, "torch": torch.__version__,
                       "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""), "observer": observer,
                       "mem_get_info": list(torch.cuda.mem_get_info(device))}
-        self._described = None
         self._write("stats.json", lambda f: json.dump(torch.cuda.memory_stats(device), f, indent=1,
                                                       sort_keys=True))
         self._write("summary.txt", lambda f: f.write(torch.cuda.memory_summary(device)))
@@ -85,19 +90,24 @@ class OomDump:
         os.replace(tmp, snapshot)
         if self._after_dump:
             self._after_dump(device)
+        return True
 
     # -- the exception ----------------------------------------------------------------------
     def on_error(self, error: BaseException) -> None:
-        """Adds the OOM message to meta.json (dumping first when no observer ran). Never raises."""
+        """Adds the OOM message to the dump of the same OOM (dumping now when no observer ran for
+        it, e.g. an allocator backend without observers). Never raises."""
         error = _out_of_memory_in(error)
         if error is None or error is self._described:
             return
+        self._described = error
+        observed, self._observed_at_error = self._observed > self._observed_at_error, self._observed
         try:
-            if self._meta is None:
-                self._dump(None, torch.cuda.current_device() if self.device is None else self.device)
-            if self._meta is not None:
+            if not observed:
+                device = torch.cuda.current_device() if self.device is None else self.device
+                self._awaiting_message = self._dump(None, device)
+            if self._awaiting_message:
+                self._awaiting_message = False
                 self._meta["oom_message"] = str(error)
-                self._described = error
                 self._write_meta()
         except Exception as failure:
             notices.warn("oom-dump:" + self.folder, f"OOM dump failed: {describe(failure)}")
