@@ -149,7 +149,8 @@ class StepWatch:
 
     def on_error(self, error) -> None:
         """An exception left the training loop: an OOM gets its message into the dump."""
-        if self._start_quietly() and self.oom:
+        self._start_quietly()
+        if self.oom:
             self.oom.on_error(error)
 
     def _oom_state(self):
