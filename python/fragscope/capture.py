@@ -73,12 +73,12 @@ class Capture:
     called directly (the H200 check measures the overhead by turning it on and off)."""
 
     def __init__(self, settings: Settings):
-        import torch
+        from torch.optim.optimizer import register_optimizer_step_post_hook  # not an attribute of torch.optim
         from .watch import StepWatch
 
         self.watch = StepWatch(settings.out_dir, job=settings.job, rank_dir=settings.rank_dir,
                                history_max_entries=settings.history_entries or None, stacks=settings.stacks)
-        self._hook = torch.optim.optimizer.register_optimizer_step_post_hook(self._after_optimizer_step)
+        self._hook = register_optimizer_step_post_hook(self._after_optimizer_step)
         self._history = bool(settings.history_entries)
 
     def _after_optimizer_step(self, optimizer, args, kwargs):
