@@ -429,8 +429,7 @@ Diagnosis run_doctor(const DoctorInputs& in, const DoctorOptions& options) {
       const replay::Capacity capacity = replay::resolve_capacity(prepared, {});
       replay::WhatIfOptions whatif_options;
       whatif_options.threads = options.threads;
-      fill_whatif(replay::run_whatif(prepared, replay::standard_sweep(prepared, capacity.allowed_maximum.has_value()),
-                                     capacity, whatif_options), d);
+      fill_whatif(replay::sweep_at_capacity(prepared, capacity, whatif_options), d);
     }
     if (pipeline.data_wait_fraction)
       d.add_evidence("data_wait_fraction", fmt::format("data wait {} of step time over {} steps ({} without the first step, whose {:.0f} ms "

@@ -198,8 +198,7 @@ Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemet
 
   replay::WhatIfOptions whatif_options;
   whatif_options.threads = options.threads;
-  const auto configs = replay::standard_sweep(prepared, capacity.allowed_maximum.has_value());
-  const replay::WhatIfReport report = replay::run_whatif(prepared, configs, capacity, whatif_options);
+  const replay::WhatIfReport report = replay::sweep_at_capacity(prepared, capacity, whatif_options);
   fill_whatif(report, d);
 
   replay::ReplayOptions ideal_options = replay::replay_options_for(capacity);

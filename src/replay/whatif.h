@@ -61,6 +61,17 @@ struct WhatIfOptions {
 WhatIfReport run_whatif(const PreparedTrace& trace, const std::vector<WhatIfConfig>& configs,
                         const Capacity& capacity, const WhatIfOptions& options);
 
+/// @brief A config a user asks for (`PYTORCH_CUDA_ALLOC_CONF` syntax), labelled with its
+/// normalised spelling (alloc::to_alloc_conf).
+/// @throws InputError when PyTorch would reject `conf`.
+WhatIfConfig user_config(const std::string& conf);
+
+/// @brief The standard sweep of `trace` (with garbage_collection_threshold when the capacity
+/// is a memory fraction), then each of `extra` the sweep does not hold already, replayed at
+/// `capacity`: what `whatif` and the doctor both run.
+WhatIfReport sweep_at_capacity(const PreparedTrace& trace, const Capacity& capacity, const WhatIfOptions& options,
+                               std::vector<WhatIfConfig> extra = {});
+
 /// @brief Smallest capacity (multiple of 2 MiB) at which `config` survives the trace.
 std::uint64_t find_min_capacity(const PreparedTrace& trace, ModelKind kind,
                                 const alloc::AllocConfig& config, const ReplayOptions& base,
