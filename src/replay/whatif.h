@@ -41,6 +41,8 @@ struct WhatIfRow {
   std::optional<std::uint64_t> min_capacity;  ///< smallest surviving capacity (when asked)
   /// Fits the capacity: no OOM there (or no capacity at all).
   bool fits() const { return !at_capacity || !at_capacity->oom; }
+  /// At the capacity: served the malloc the recorded run failed (or never ran out).
+  bool passes_oom_point() const { return at_capacity && (at_capacity->passed_recorded_oom || !at_capacity->oom); }
 };
 
 struct WhatIfReport {
