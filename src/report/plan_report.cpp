@@ -1,7 +1,5 @@
 #include "report/plan_report.h"
 
-#include <sstream>
-
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -139,9 +137,7 @@ void write_plan_text(std::ostream& out, const JobSpec& spec, const MemoryEstimat
     for (std::size_t i = 0; i < canary->steps.size(); ++i)
       out << fmt::format("  {}. {}: {}\n", i + 1, canary->steps[i].title, canary->steps[i].detail);
     out << "acceptance criteria:\n";
-    std::ostringstream criteria;
-    inputs::write_acceptance_criteria(criteria, canary->criteria);
-    out << criteria.str();
+    inputs::write_acceptance_criteria(out, canary->criteria);
   }
 }
 
@@ -186,12 +182,10 @@ void write_plan_json(std::ostream& out, const JobSpec& spec, const MemoryEstimat
   if (canary) {
     nlohmann::ordered_json steps = nlohmann::ordered_json::array();
     for (const auto& s : canary->steps) steps.push_back({{"title", s.title}, {"detail", s.detail}});
-    std::ostringstream criteria;
-    inputs::write_acceptance_criteria(criteria, canary->criteria);
     j["canary"] = {{"micro_steps", canary->micro_steps},
                    {"predicted_hbm_fraction", canary->predicted_hbm_fraction},
                    {"steps", steps},
-                   {"criteria", nlohmann::ordered_json::parse(criteria.str())}};
+                   {"criteria", inputs::acceptance_criteria_json(canary->criteria)}};
   }
   out << j.dump(2) << '\n';
 }
