@@ -345,18 +345,6 @@ const RecordedOom* fatal_oom(const PreparedTrace& trace) {
   return trace.ooms.empty() || trace.ooms.back().caught ? nullptr : &trace.ooms.back();
 }
 
-int busiest_device(const snapshot::Snapshot& snapshot) {
-  int best = 0;
-  std::size_t most = 0;
-  for (std::size_t d = 0; d < snapshot.device_traces.size(); ++d) {
-    if (snapshot.device_traces[d].size() > most) {
-      most = snapshot.device_traces[d].size();
-      best = static_cast<int>(d);
-    }
-  }
-  return best;
-}
-
 namespace {
 
 /// Refuses addresses and sizes no CUDA allocator produces (the models rely on both: addresses

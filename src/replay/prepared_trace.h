@@ -132,7 +132,4 @@ PreparedTrace prepare_trace(const snapshot::Snapshot& snapshot, int device,
 /// @brief The recorded OOM the run died of (the last one no caller caught), or nullptr.
 const RecordedOom* fatal_oom(const PreparedTrace& trace);
 
-/// @brief The device with the most trace events (0 when there is no trace at all).
-int busiest_device(const snapshot::Snapshot& snapshot);
-
 }  // namespace fragscope::replay

@@ -7,8 +7,8 @@
 #include <gtest/gtest.h>
 
 #include "fixture_util.h"
-#include "replay/replay_report.h"
 #include "replay/replay_summary.h"
+#include "report/replay_report.h"
 #include "util/error.h"
 #include "snapshot/snapshot_reader.h"
 #include "util/gpu_catalog.h"
@@ -171,7 +171,7 @@ TEST(CapacityTest, NonPyTorchMemoryThatGrowsIsReplayedOverTimeAndNamedAsTheOomCa
   ASSERT_TRUE(summary.at_start_capacity);
   EXPECT_TRUE(summary.at_start_capacity->passed_recorded_oom);
   std::ostringstream text;
-  write_replay_text(text, summary);
+  report::write_replay_text(text, summary);
   const std::string line = "non-PyTorch memory grew by 10.00 MiB (at least 6.00 MiB) between events 2 and 13";
   EXPECT_NE(text.str().find(line), std::string::npos) << text.str();
   EXPECT_NE(text.str().find("OOM cause        non-PyTorch memory's growth"), std::string::npos) << text.str();

@@ -33,7 +33,7 @@ Recording load(const std::string& name) {
   }
   const snapshot::Snapshot snap = snapshot::read_snapshot_file(snapshot_path);
   std::ifstream truth(kField + name + "/truth.json");
-  return {prepare_trace(snap, busiest_device(snap), snapshot_path), nlohmann::json::parse(truth)};
+  return {prepare_trace(snap, snapshot::busiest_device(snap), snapshot_path), nlohmann::json::parse(truth)};
 }
 
 void expect_exact(const std::string& name) {
