@@ -33,6 +33,43 @@ json projection_json(const diagnose::StepProjection& p) {
           {"next_step_peak_bytes", p.next_step_peak_bytes}};
 }
 
+json trace_projection_json(const diagnose::TraceStepProjection& p) {
+  if (!p.available) return {{"available", false}, {"reason", p.unavailable_reason}};
+  json runs = json::array();
+  for (const auto& r : p.runs)
+    runs.push_back({{"conf", r.conf}, {"recorded", r.recorded}, {"runs", r.runs}, {"runs_with_margin", r.runs_with_margin},
+                    {"fails_with_margin", r.fails_with_margin}});
+  return {{"available", true},
+          {"unit_statement", p.unit_statement},
+          {"eval_units", p.eval_units},
+          {"earlier_units", p.earlier_units},
+          {"reference_unit", p.reference_unit},
+          {"reference_first_event", p.reference_first_event},
+          {"reference_end_event", p.reference_end_event},
+          {"aligned_event", p.aligned_event},
+          {"prefix_allocations", p.prefix_allocations},
+          {"matched_allocations", p.matched_allocations},
+          {"scale", p.scale},
+          {"constant_bytes", p.constant_bytes},
+          {"linear_bytes", p.linear_bytes},
+          {"quadratic_bytes", p.quadratic_bytes},
+          {"other_bytes", p.other_bytes},
+          {"unfitted_bytes", p.unfitted_bytes},
+          {"unmatched_free_bytes", p.unmatched_free_bytes},
+          {"kind_difference_bytes", p.kind_difference_bytes},
+          {"checked_units", p.checked_units},
+          {"fit_error", optional_json(p.fit_error)},
+          {"over_bytes", p.over_bytes},
+          {"under_bytes", p.under_bytes},
+          {"fit_margin", p.fit_margin},
+          {"margin_to_fit", p.margin_to_fit},
+          {"margin_to_fail", p.margin_to_fail},
+          {"live_at_oom_bytes", p.live_at_oom_bytes},
+          {"projected_peak_bytes", p.projected_peak_bytes},
+          {"next_unit_extra_bytes", p.next_unit_extra_bytes},
+          {"runs", runs}};
+}
+
 json oom_json(const std::optional<diagnose::OomContext>& c) {
   if (!c) return nullptr;
   return {{"request_bytes", c->request_bytes},
@@ -82,6 +119,7 @@ json doctor_json(const diagnose::Diagnosis& d) {
           {"capacity_bytes", optional_json(d.capacity_bytes)},
           {"capacity_source", d.capacity_source},
           {"projection", projection_json(d.projection)},
+          {"trace_projection", trace_projection_json(d.trace_projection)},
           {"whatif", whatif},
           {"recommended_alloc_conf", d.recommended_conf.empty() ? json(nullptr) : json(d.recommended_conf)},
           {"ideal_peak_bytes", optional_json(d.ideal_peak_bytes)},
