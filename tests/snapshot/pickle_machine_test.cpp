@@ -12,6 +12,7 @@
 #include "../chunked_source.h"
 #include "snapshot/byte_source.h"
 #include "snapshot/snapshot_reader.h"
+#include "snapshot/stream_reader.h"
 #include "util/error.h"
 
 namespace fragscope::snapshot {

@@ -8,9 +8,10 @@
 #include <fstream>
 #include <functional>
 
-#include "metrics/memory_totals.h"
 #include "../chunked_source.h"
+#include "metrics/memory_totals.h"
 #include "snapshot/byte_source.h"
+#include "snapshot/stream_reader.h"
 #include "util/error.h"
 
 namespace fragscope::snapshot {
