@@ -389,6 +389,15 @@ Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemet
                                                     "the last record finished its training work before the OOM", *done, recorded));
   }
   const TraceUnits units = find_trace_units(snap, trace.device, oom_index);
+  if (units.repeats() && !phase.repeats_step && (d.phase == "unknown" || units.eval)) {
+    // The program's own loop repeats where the statement-level view saw none (a trainer's
+    // loop below one top-level call): the failing unit ran before.
+    d.phase = units.eval ? "eval" : call_path.optimizer ? "optimizer" : "train";
+    d.phase_source = fmt::format("the failing unit's statement ({}) ran {} time(s) before in the trace: {} repeating",
+                                 units.statement, units.starts.size() - 1, units.eval ? "eval batches" : "the training step");
+    std::erase_if(d.evidence, [](const Evidence& e) { return e.key == "phase"; });
+    d.add_evidence("phase", fmt::format("phase {}: {}", d.phase, d.phase_source));
+  }
   if (call_path.has_stack)
     d.add_evidence("call_site", fmt::format("the failing malloc was called from {} (statement {})", call_path.innermost,
                                             units.repeats() ? units.statement : call_path.statement));
@@ -428,7 +437,9 @@ Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemet
       ProjectedStep step = project_step_from_trace(prepared, snap, trace.device, curve, oom_index, units);
       if (step.figures.available) {
         std::erase_if(d.evidence, [](const Evidence& e) { return e.key == "phase"; });
-        const double inflation = recorded_rounds_up(prepared.recorded_config) ? rounding_inflation(snap, trace.device) : 1.0;
+        const double inflation = rounds_up(prepared.recorded_config) ? rounding_inflation(snap, trace.device) : 1.0;
+        std::vector<replay::WhatIfConfig> configs;
+        for (const replay::WhatIfRow& row : report.rows) configs.push_back(row.config);
         const Verdict verdict = judge_projected_step(step, configs, capacity, inflation, options, call_path, d);
         d.trace_projection = std::move(step.figures);
         return verdict;
