@@ -128,6 +128,7 @@ struct TraceStepProjection {
   double fit_margin = 0;      ///< the fit's error as a fraction, at least 1% (5% when unchecked)
   double margin_to_fit = 0;   ///< fraction of the capacity a setting must leave: fit_margin + under
   double margin_to_fail = 0;  ///< fraction the step must exceed it by: fit_margin + over
+  std::uint64_t start_level_bytes = 0;     ///< live when the failing unit began
   std::uint64_t live_at_oom_bytes = 0;     ///< live + the failing request
   std::uint64_t projected_peak_bytes = 0;  ///< the ideal packer's peak over the projected step
   /// The unit after the reference began this much higher than the reference (gradients the
@@ -136,13 +137,27 @@ struct TraceStepProjection {
   std::vector<ProjectedRun> runs;  ///< per setting of the sweep
 };
 
+/// @brief A memory reduction the snapshot shows, with what it would save (memory_advice.h).
+struct MemoryAdvice {
+  std::string key;       ///< "kv_cache", "fp32_logits", "foreach_temporaries", "eval_outputs", "eval_batch"
+  std::string title;
+  std::string setting;
+  std::string evidence;
+  std::uint64_t bytes = 0;  ///< live at the OOM that it would not hold
+};
+
 /// @brief One row of the what-if table (a replay of the trace under one config).
 struct WhatIfLine {
   std::string conf;  ///< PYTORCH_CUDA_ALLOC_CONF ("" = defaults)
   bool recorded = false;
   std::uint64_t peak_reserved_bytes = 0;  ///< without a memory limit (to the OOM point at most)
+  /// At the capacity: what it reserved up to where it stopped (the OOM point, or its own OOM).
+  std::optional<std::uint64_t> peak_reserved_at_capacity_bytes;
+  std::optional<std::size_t> oom_event;   ///< at the capacity: the event it ran out of memory at
   std::optional<bool> passes_oom_point;   ///< at the capacity: served the failing malloc
   std::optional<bool> fits;               ///< at the capacity: no OOM at all
+  /// The step projected from the trace (trace_projection.h) at the capacity: runs it / not.
+  std::optional<bool> runs_projected_step;
 };
 
 /// @brief One point of the recorded reserved / allocated curve.
@@ -192,8 +207,11 @@ struct Diagnosis {
   TraceStepProjection trace_projection;  ///< from the trace alone (without telemetry)
   std::vector<WhatIfLine> whatif;
   std::optional<std::uint64_t> ideal_peak_bytes;  ///< the ideal packer's peak (the floor)
-  std::string recommended_conf;                   ///< least memory that passes, when any
+  /// The setting to use: under fragmentation, the one that runs the failing step (least memory
+  /// first); with no OOM, the one that lowers the reserved peak; empty otherwise.
+  std::string recommended_conf;
 
+  std::vector<MemoryAdvice> memory_advice;  ///< largest first; placed among the actions by verdict
   std::vector<Evidence> evidence;
   std::vector<Action> actions;      ///< ranked: the first is the one to try first
   std::vector<Action> do_not;       ///< what not to do, and why

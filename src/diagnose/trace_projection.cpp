@@ -300,6 +300,7 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
   }
   const Unit& failing = unit.back();
   p.prefix_allocations = failing.allocs.size();
+  p.start_level_bytes = failing.start_level;
   p.live_at_oom_bytes = curve.allocated[oom_index] + trace[oom_index].size;
 
   // The reference: an aligned candidate of the failing unit's kind, its scale nearest 1.

@@ -57,6 +57,7 @@ TraceUnits find_trace_units(const snapshot::Snapshot& snapshot, int device, std:
   const std::vector<FrameId> anchor = frames(trace[units.anchor].stack);
 
   std::size_t program_depth = anchor.size();  // frames of the program's own loops
+  std::size_t eval_depth = 0;                 // the deepest of them naming evaluation
   for (std::size_t d = 0; d < anchor.size(); ++d) {
     const std::string_view file = snapshot.strings.view(snapshot.stacks.frame(anchor[d]).filename);
     const std::string_view inside = torch_path(file);
@@ -64,8 +65,11 @@ TraceUnits find_trace_units(const snapshot::Snapshot& snapshot, int device, std:
       program_depth = d;
       break;
     }
-    if (inside.empty() && (names_evaluation(snapshot.strings.view(snapshot.stacks.frame(anchor[d]).name)) ||
-                           names_evaluation(file.substr(file.rfind('/') == std::string_view::npos ? 0 : file.rfind('/')))))
+    if (inside.empty() && names_evaluation(snapshot.strings.view(snapshot.stacks.frame(anchor[d]).name))) {
+      units.eval = true;
+      eval_depth = d + 1;
+    }
+    if (inside.empty() && names_evaluation(file.substr(file.rfind('/') == std::string_view::npos ? 0 : file.rfind('/'))))
       units.eval = true;
   }
   if (program_depth == 0) return units;
@@ -109,6 +113,13 @@ TraceUnits find_trace_units(const snapshot::Snapshot& snapshot, int device, std:
       best = static_cast<std::size_t>(running);
       best_depth = d;
     }
+  }
+  if (eval_depth > 0) {
+    previous = 0;
+    visit_all([&](std::size_t i, std::size_t shared) {
+      if (shared >= eval_depth && previous < eval_depth) units.eval_batch_start = i;
+      previous = shared;
+    });
   }
   if (best_depth == 0) return units;
   units.depth = best_depth;

@@ -16,6 +16,7 @@
 /// Thread-safety: a pure function.
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,9 @@ struct TraceUnits {
   /// The anchor's frames name an evaluation loop (eval / valid / predict in a function or file
   /// name outside torch): the units are eval batches.
   bool eval = false;
+  /// With `eval`: where the failing eval batch began: the last episode of the anchor's deepest
+  /// frame that names evaluation (HF's prediction_step, Lightning's validation_step).
+  std::optional<std::size_t> eval_batch_start;
   /// @brief The failing unit has earlier occurrences in the trace.
   bool repeats() const { return starts.size() >= 2; }
 };

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "diagnose/list_op_projection.h"
+#include "diagnose/memory_advice.h"
 #include "diagnose/oom_call_path.h"
 #include "diagnose/oom_phase.h"
 #include "diagnose/projected_runs.h"
@@ -230,9 +231,12 @@ Verdict judge_projected_step(ProjectedStep& step, const std::vector<replay::What
   const std::uint64_t cap = capacity.effective_bytes().value_or(0);
   set_margins(p, cap);
   replay_projected_step(step, configs, capacity, options.threads);
+  for (WhatIfLine& line : d.whatif)
+    for (const ProjectedRun& run : p.runs)
+      if (run.conf == line.conf) line.runs_projected_step = run.runs;
   d.phase = p.eval_units ? "eval" : call_path.optimizer ? "optimizer" : "train";
   d.phase_source = fmt::format("the failing unit's statement ({}) ran {} time(s) before in the trace: {} repeating",
-                               p.unit_statement, p.earlier_units, p.eval_units ? "eval batches" : "the training step");
+                               p.unit_statement, p.earlier_units, p.eval_units ? "evaluation" : "the training step");
   d.add_evidence("phase", fmt::format("phase {}: {}", d.phase, d.phase_source));
   d.add_evidence("projection", describe_projection(p));
   const std::string margins = fmt::format("a setting must run it with {} of the capacity to spare, and perfect packing must "
@@ -389,12 +393,13 @@ Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemet
                                                     "the last record finished its training work before the OOM", *done, recorded));
   }
   const TraceUnits units = find_trace_units(snap, trace.device, oom_index);
+  d.memory_advice = memory_advice(snap, trace.device, oom_index, units, cap);
   if (units.repeats() && !phase.repeats_step && (d.phase == "unknown" || units.eval)) {
     // The program's own loop repeats where the statement-level view saw none (a trainer's
     // loop below one top-level call): the failing unit ran before.
     d.phase = units.eval ? "eval" : call_path.optimizer ? "optimizer" : "train";
     d.phase_source = fmt::format("the failing unit's statement ({}) ran {} time(s) before in the trace: {} repeating",
-                                 units.statement, units.starts.size() - 1, units.eval ? "eval batches" : "the training step");
+                                 units.statement, units.starts.size() - 1, units.eval ? "evaluation" : "the training step");
     std::erase_if(d.evidence, [](const Evidence& e) { return e.key == "phase"; });
     d.add_evidence("phase", fmt::format("phase {}: {}", d.phase, d.phase_source));
   }
@@ -424,9 +429,10 @@ Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemet
                                              format_bytes(request), format_bytes(cap), format_bytes(curve.allocated[oom_index]),
                                              format_bytes(curve.allocated[oom_index] + request)));
   if (best)
-    d.add_evidence("replay_best", fmt::format("PYTORCH_CUDA_ALLOC_CONF={} passes the recorded OOM point at the same {} (peak reserved {} without a limit)",
+    d.add_evidence("replay_best", fmt::format("PYTORCH_CUDA_ALLOC_CONF={} passes the recorded OOM point at the same {}, reserving at most {} up to it",
                                               best->config.conf.empty() ? "\"\"" : best->config.conf, format_bytes(cap),
-                                              format_bytes(best->unlimited.stats.peak_reserved_bytes)));
+                                              format_bytes(best->at_capacity ? best->at_capacity->stats.peak_reserved_bytes
+                                                                             : best->unlimited.stats.peak_reserved_bytes)));
   else
     d.add_evidence("replay_best", fmt::format("no allocator config of the sweep ({} configs) passes the recorded OOM point at {}", report.rows.size(), format_bytes(cap)));
 

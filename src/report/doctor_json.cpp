@@ -64,6 +64,7 @@ json trace_projection_json(const diagnose::TraceStepProjection& p) {
           {"fit_margin", p.fit_margin},
           {"margin_to_fit", p.margin_to_fit},
           {"margin_to_fail", p.margin_to_fail},
+          {"start_level_bytes", p.start_level_bytes},
           {"live_at_oom_bytes", p.live_at_oom_bytes},
           {"projected_peak_bytes", p.projected_peak_bytes},
           {"next_unit_extra_bytes", p.next_unit_extra_bytes},
@@ -96,7 +97,13 @@ json doctor_json(const diagnose::Diagnosis& d) {
   json whatif = json::array();
   for (const auto& w : d.whatif)
     whatif.push_back({{"conf", w.conf}, {"recorded", w.recorded}, {"peak_reserved_bytes", w.peak_reserved_bytes},
-                      {"passes_oom_point", optional_json(w.passes_oom_point)}, {"fits", optional_json(w.fits)}});
+                      {"peak_reserved_at_capacity_bytes", optional_json(w.peak_reserved_at_capacity_bytes)},
+                      {"at_capacity", whatif_at_capacity(w)},
+                      {"passes_oom_point", optional_json(w.passes_oom_point)}, {"fits", optional_json(w.fits)},
+                      {"runs_projected_step", optional_json(w.runs_projected_step)}});
+  json advice = json::array();
+  for (const auto& a : d.memory_advice)
+    advice.push_back({{"key", a.key}, {"title", a.title}, {"setting", a.setting}, {"evidence", a.evidence}, {"bytes", a.bytes}});
   json ranks = json::array();
   for (const auto& r : d.ranks)
     ranks.push_back({{"rank", r.rank}, {"oom", r.oom}, {"peak_reserved_bytes", optional_json(r.peak_reserved_bytes)},
@@ -121,6 +128,7 @@ json doctor_json(const diagnose::Diagnosis& d) {
           {"projection", projection_json(d.projection)},
           {"trace_projection", trace_projection_json(d.trace_projection)},
           {"whatif", whatif},
+          {"memory_advice", advice},
           {"recommended_alloc_conf", d.recommended_conf.empty() ? json(nullptr) : json(d.recommended_conf)},
           {"ideal_peak_bytes", optional_json(d.ideal_peak_bytes)},
           {"ranks", ranks},
