@@ -215,6 +215,7 @@ struct Diagnosis {
   std::vector<Evidence> evidence;
   std::vector<Action> actions;      ///< ranked: the first is the one to try first
   std::vector<Action> do_not;       ///< what not to do, and why
+  std::vector<std::string> warnings;     ///< how inputs were told apart into ranks, what stays merged
   std::vector<std::string> decide_with;  ///< for kUndetermined: what would decide it
   std::vector<std::string> healthy;      ///< for kOk: what is healthy and the margin left
 

@@ -354,6 +354,7 @@ Diagnosis run_doctor(const DoctorInputs& in, const DoctorOptions& options) {
                      "; give snapshots, steps.jsonl, memory_stats JSON, nvidia-smi CSV, memory_summary text or a log with the OOM message");
   }
   Diagnosis d;
+  d.warnings = in.warnings;
   const OomSignals oom = gather_oom_signals(in);
   d.oom = oom.any();
   describe_inputs(in, d.oom, d);

@@ -280,6 +280,7 @@ void write_doctor_html(std::ostream& out, const Diagnosis& d) {
       << "<title>fragscope doctor: " << verdict << "</title>\n<style>" << kStyle << "</style>\n" << kErrorHook << "</head><body>\n";
   out << "<div id=\"errors\"></div>\n";
   out << "<h1><span class=\"verdict v-" << verdict << "\" id=\"verdict\">" << verdict << "</span>" << escape(d.headline) << "</h1>\n";
+  list(out, "Warnings", d.warnings);
   facts(out, d);
   list(out, "Evidence", [&] {
     std::vector<std::string> lines;

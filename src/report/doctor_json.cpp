@@ -120,6 +120,7 @@ json doctor_json(const diagnose::Diagnosis& d) {
           {"evidence", evidence},
           {"actions", actions},
           {"do_not", do_not},
+          {"warnings", d.warnings},
           {"decide_with", d.decide_with},
           {"healthy", d.healthy},
           {"oom", oom_json(d.oom_context)},

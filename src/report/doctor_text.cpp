@@ -44,6 +44,8 @@ std::string whatif_at_capacity(const diagnose::WhatIfLine& w) {
 
 void write_doctor_text(std::ostream& out, const diagnose::Diagnosis& d) {
   out << fmt::format("fragscope doctor · verdict: {}\n{}\n\n", diagnose::to_string(d.verdict), d.headline);
+  for (const std::string& w : d.warnings) out << "warning: " << w << '\n';
+  if (!d.warnings.empty()) out << '\n';
   field(out, "phase", d.phase_source.empty() ? d.phase : fmt::format("{} ({})", d.phase, d.phase_source));
   field(out, "trigger", d.trigger);
   if (d.data_wait_fraction)
