@@ -34,6 +34,8 @@ struct EndStateFixture {
   bool oom() const { return truth.contains("oom_event") && !truth["oom_event"].is_null(); }
 };
 
+inline void PrintTo(const EndStateFixture& f, std::ostream* out) { *out << f.name; }
+
 /// Every scenario with snapshot.pickle.zst, truth.json and stats.json, in name order.
 inline std::vector<EndStateFixture> end_state_fixtures() {
   std::vector<EndStateFixture> result;
