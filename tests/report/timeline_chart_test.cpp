@@ -50,7 +50,7 @@ TEST(TimelineChart, ColumnHeightsFollowTheBytes) {
   const std::vector<TimelinePoint> points = {
       {0, 9, top, top},          // all allocated: full column of █
       {10, 19, top, 0},          // all cached: full column of ░
-      {20, 29, top / 2, top / 4},  // 4 GiB reserved, 2 GiB allocated
+      {20, 29, top * 7 / 16, top * 3 / 16},  // 3.5 GiB reserved, 1.5 GiB allocated
       {30, 39, 0, 0},            // nothing
   };
   const auto lines = lines_of(chart(points, 4));
@@ -59,8 +59,8 @@ TEST(TimelineChart, ColumnHeightsFollowTheBytes) {
   const std::vector<std::vector<std::string>> expected = {
       {"█", "░", " ", " "},  // ≥ 7 GiB
       {"█", "░", " ", " "},  // ≥ 5 GiB
-      {"█", "░", "░", " "},  // ≥ 3 GiB: 4 GiB reserved
-      {"█", "░", "█", " "},  // ≥ 1 GiB: 2 GiB allocated
+      {"█", "░", "░", " "},  // ≥ 3 GiB: 3.5 GiB reserved reaches the middle of the band
+      {"█", "░", "█", " "},  // ≥ 1 GiB: 1.5 GiB allocated
   };
   for (std::size_t r = 0; r < 4; ++r) EXPECT_EQ(cells(lines[r]), expected[r]) << lines[r];
   EXPECT_NE(lines[0].find(format_bytes(top)), std::string::npos) << "top of the scale";
