@@ -6,8 +6,6 @@
 #include "cli/commands.h"
 #include "diagnose/acceptance_check.h"
 #include "inputs/acceptance_criteria.h"
-#include "inputs/nvidia_smi_csv.h"
-#include "inputs/telemetry_reader.h"
 #include "report/acceptance_report.h"
 
 namespace fragscope::cli {
@@ -25,12 +23,8 @@ void run_check(const CheckOptions& o, RunState& state) {
   const inputs::AcceptanceCriteria criteria =
       o.criteria.empty() ? inputs::AcceptanceCriteria{} : inputs::read_acceptance_criteria_file(o.criteria);
   const std::string criteria_source = o.criteria.empty() ? "defaults (no --criteria)" : o.criteria;
-  std::vector<diagnose::TelemetryFile> files;
-  for (const auto& path : o.telemetry) files.push_back({path, inputs::read_telemetry_file(path)});
-  diagnose::CheckInput input;
-  input.ranks = diagnose::group_by_rank(std::move(files));
-  for (const auto& path : o.smi) input.smi.push_back(inputs::read_nvidia_smi_csv_file(path));
-  const diagnose::CheckReport report = diagnose::check_acceptance(criteria, input);
+  const diagnose::CheckReport report =
+      diagnose::check_acceptance(criteria, diagnose::read_check_input(o.telemetry, o.smi));
   if (o.json) {
     report::write_check_json(std::cout, report, criteria, criteria_source);
   } else {

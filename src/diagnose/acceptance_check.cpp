@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 
 #include "inputs/nvidia_smi_trace.h"
+#include "inputs/telemetry_reader.h"
 #include "util/bytes.h"
 #include "util/error.h"
 #include "util/quantiles.h"
@@ -349,6 +350,16 @@ std::vector<RankTelemetry> group_by_rank(std::vector<TelemetryFile> files) {
 std::size_t CheckReport::count(CriterionVerdict verdict) const {
   return static_cast<std::size_t>(std::count_if(results.begin(), results.end(),
                                                 [&](const CriterionResult& r) { return r.verdict == verdict; }));
+}
+
+CheckInput read_check_input(const std::vector<std::string>& telemetry_paths,
+                            const std::vector<std::string>& smi_paths) {
+  std::vector<TelemetryFile> files;
+  for (const std::string& path : telemetry_paths) files.push_back({path, inputs::read_telemetry_file(path)});
+  CheckInput input;
+  input.ranks = group_by_rank(std::move(files));
+  for (const std::string& path : smi_paths) input.smi.push_back(inputs::read_nvidia_smi_csv_file(path));
+  return input;
 }
 
 CheckReport check_acceptance(const AcceptanceCriteria& criteria, const CheckInput& input) {

@@ -85,6 +85,12 @@ struct CheckReport {
   bool passed() const { return count(CriterionVerdict::kFail) == 0; }
 };
 
+/// @brief Reads what `fragscope check` is given: step telemetry files (split into ranks by
+/// group_by_rank) and nvidia-smi CSV files.
+/// @throws InputError naming the file that cannot be read, or as group_by_rank.
+CheckInput read_check_input(const std::vector<std::string>& telemetry_paths,
+                            const std::vector<std::string>& smi_paths);
+
 /// @brief Evaluates every criterion. REQUIRES: `input.ranks` is not empty.
 CheckReport check_acceptance(const AcceptanceCriteria& criteria, const CheckInput& input);
 

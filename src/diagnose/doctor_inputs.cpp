@@ -85,9 +85,13 @@ DoctorInputs collect_doctor_inputs(const std::vector<std::string>& paths) {
   for (const fs::path& file : expand(paths)) {
     const std::string path = file.string();
     switch (inputs::detect_input_kind_file(file)) {
-      case inputs::InputKind::kSnapshotPickle:
-        inputs.snapshots.push_back({path, rank_from_path(path), snapshot::read_snapshot_file(path)});
+      case inputs::InputKind::kSnapshotPickle: {
+        SnapshotInput s{path, rank_from_path(path), snapshot::read_snapshot_file(path)};
+        s.device = snapshot::busiest_device(s.snapshot);
+        s.oom_index = snapshot::last_oom_index(s.snapshot, s.device);
+        inputs.snapshots.push_back(std::move(s));
         break;
+      }
       case inputs::InputKind::kTelemetryJsonl: {
         auto records = inputs::read_telemetry_file(file);
         const auto rank = telemetry_rank(records);

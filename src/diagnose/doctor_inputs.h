@@ -9,6 +9,7 @@
 /// error (the user gave it; silently ignoring it would hide a broken artifact).
 /// Thread-safety: plain values.
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,6 +27,8 @@ struct SnapshotInput {
   std::string path;
   std::optional<int> rank;  ///< from the path ("rank3.pickle", "rank3/snapshot.pickle")
   snapshot::Snapshot snapshot;
+  int device = 0;                          ///< its busiest device: the one the doctor reads
+  std::optional<std::size_t> oom_index;    ///< the last `oom` entry in that device's trace
 };
 
 struct TelemetryInput {

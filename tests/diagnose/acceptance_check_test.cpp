@@ -9,7 +9,6 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "inputs/nvidia_smi_csv.h"
 #include "inputs/telemetry_reader.h"
 #include "util/bytes.h"
 #include "util/error.h"
@@ -28,10 +27,9 @@ TelemetryFile telemetry(const std::string& scenario) {
 }
 
 CheckInput canary(const std::string& scenario, const char* smi_file) {
-  CheckInput input;
-  input.ranks = group_by_rank({telemetry(scenario)});
-  if (smi_file) input.smi.push_back(fragscope::inputs::read_nvidia_smi_csv_file(kFixtures / scenario / smi_file));
-  return input;
+  std::vector<std::string> smi;
+  if (smi_file) smi.push_back((kFixtures / scenario / smi_file).string());
+  return read_check_input({(kFixtures / scenario / "steps.jsonl").string()}, smi);
 }
 
 const CriterionResult& find(const CheckReport& report, std::string_view criterion, std::string_view subject_prefix = "") {
