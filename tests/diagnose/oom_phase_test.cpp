@@ -44,7 +44,8 @@ std::vector<RecordedOomRun> recorded_oom_runs() {
   std::sort(dirs.begin(), dirs.end());
   for (const auto& dir : dirs) {
     const auto label = testing::read_json(dir / "label.json");
-    if (!label["oom_phase"].is_string() || label.contains("doctor_phase") || !fs::exists(dir / "snapshot.pickle.gz")) continue;
+    if (!label["oom_phase"].is_string() || label.contains("doctor_phase") || !fs::exists(dir / "snapshot.pickle.gz"))
+      continue;
     std::string name = "heldout_" + dir.filename().string();
     std::replace(name.begin(), name.end(), '.', '_');
     runs.push_back({name, dir, "snapshot.pickle.gz", label["oom_phase"]});
@@ -73,7 +74,8 @@ INSTANTIATE_TEST_SUITE_P(Runs, RecordedOomPhase, ::testing::ValuesIn(recorded_oo
                          [](const auto& info) { return info.param.name; });
 
 /// A snapshot whose device 0 has one OOM at t = 1000 µs and `annotations` (time, stage, name).
-HandBuiltSnapshot with_annotations(std::initializer_list<std::tuple<std::int64_t, std::string, std::string>> annotations) {
+HandBuiltSnapshot with_annotations(
+    std::initializer_list<std::tuple<std::int64_t, std::string, std::string>> annotations) {
   HandBuiltSnapshot h;
   h.event(0, TraceAction::kAlloc, 0x1000, 512, 500).event(0, TraceAction::kOom, 0, 1 << 30, 1000);
   for (const auto& [time, stage, name] : annotations) {
@@ -99,7 +101,8 @@ TEST(OpenAnnotation, IsTheInnermostStartedAndNotEndedByThen) {
   EXPECT_EQ(open_annotation(h.snap, 0, 50), std::nullopt);
   EXPECT_EQ(open_annotation(h.snap, 1, 1000), std::nullopt) << "another device's annotations";
   // An END closes the annotation of its name, even when another opened after it is still open.
-  const auto crossed = with_annotations({{100, "START", "eval_loop"}, {200, "START", "forward"}, {300, "END", "eval_loop"}});
+  const auto crossed =
+      with_annotations({{100, "START", "eval_loop"}, {200, "START", "forward"}, {300, "END", "eval_loop"}});
   EXPECT_EQ(open_annotation(crossed.snap, 0, 1000), "forward");
 }
 

@@ -57,7 +57,8 @@ TEST_P(RecordedSmiTrace, SummaryIsTheBusyWindowsArithmetic) {
   for (const Row& r : rows) used_peak = std::max(used_peak, r.used_mib);
   const std::size_t window = last - first + 1;
 
-  const auto summaries = summarize_smi_trace(read_nvidia_smi_csv_file(testing::fixtures_dir() / GetParam() / "smi_trace.csv"));
+  const auto summaries =
+      summarize_smi_trace(read_nvidia_smi_csv_file(testing::fixtures_dir() / GetParam() / "smi_trace.csv"));
   ASSERT_EQ(summaries.size(), 1u);
   const SmiGpuSummary& s = summaries[0];
   EXPECT_EQ(s.gpu, 0);

@@ -74,7 +74,8 @@ TEST(IsMemoryStatsKey, SeparatesARecordedLinesKeys) {
     memory_keys += from_memory_stats;
   }
   EXPECT_GE(memory_keys, 8u);
-  for (const char* key : {"step", "seq_len", "mbs", "optimizer_step", "data_wait_ms", "compute_ms", "t", "phase", "rank"})
+  for (const char* key :
+       {"step", "seq_len", "mbs", "optimizer_step", "data_wait_ms", "compute_ms", "t", "phase", "rank"})
     EXPECT_FALSE(is_memory_stats_key(key)) << key;
   EXPECT_TRUE(is_memory_stats_key("max_split_size"));
   EXPECT_FALSE(is_memory_stats_key("numel")) << "a counter is num_*";

@@ -90,8 +90,9 @@ TEST(ReadTextFile, FileAboveTheLimitIsRefusedNotTruncated) {
 }
 
 TEST(ReadTextFile, EndlessDeviceIsRefusedNotReadUntilMemoryRunsOut) {
-  GTEST_SKIP() << "bug: inputs/text_file.cpp reads a non-regular file with no size limit: /dev/zero "
-                  "(e.g. check --criteria /dev/zero) reads until memory runs out, then 'out of memory' without the path";
+  GTEST_SKIP()
+      << "bug: inputs/text_file.cpp reads a non-regular file with no size limit: /dev/zero "
+         "(e.g. check --criteria /dev/zero) reads until memory runs out, then 'out of memory' without the path";
   const auto r = run_isolated([] { read_text_file("/dev/zero"); }, 10, rlim_t{2} << 30);
   EXPECT_EQ(r.outcome, CallOutcome::kInputError) << testing::to_string(r.outcome);
   EXPECT_EQ(r.message.rfind("/dev/zero: ", 0), 0u) << r.message;

@@ -53,9 +53,10 @@ TEST(AllocationSites, FramesOfAPyTorchSourceTreeAreInternalToo) {
 
 TEST(AllocationSites, ThirdPartyPackagesCountAsModelCode) {
   HandBuiltSnapshot h;
-  const auto stack = h.stack({{"/usr/lib/python3/dist-packages/torch/_tensor.py", 40, "__torch_function__"},
-                              {"/usr/lib/python3/dist-packages/transformers/models/llama/modeling_llama.py", 169, "__init__"},
-                              {"/home/me/train.py", 5, "main"}});
+  const auto stack =
+      h.stack({{"/usr/lib/python3/dist-packages/torch/_tensor.py", 40, "__torch_function__"},
+               {"/usr/lib/python3/dist-packages/transformers/models/llama/modeling_llama.py", 169, "__init__"},
+               {"/home/me/train.py", 5, "main"}});
   h.segment(0x200000, {live(512, 512, stack)});
   EXPECT_EQ(top_allocation_sites(h.snap, 0, 1).at(0).location,
             "/usr/lib/python3/dist-packages/transformers/models/llama/modeling_llama.py:169 in __init__");
@@ -63,8 +64,9 @@ TEST(AllocationSites, ThirdPartyPackagesCountAsModelCode) {
 
 TEST(AllocationSites, OnlyInternalFramesFallBackToTheInnermostAndNoStackIsNamed) {
   HandBuiltSnapshot h;
-  const auto internal = h.stack({{"/venv/lib/python3.12/site-packages/torch/optim/adamw.py", 300, "_multi_tensor_adamw"},
-                                 {"<frozen runpy>", 88, "_run_code"}});
+  const auto internal =
+      h.stack({{"/venv/lib/python3.12/site-packages/torch/optim/adamw.py", 300, "_multi_tensor_adamw"},
+               {"<frozen runpy>", 88, "_run_code"}});
   h.segment(0x200000, {live(1024, 1024, internal), live(2048, 2048, 0)});
   const auto sites = top_allocation_sites(h.snap, 0, 10);
   ASSERT_EQ(sites.size(), 2u);
@@ -75,7 +77,8 @@ TEST(AllocationSites, OnlyInternalFramesFallBackToTheInnermostAndNoStackIsNamed)
 
 TEST(AllocationSites, DifferentStacksThroughOneModelLineAreOneSite) {
   HandBuiltSnapshot h;
-  const auto via_linear = h.stack({{"/x/site-packages/torch/nn/functional.py", 1, "linear"}, {"/m/model.py", 7, "fwd"}});
+  const auto via_linear =
+      h.stack({{"/x/site-packages/torch/nn/functional.py", 1, "linear"}, {"/m/model.py", 7, "fwd"}});
   const auto via_matmul = h.stack({{"/x/site-packages/torch/_refs.py", 2, "matmul"}, {"/m/model.py", 7, "fwd"}});
   h.segment(0x200000, {live(1000, 1000, via_linear), hole(24), live(3000, 2900, via_matmul)});
   const auto sites = top_allocation_sites(h.snap, 0, 10);
@@ -121,7 +124,8 @@ TEST_P(RecordedSites, SitesAddUpToPyTorchsLiveBytesAndAllocations) {
   }
   EXPECT_EQ(bytes, f.stats.at("allocated_bytes.all.current").get<std::uint64_t>());
   EXPECT_EQ(blocks, f.stats.at("allocation.all.current").get<std::uint64_t>());
-  EXPECT_TRUE(std::is_sorted(sites.begin(), sites.end(), [](const auto& x, const auto& y) { return x.bytes > y.bytes; }));
+  EXPECT_TRUE(
+      std::is_sorted(sites.begin(), sites.end(), [](const auto& x, const auto& y) { return x.bytes > y.bytes; }));
   const auto top = top_allocation_sites(f.read(), 0, 5);
   ASSERT_EQ(top.size(), std::min<std::size_t>(5, sites.size()));
   for (std::size_t i = 0; i < top.size(); ++i) EXPECT_EQ(top[i].location, sites[i].location);
@@ -132,7 +136,8 @@ TEST_P(RecordedSites, SitesAddUpToPyTorchsLiveBytesAndAllocations) {
 std::vector<EndStateFixture> model_built_while_recording() {
   std::vector<EndStateFixture> result;
   for (auto& f : testing::end_state_fixtures())
-    if (f.truth["trace_complete"].get<bool>() && !f.truth["workload"].value("fsdp", false)) result.push_back(std::move(f));
+    if (f.truth["trace_complete"].get<bool>() && !f.truth["workload"].value("fsdp", false))
+      result.push_back(std::move(f));
   return result;
 }
 

@@ -57,7 +57,8 @@ TEST(MemoryTotals, FragmentationIndexIsZeroForOneHoleOrNoHole) {
   EXPECT_EQ(compute_totals(full.snap).fragmentation_index(), 0.0);
   // Many equal holes: 1 - 1/n.
   HandBuiltSnapshot scattered;
-  scattered.segment(0x200000, {hole(512), live(512, 512), hole(512), live(512, 512), hole(512), live(512, 512), hole(512)});
+  scattered.segment(0x200000,
+                    {hole(512), live(512, 512), hole(512), live(512, 512), hole(512), live(512, 512), hole(512)});
   EXPECT_DOUBLE_EQ(compute_totals(scattered.snap).fragmentation_index(), 0.75);
 }
 
@@ -122,7 +123,8 @@ TEST_P(RecordedTotals, EqualPyTorchsOwnCountersAtTheSameMoment) {
 
 TEST_P(RecordedTotals, PerPoolTotalsEqualPyTorchsPerPoolCounters) {
   const auto& f = GetParam();
-  for (const auto& [pool, name] : {std::pair{PoolKind::kSmall, "small_pool"}, std::pair{PoolKind::kLarge, "large_pool"}}) {
+  for (const auto& [pool, name] :
+       {std::pair{PoolKind::kSmall, "small_pool"}, std::pair{PoolKind::kLarge, "large_pool"}}) {
     const MemoryTotals t = compute_totals(f.read(), [pool](const Segment& s) { return s.pool == pool; });
     EXPECT_EQ(t.reserved_bytes, stat(f, fmt_key("reserved_bytes", name))) << name;
     EXPECT_EQ(t.allocated_bytes, stat(f, fmt_key("allocated_bytes", name))) << name;

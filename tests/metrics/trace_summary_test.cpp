@@ -31,8 +31,9 @@ TEST(TraceSummary, CountsEveryActionUnderItsSnapshotSpelling) {
       .event(0, TraceAction::kFreeCompleted, 0x1000, 512);
   const TraceSummary s = summarize_trace(h.snap, 0);
   EXPECT_EQ(s.entries, 7u);
-  const std::map<std::string, std::uint64_t> expected = {{"segment_alloc", 1}, {"alloc", 1},  {"future_action", 2},
-                                                         {"another_one", 1},   {"free_requested", 1}, {"free_completed", 1}};
+  const std::map<std::string, std::uint64_t> expected = {{"segment_alloc", 1},  {"alloc", 1},
+                                                         {"future_action", 2},  {"another_one", 1},
+                                                         {"free_requested", 1}, {"free_completed", 1}};
   EXPECT_EQ(s.actions, expected);  // no "other" bucket: unknown actions keep their own names
 }
 

@@ -103,8 +103,8 @@ TEST(CheckJson, MeasuredValuesAreTheRecordings) {
 
   const json fixed = rendered(check("input_fixed"));
   EXPECT_EQ(result(fixed, "max_data_wait_fraction").at("verdict"), "pass");
-  EXPECT_NEAR(result(fixed, "max_data_wait_fraction").at("measured").get<double>(), steady_data_wait(steps("input_fixed"), 2),
-              1e-9);
+  EXPECT_NEAR(result(fixed, "max_data_wait_fraction").at("measured").get<double>(),
+              steady_data_wait(steps("input_fixed"), 2), 1e-9);
 }
 
 TEST(CheckJson, RowsMirrorTheReportAndCriteriaRoundTrip) {
@@ -154,7 +154,8 @@ TEST(CheckTable, OneLinePerResultAndTheVerdictCounts) {
     EXPECT_EQ(line.rfind(r.subject, 0) == 0, first_of_subject) << line;
   }
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(lines.back(), m, std::regex(R"((PASS|FAIL)\D+(\d+) passed\D+(\d+) failed\D+(\d+) not evaluated)")))
+  ASSERT_TRUE(std::regex_search(lines.back(), m,
+                                std::regex(R"((PASS|FAIL)\D+(\d+) passed\D+(\d+) failed\D+(\d+) not evaluated)")))
       << lines.back();
   EXPECT_EQ(m[1], c.report.passed() ? "PASS" : "FAIL");
   EXPECT_EQ(std::stoul(m[2]), c.report.count(CriterionVerdict::kPass));

@@ -128,7 +128,8 @@ TEST_P(AnalyzeJson, PoolsAndSitesAddUp) {
   EXPECT_LE(site_bytes, j["allocated_bytes"].get<std::uint64_t>());
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, AnalyzeJson, ::testing::ValuesIn(testing::end_state_fixtures()), testing::fixture_name);
+INSTANTIATE_TEST_SUITE_P(Fixtures, AnalyzeJson, ::testing::ValuesIn(testing::end_state_fixtures()),
+                         testing::fixture_name);
 
 TEST(AnalyzeJsonHandBuilt, PendingFreeRunsAndEmptyParts) {
   HandBuiltSnapshot h;

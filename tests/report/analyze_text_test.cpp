@@ -137,7 +137,8 @@ TEST_P(AnalyzeText, TheFailedRequestIsExplainedByTheRightComparison) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, AnalyzeText, ::testing::ValuesIn(testing::end_state_fixtures()), testing::fixture_name);
+INSTANTIATE_TEST_SUITE_P(Fixtures, AnalyzeText, ::testing::ValuesIn(testing::end_state_fixtures()),
+                         testing::fixture_name);
 
 TEST(AnalyzeTextHandBuilt, CellsFollowTheBytesOfEachKind) {
   HandBuiltSnapshot h;

@@ -60,9 +60,11 @@ TEST(DoctorHtml, FailedRequestIsDrawnBesideTheLargestHoleOnOneScale) {
   EXPECT_NEAR(request_x, hole_x, 0.01) << "the request starts where the hole does";
   // 1.54 GiB against a 38 MiB hole: the picture's proportion is the numbers'.
   EXPECT_NEAR(request_width / hole_width,
-              static_cast<double>(d.oom_context->request_bytes) / static_cast<double>(largest), 0.01 * request_width / hole_width);
-  EXPECT_NE(html.find("request " + format_bytes(d.oom_context->request_bytes) + " vs largest hole " + format_bytes(largest)),
-            std::string::npos);
+              static_cast<double>(d.oom_context->request_bytes) / static_cast<double>(largest),
+              0.01 * request_width / hole_width);
+  EXPECT_NE(
+      html.find("request " + format_bytes(d.oom_context->request_bytes) + " vs largest hole " + format_bytes(largest)),
+      std::string::npos);
   EXPECT_NE(html.find("Segment map at the OOM"), std::string::npos);
   // The segments not drawn are counted: all of them are either drawn or in the note.
   std::smatch note;
@@ -97,7 +99,8 @@ TEST(DoctorHtml, OomMarkerSitsAtItsEventOnTheTimeline) {
   ASSERT_FALSE(d.timeline.empty());
   const std::string html = page(d);
   // x = 80 + 1100 × event / last event of the curve (the chart's left margin and width).
-  const double expected = 80 + 1100 * static_cast<double>(*d.timeline_oom_index) / static_cast<double>(d.timeline.back().trace_index);
+  const double expected =
+      80 + 1100 * static_cast<double>(*d.timeline_oom_index) / static_cast<double>(d.timeline.back().trace_index);
   EXPECT_NEAR(attribute(html, "id=\"oom-marker\"", "x1"), expected, 0.06);
   EXPECT_NE(html.find("OOM (event " + std::to_string(*d.timeline_oom_index) + ")"), std::string::npos);
   EXPECT_NE(html.find("capacity " + format_bytes(*d.capacity_bytes)), std::string::npos);

@@ -26,7 +26,8 @@ std::uint64_t exact_reserved_at_oom() {
   const auto path = fixtures_dir() / "frag_oom_104" / "snapshot.pickle.zst";
   const auto summary = metrics::summarize_trace(testing::fixture_snapshot(path), 0);
   const auto truth = read_json(fixtures_dir() / "frag_oom_104" / "truth.json");
-  return static_cast<std::uint64_t>(truth["reserved_at_trace_start"].get<std::int64_t>() + summary.reserved_rise_at_oom.at(0));
+  return static_cast<std::uint64_t>(truth["reserved_at_trace_start"].get<std::int64_t>() +
+                                    summary.reserved_rise_at_oom.at(0));
 }
 
 TEST(DoctorJson, FragmentationOomCarriesTheRecordingsFacts) {

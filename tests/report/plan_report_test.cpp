@@ -104,7 +104,8 @@ TEST_P(PlanJson, TextStatesEveryPartOfThePeakAndTheVerdict) {
     std::istringstream in(text);
     bool found = false;
     for (std::string line; std::getline(in, line);)
-      found |= line.find(std::string(item.key)) != std::string::npos && line.find(format_bytes(item.bytes)) != std::string::npos;
+      found |= line.find(std::string(item.key)) != std::string::npos &&
+               line.find(format_bytes(item.bytes)) != std::string::npos;
     EXPECT_TRUE(found) << item.key << " " << format_bytes(item.bytes);
   }
   EXPECT_NE(text.find(format_bytes(e.peak_allocated_bytes)), std::string::npos);
@@ -112,8 +113,10 @@ TEST_P(PlanJson, TextStatesEveryPartOfThePeakAndTheVerdict) {
   EXPECT_NE(text.find(format_bytes(static_cast<std::uint64_t>(e.margin_bytes))), std::string::npos);
   std::smatch m;
   ASSERT_TRUE(std::regex_search(text, m, std::regex(R"(([0-9.]+)% of the device)")));
-  EXPECT_NEAR(std::stod(m[1]), 100.0 * static_cast<double>(e.peak_reserved_bytes + e.cuda_context_bytes + e.communication_bytes) /
-                                   static_cast<double>(e.device_bytes), 0.051);
+  EXPECT_NEAR(std::stod(m[1]),
+              100.0 * static_cast<double>(e.peak_reserved_bytes + e.cuda_context_bytes + e.communication_bytes) /
+                  static_cast<double>(e.device_bytes),
+              0.051);
 }
 
 INSTANTIATE_TEST_SUITE_P(Recorded, PlanJson, ::testing::Values("plan_p1", "plan_p2"));
@@ -144,7 +147,8 @@ TEST(PlanReport, JobThatDoesNotFitGetsProposalsAndACanary) {
   const json& c = j.at("canary");
   EXPECT_EQ(c.at("steps").size(), canary.steps.size());
   EXPECT_NEAR(c.at("predicted_hbm_fraction").get<double>(),
-              static_cast<double>(best.estimate.peak_reserved_bytes) / static_cast<double>(best.estimate.device_bytes), 0.01);
+              static_cast<double>(best.estimate.peak_reserved_bytes) / static_cast<double>(best.estimate.device_bytes),
+              0.01);
   const auto criteria = inputs::parse_acceptance_criteria(c.at("criteria").dump(), "canary criteria");
   EXPECT_DOUBLE_EQ(criteria.max_hbm_fraction, canary.criteria.max_hbm_fraction);
   EXPECT_EQ(criteria.required_phases, canary.criteria.required_phases);
@@ -161,7 +165,8 @@ TEST(PlanReport, JobThatDoesNotFitGetsProposalsAndACanary) {
   }
   EXPECT_EQ(marked, 1u) << "exactly the recommended proposal is marked";
   for (std::size_t i = 0; i < canary.steps.size(); ++i)
-    EXPECT_NE(text.find(std::to_string(i + 1) + ". " + canary.steps[i].title), std::string::npos) << canary.steps[i].title;
+    EXPECT_NE(text.find(std::to_string(i + 1) + ". " + canary.steps[i].title), std::string::npos)
+        << canary.steps[i].title;
 }
 
 }  // namespace

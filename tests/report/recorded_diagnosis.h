@@ -17,7 +17,9 @@ inline const diagnose::Diagnosis& recorded_diagnosis(const std::string& scenario
   if (it == cache.end()) {
     diagnose::DoctorOptions options;
     options.threads = 2;
-    it = cache.emplace(scenario, diagnose::run_doctor(diagnose::collect_doctor_inputs(doctor_user_files(scenario)), options))
+    it = cache
+             .emplace(scenario,
+                      diagnose::run_doctor(diagnose::collect_doctor_inputs(doctor_user_files(scenario)), options))
              .first;
   }
   return it->second;

@@ -105,7 +105,8 @@ TEST_P(ReplayReport, TextStatesTheComparisonWithTheRecording) {
   EXPECT_TRUE(contains(text, "█")) << "the timeline chart";
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, ReplayReport, ::testing::ValuesIn(testing::end_state_fixtures()), testing::fixture_name);
+INSTANTIATE_TEST_SUITE_P(Fixtures, ReplayReport, ::testing::ValuesIn(testing::end_state_fixtures()),
+                         testing::fixture_name);
 
 /// frag_oom_104 swept at the capacity the trace recorded (reserved at the OOM + driver free).
 struct FragSweep {
@@ -133,7 +134,8 @@ TEST(WhatIfReport, JsonHasTheExperimentsVerdicts) {
   const auto& t = s.fixture.truth;
   const json j = json::parse(whatif_json(s.trace, s.report).dump());
   // At an OOM entry the process could reserve exactly what it held plus what the driver had free.
-  const auto held_at_oom = replay::resolve_capacity(s.trace, {}).bytes.value() - t["oom_event"]["device_free"].get<std::uint64_t>();
+  const auto held_at_oom =
+      replay::resolve_capacity(s.trace, {}).bytes.value() - t["oom_event"]["device_free"].get<std::uint64_t>();
   EXPECT_NEAR(static_cast<double>(held_at_oom) / static_cast<double>(kGiB), 35.25 + 3.39, 0.0101) << "OOM message";
   EXPECT_EQ(j.at("capacity").at("bytes").get<std::uint64_t>(), s.report.capacity.bytes.value());
   EXPECT_EQ(j.at("trace_events"), t["trace_entries"]);
@@ -147,7 +149,8 @@ TEST(WhatIfReport, JsonHasTheExperimentsVerdicts) {
     const json& c = configs[i];
     EXPECT_GE(c.at("peak_reserved_bytes").get<std::uint64_t>(), floor) << c;
     if (i > 0) {
-      EXPECT_GE(c["peak_reserved_bytes"].get<std::uint64_t>(), configs[i - 1]["peak_reserved_bytes"].get<std::uint64_t>());
+      EXPECT_GE(c["peak_reserved_bytes"].get<std::uint64_t>(),
+                configs[i - 1]["peak_reserved_bytes"].get<std::uint64_t>());
     }
     ASSERT_TRUE(c.contains("at_capacity"));
     EXPECT_EQ(c.at("fits_capacity"), !c["at_capacity"]["oom"].get<bool>());
@@ -165,7 +168,8 @@ TEST(WhatIfReport, JsonHasTheExperimentsVerdicts) {
   EXPECT_TRUE(expandable_fits) << "the rerun with expandable_segments:True survived this budget";
   // The recommendation is the fitting config with the least peak.
   ASSERT_TRUE(j.at("recommended_alloc_conf").is_string());
-  const auto best = std::find_if(configs.begin(), configs.end(), [](const json& c) { return c["fits_capacity"].get<bool>(); });
+  const auto best =
+      std::find_if(configs.begin(), configs.end(), [](const json& c) { return c["fits_capacity"].get<bool>(); });
   ASSERT_NE(best, configs.end());
   EXPECT_EQ(j["recommended_alloc_conf"], (*best)["alloc_conf"]);
 }
@@ -179,7 +183,8 @@ TEST(WhatIfReport, TextMarksTheRecordedRowAndRecommends) {
   const auto& best = s.report.rows[*s.report.recommended];
   EXPECT_TRUE(contains(text, "recommended: PYTORCH_CUDA_ALLOC_CONF=" + best.config.conf)) << text;
   EXPECT_TRUE(contains(text, "(defaults) *")) << "the recorded config, PyTorch's defaults, is marked";
-  EXPECT_TRUE(contains(text, "OOM at event " + std::to_string(s.fixture.truth["oom_event"]["index"].get<std::uint64_t>())));
+  EXPECT_TRUE(
+      contains(text, "OOM at event " + std::to_string(s.fixture.truth["oom_event"]["index"].get<std::uint64_t>())));
   EXPECT_TRUE(contains(text, format_bytes(s.report.ideal.stats.peak_reserved_bytes))) << "the floor";
   EXPECT_TRUE(contains(text, std::to_string(s.report.rows.size()) + " configs"));
   for (const auto& row : s.report.rows) {

@@ -41,7 +41,8 @@ TEST(StackTable, ManyStacksReadBackExactly) {
   std::vector<StackId> ids;
   for (int i = 0; i < 20000; ++i) {
     std::vector<FrameId> frames(1 + random() % 12);
-    for (auto& f : frames) f = t.intern_frame({static_cast<StringId>(random() % 50), 1, static_cast<std::int64_t>(random() % 40)});
+    for (auto& f : frames)
+      f = t.intern_frame({static_cast<StringId>(random() % 50), 1, static_cast<std::int64_t>(random() % 40)});
     ids.push_back(t.intern_stack(frames));
     stacks.push_back(std::move(frames));
   }
