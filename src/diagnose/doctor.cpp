@@ -432,6 +432,7 @@ Diagnosis run_doctor(const DoctorInputs& in, const DoctorOptions& options) {
       const replay::Capacity capacity = replay::resolve_capacity(prepared, {});
       replay::WhatIfOptions whatif_options;
       whatif_options.threads = options.threads;
+      whatif_options.progress = options.progress;
       fill_whatif(replay::run_whatif(prepared, replay::standard_sweep(prepared, capacity.allowed_maximum.has_value()),
                                      capacity, whatif_options), d);
     }

@@ -19,6 +19,7 @@
 #include "inputs/oom_message.h"
 #include "inputs/step_telemetry.h"
 #include "snapshot/snapshot.h"
+#include "util/progress.h"
 
 namespace fragscope::diagnose {
 
@@ -74,8 +75,9 @@ struct DoctorInputs {
 std::optional<int> rank_from_path(const std::string& path);
 
 /// @brief Recognises and reads every file in `paths` (files, or folders walked as above).
+/// `progress` hears of each snapshot read, a task "reading PATH" counted in bytes.
 /// @throws InputError naming the path when one does not exist or cannot be read, or a
 ///         recognised file is malformed.
-DoctorInputs collect_doctor_inputs(const std::vector<std::string>& paths);
+DoctorInputs collect_doctor_inputs(const std::vector<std::string>& paths, const Progress& progress = {});
 
 }  // namespace fragscope::diagnose

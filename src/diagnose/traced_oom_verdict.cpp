@@ -198,6 +198,7 @@ Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemet
 
   replay::WhatIfOptions whatif_options;
   whatif_options.threads = options.threads;
+  whatif_options.progress = options.progress;
   const auto configs = replay::standard_sweep(prepared, capacity.allowed_maximum.has_value());
   const replay::WhatIfReport report = replay::run_whatif(prepared, configs, capacity, whatif_options);
   fill_whatif(report, d);
