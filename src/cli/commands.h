@@ -10,8 +10,10 @@
 
 namespace fragscope::cli {
 
-/// @brief Shared between main() and the subcommands: the status to exit with.
+/// @brief Shared between main() and the subcommands: the flags of the app itself and the status
+/// to exit with.
 struct RunState {
+  bool quiet = false;  ///< --quiet: no progress bar
   int exit_code = 0;
 };
 
