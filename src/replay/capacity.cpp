@@ -147,7 +147,7 @@ Capacity resolve_capacity(const PreparedTrace& trace, const CapacityRequest& req
     }
     if (capacity.device_total == 0) {
       throw InputError(
-          "--memory-fraction needs the device's memory: give --device-memory BYTES or --gpu NAME");
+          "--memory-fraction needs the device's memory: give --device-memory SIZE or --gpu NAME");
     }
     // As PyTorch: allowed = fraction × totalGlobalMem, only when the fraction is below 1.
     if (*fraction < 1.0) {

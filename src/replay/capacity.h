@@ -3,7 +3,7 @@
 /// @brief How much memory a replay's simulated GPU gives the process: the bytes at which
 /// cudaMalloc fails, and the memory-fraction cap of set_per_process_memory_fraction.
 ///
-/// Precedence: --capacity BYTES, then --gpu NAME (the card's memory less its CUDA-context
+/// Precedence: --capacity SIZE, then --gpu NAME (the card's memory less its CUDA-context
 /// reserve, from util/gpu_catalog.h), then what the trace recorded: at an `oom` entry the
 /// process could have reserved exactly reserved-at-that-moment + the entry's device_free; a
 /// cudaMalloc that failed and was retried after a release burst bounds it from above. With no
@@ -32,7 +32,7 @@ struct CapacityRequest {
   std::optional<std::uint64_t> capacity_bytes;  ///< --capacity
   std::optional<std::string> gpu;                ///< --gpu NAME
   std::optional<double> memory_fraction;         ///< --memory-fraction F
-  std::optional<std::uint64_t> device_memory;    ///< --device-memory BYTES (totalGlobalMem)
+  std::optional<std::uint64_t> device_memory;    ///< --device-memory SIZE (totalGlobalMem)
   bool unlimited = false;                        ///< ignore the trace's evidence
   /// The process's cap from an OOM message ("X allowed;": set_per_process_memory_fraction was
   /// in force). The message rounds it to 0.01 GiB; the trace's own successes and failures

@@ -105,6 +105,8 @@ ReplayResult replay_through(Model& model, alloc::DeviceMemory& device, const Pre
   constexpr std::uint32_t kNoStep = std::numeric_limits<std::uint32_t>::max();
   std::size_t next_step = 0;
   std::uint32_t next_step_at = steps.empty() ? kNoStep : steps[0].from_trace_index;
+  ProgressCounter* const progress = options.progress;
+  constexpr std::size_t kProgressBatch = std::size_t{1} << 16;  // a few milliseconds of replay
 
   for (std::size_t i = 0; i < ops.size() && !stop; ++i) {
     const Op& op = ops[i];
@@ -187,7 +189,9 @@ ReplayResult replay_through(Model& model, alloc::DeviceMemory& device, const Pre
     segments_begin = op.segment_end;
     if (timeline_on) timeline.observe(i, op.trace_index, stats.reserved_bytes, stats.allocated_bytes);
     ++replayed;
+    if (replayed % kProgressBatch == 0 && progress != nullptr) progress->add(kProgressBatch);
   }
+  if (progress != nullptr) progress->add(ops.size() - replayed / kProgressBatch * kProgressBatch);
   timeline.finish();
   result.ops_replayed = replayed;
   if (replayed) result.last_trace_index = ops[replayed - 1].trace_index;

@@ -21,6 +21,7 @@
 #include "alloc/allocator_model.h"
 #include "replay/capacity.h"
 #include "replay/prepared_trace.h"
+#include "util/progress.h"
 
 namespace fragscope::replay {
 
@@ -44,6 +45,9 @@ struct ReplayOptions {
   bool self_check = false;
   /// Points of the reserved/allocated timeline (0 = none).
   std::size_t timeline_points = 60;
+  /// Counts every op of the trace in batches as it is replayed, the ops after a stop included
+  /// (null = not counted).
+  ProgressCounter* progress = nullptr;
 };
 
 /// @brief Options that simulate `capacity`'s device: its cudaMalloc limit, fraction cap and

@@ -1,5 +1,7 @@
 #include "report/analyze_report.h"
 
+#include "report/json_header.h"
+
 namespace fragscope::report {
 
 namespace {
@@ -33,6 +35,7 @@ const char* run_kind_name(metrics::RunKind kind) {
 
 nlohmann::json analyze_to_json(const metrics::SnapshotAnalysis& a, const std::string& source) {
   nlohmann::json j = totals_json(a.totals);
+  add_json_header(j, kAnalyzeJsonSchema);
   j["source"] = source;
   j["device"] = a.device;
   j["devices"] = a.devices;

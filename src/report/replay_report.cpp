@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "report/json_header.h"
 #include "report/timeline_chart.h"
 #include "util/bytes.h"
 
@@ -184,7 +185,7 @@ void write_replay_text(std::ostream& out, const ReplaySummary& s) {
 nlohmann::json replay_json(const ReplaySummary& s) {
   const PreparedTrace& trace = *s.trace;
   const ReplayResult& r = s.result;
-  return {
+  nlohmann::json j = {
       {"snapshot", trace.source},
       {"device", trace.device},
       {"trace_events", trace.trace_events},
@@ -229,6 +230,8 @@ nlohmann::json replay_json(const ReplaySummary& s) {
       {"anomalies", trace.anomalies},
       {"timeline", timeline_json(r.timeline)},
   };
+  add_json_header(j, kReplayJsonSchema);
+  return j;
 }
 
 void write_whatif_text(std::ostream& out, const PreparedTrace& trace, const WhatIfReport& report) {
@@ -316,16 +319,18 @@ nlohmann::json whatif_json(const PreparedTrace& trace, const WhatIfReport& repor
         row.min_capacity ? nlohmann::json(*row.min_capacity) : nlohmann::json(nullptr);
     rows.push_back(std::move(j));
   }
-  return {{"snapshot", trace.source},
-          {"device", trace.device},
-          {"trace_events", trace.trace_events},
-          {"capacity", capacity_json(report.capacity)},
-          {"ideal_peak_bytes", report.ideal.stats.peak_reserved_bytes},
-          {"threads", report.threads},
-          {"configs", rows},
-          {"recommended_alloc_conf",
-           report.recommended ? nlohmann::json(report.rows[*report.recommended].config.conf)
-                              : nlohmann::json(nullptr)}};
+  nlohmann::json j = {{"snapshot", trace.source},
+                      {"device", trace.device},
+                      {"trace_events", trace.trace_events},
+                      {"capacity", capacity_json(report.capacity)},
+                      {"ideal_peak_bytes", report.ideal.stats.peak_reserved_bytes},
+                      {"threads", report.threads},
+                      {"configs", rows},
+                      {"recommended_alloc_conf",
+                       report.recommended ? nlohmann::json(report.rows[*report.recommended].config.conf)
+                                          : nlohmann::json(nullptr)}};
+  add_json_header(j, kWhatIfJsonSchema);
+  return j;
 }
 
 }  // namespace fragscope::report
