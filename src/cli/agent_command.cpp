@@ -1,7 +1,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <csignal>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -10,6 +9,7 @@
 
 #include "agent/agent.h"
 #include "agent/agent_config.h"
+#include "agent/signals.h"
 #include "cli/commands.h"
 #include "util/error.h"
 
@@ -17,8 +17,6 @@ namespace fragscope::cli {
 namespace {
 
 std::atomic<bool> stop_requested{false};
-
-extern "C" void request_stop(int) { stop_requested.store(true); }
 
 std::string default_node_name() {
   if (const char* node = std::getenv("NODE_NAME"); node != nullptr && *node != '\0') return node;
@@ -65,9 +63,7 @@ void add_agent_command(CLI::App& app, RunState& state) {
       if (!log_file) throw InputError(fmt::format("{}: cannot open the event log for appending", flags->event_log));
     }
     std::ostream& events = flags->event_log.empty() ? std::cerr : log_file;
-    std::signal(SIGTERM, request_stop);
-    std::signal(SIGINT, request_stop);
-    std::signal(SIGPIPE, SIG_IGN);
+    agent::install_agent_signal_handlers(stop_requested);
     agent::Agent daemon(flags->options, config, events);
     daemon.run(stop_requested);
     state.exit_code = 0;
