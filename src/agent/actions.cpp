@@ -264,7 +264,9 @@ bool ActionDispatcher::run_drain(const Alert& alert, std::string& detail) {
       {"{pid}", alert.rank ? std::to_string(alert.rank->record.pid) : ""},
   };
   std::vector<std::string> args = settings_.drain_command;
-  for (const auto& [placeholder, value] : values) {
+  for (const auto& substitution : values) {
+    const std::string_view placeholder = substitution.first;
+    const std::string& value = substitution.second;
     const bool used = std::any_of(args.begin(), args.end(), [&](const std::string& arg) {
       return arg.find(placeholder) != std::string::npos;
     });
