@@ -57,7 +57,22 @@ class ManifestsTest(unittest.TestCase):
             for path in generator["files"]:
                 self.assertTrue(os.path.isfile(os.path.join(DEPLOY, path.split("=")[-1])), path)
         self.assertEqual(set(self.objects),
-                         {"Namespace", "DaemonSet", "Service", "ServiceMonitor", "PrometheusRule"})
+                         {"Namespace", "DaemonSet", "Service", "ServiceMonitor", "PrometheusRule", "NetworkPolicy"})
+
+    def test_network_policy_admits_only_prometheus_to_the_metrics_port(self):
+        policy = self.objects["NetworkPolicy"]["spec"]
+        pod = self.objects["DaemonSet"]["spec"]["template"]
+        self.assertEqual(policy["podSelector"]["matchLabels"], pod["metadata"]["labels"])
+        self.assertEqual(policy["policyTypes"], ["Ingress"])
+        [rule] = policy["ingress"]
+        [source] = rule["from"]  # one entry: namespace AND pod selector, not either
+        self.assertEqual(set(source), {"namespaceSelector", "podSelector"})
+        self.assertTrue(source["namespaceSelector"]["matchLabels"])
+        self.assertTrue(source["podSelector"]["matchLabels"])
+        [container] = pod["spec"]["containers"]
+        ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+        self.assertEqual([(p["port"], p["protocol"]) for p in rule["ports"]], [("metrics", "TCP")])
+        self.assertIn("metrics", ports)
 
     def test_daemonset_wires_the_agent(self):
         ds = self.objects["DaemonSet"]
