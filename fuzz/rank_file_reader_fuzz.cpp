@@ -25,7 +25,8 @@ namespace {
 std::string outcome_of(const fragscope::agent::RankFileReading& reading) {
   std::string out = std::string(fragscope::agent::state_name(reading.state)) + ": " + reading.problem;
   if (reading.state == fragscope::agent::RankFileState::kOk) {
-    out += " job=" + reading.record.job + " uuid=" + reading.record.gpu_uuid + " pid=" + std::to_string(reading.record.pid);
+    out += " job=" + reading.record.job + " uuid=" + reading.record.gpu_uuid +
+           " pid=" + std::to_string(reading.record.pid);
   }
   return out;
 }

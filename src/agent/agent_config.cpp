@@ -145,7 +145,8 @@ AgentConfig parse_agent_config(std::string_view text, std::string_view source) {
     for (Rule rule : actions.drain.rules) {
       if (actions.drain.enabled && !actions.drain_on_rank_files && rule != Rule::kHbmUsed) {
         drain.fail("rules", fmt::format("'{}' is measured by rank files only, which any user on the node can write; "
-                                        "set trust_rank_files = true to drain on it", rule_name(rule)));
+                                        "set trust_rank_files = true to drain on it",
+                                        rule_name(rule)));
       }
     }
   }

@@ -58,7 +58,8 @@ addrinfo* resolve_listen_address(const std::string& listen_address) {
     host = listen_address.substr(0, colon);
     port = listen_address.substr(colon + 1);
   }
-  if (port.empty() || port.size() > 5 || !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }) || std::stoi(port) > 65535) {
+  if (port.empty() || port.size() > 5 ||
+      !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }) || std::stoi(port) > 65535) {
     throw std::runtime_error(fmt::format("'{}' is not a port number", port));
   }
   addrinfo hints{};
@@ -66,7 +67,8 @@ addrinfo* resolve_listen_address(const std::string& listen_address) {
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
   addrinfo* found = nullptr;
-  if (const int error = ::getaddrinfo(host.empty() ? nullptr : host.c_str(), port.c_str(), &hints, &found); error != 0) {
+  if (const int error = ::getaddrinfo(host.empty() ? nullptr : host.c_str(), port.c_str(), &hints, &found);
+      error != 0) {
     throw std::runtime_error(::gai_strerror(error));
   }
   return found;
@@ -136,7 +138,8 @@ class HttpServer::Loop {
       const bool accepting = Clock::now() >= accept_paused_until_;
       polled.push_back({accepting ? server_.listen_fd_ : -1, POLLIN, 0});
       for (auto& connection : connections_) {
-        polled.push_back({connection->fd, connection->state == Connection::State::kWriting ? short(POLLOUT) : short(POLLIN), 0});
+        polled.push_back(
+            {connection->fd, connection->state == Connection::State::kWriting ? short(POLLOUT) : short(POLLIN), 0});
         polled_connections.push_back(connection.get());
       }
       if (::poll(polled.data(), polled.size(), next_timeout_ms()) < 0 && errno != EINTR) return;
@@ -250,8 +253,9 @@ class HttpServer::Loop {
       text = "not found\n";
     }
     const std::size_t length = connection.body ? connection.body->size() : text.size();
-    connection.head = fmt::format("HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n{}Connection: close\r\n\r\n",
-                                  status, reason_phrase(status), type, length, extra_headers);
+    connection.head =
+        fmt::format("HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n{}Connection: close\r\n\r\n", status,
+                    reason_phrase(status), type, length, extra_headers);
     if (request.method == "HEAD") {
       connection.body.reset();
     } else {
@@ -267,7 +271,8 @@ class HttpServer::Loop {
         parts[count++] = {connection.head.data() + connection.sent, connection.head.size() - connection.sent};
       }
       if (connection.body) {
-        const std::size_t body_sent = connection.sent > connection.head.size() ? connection.sent - connection.head.size() : 0;
+        const std::size_t body_sent =
+            connection.sent > connection.head.size() ? connection.sent - connection.head.size() : 0;
         parts[count++] = {const_cast<char*>(connection.body->data()) + body_sent, connection.body->size() - body_sent};
       }
       msghdr message{};

@@ -152,7 +152,9 @@ class NewestPerOwner {
 
   void trim(std::vector<File>& files) {
     if (files.size() <= cap_) return;
-    const auto newer = [](const File& a, const File& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; };
+    const auto newer = [](const File& a, const File& b) {
+      return a.first != b.first ? a.first > b.first : a.second < b.second;
+    };
     std::nth_element(files.begin(), files.begin() + static_cast<std::ptrdiff_t>(cap_), files.end(), newer);
     dropped_ += files.size() - cap_;
     files.resize(cap_);
@@ -212,8 +214,9 @@ void scan_folder(const std::filesystem::path& directory, const RankFolder& folde
     }
   }
   if (refused_folders > 0) {
-    scan.warnings.push_back(fmt::format("{}: {} per-user folder names skipped, not a folder of that uid (first by name: {})",
-                                        directory.string(), refused_folders, first_refused));
+    scan.warnings.push_back(
+        fmt::format("{}: {} per-user folder names skipped, not a folder of that uid (first by name: {})",
+                    directory.string(), refused_folders, first_refused));
   }
   const auto kept = candidates.take();
   if (candidates.dropped() > 0) {
@@ -313,9 +316,9 @@ RankFileReading read_rank_file_at(int folder_fd, const std::string& leaf, std::o
 RankFileReading read_rank_file(const std::filesystem::path& path, int attempts) {
   const auto folder = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
   FileDescriptor folder_fd(::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  RankFileReading reading = folder_fd ? read_rank_file_at(folder_fd.get(), path.filename().string(), std::nullopt, attempts)
-                                      : failure(RankFileState::kInvalid,
-                                                fmt::format("cannot open its folder: {}", std::strerror(errno)));
+  RankFileReading reading =
+      folder_fd ? read_rank_file_at(folder_fd.get(), path.filename().string(), std::nullopt, attempts)
+                : failure(RankFileState::kInvalid, fmt::format("cannot open its folder: {}", std::strerror(errno)));
   reading.path = path;
   reading.name = path.filename().string();
   return reading;

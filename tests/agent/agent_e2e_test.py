@@ -168,8 +168,8 @@ class AgentEndToEndTest(unittest.TestCase):
         assert cls.doomed.stdout.readline().strip() == "ready"
         # A live rank whose job holds invalid UTF-8 and an escape sequence, under a valid CRC.
         cls.hostile = subprocess.Popen(
-            [sys.executable, "-c", HOSTILE_WRITER, d], env=dict(os.environ, PYTHONPATH=os.path.join(SOURCE, "python")),
-            stdout=subprocess.PIPE, text=True)
+            [sys.executable, "-c", HOSTILE_WRITER, d],
+            env=dict(os.environ, PYTHONPATH=os.path.join(SOURCE, "python")), stdout=subprocess.PIPE, text=True)
         cls.processes.append(cls.hostile)
         assert cls.hostile.stdout.readline().strip() == "ready"
 
@@ -300,7 +300,8 @@ scrape_configs:
                                   "--poll-interval=0.2", "--nvml-library=/nonexistent/libnvidia-ml.so.1",
                                   f"--event-log={events}"])
         self.processes.append(agent)
-        wait_for("the agent to listen", lambda: http_get(f"http://127.0.0.1:{port}/healthz")[0] != 0)
+        wait_for("the agent's first poll",
+                 lambda: http_get(f"http://127.0.0.1:{port}/healthz")[1] not in ("", "no poll has completed yet\n"))
         return agent, port, events
 
     def test_hangup_and_user_signals_are_logged_not_fatal(self):

@@ -94,7 +94,8 @@ TEST(HttpServerTest, HealthzAnswersFastWhile200SlowClientsAreConnected) {
   std::atomic<bool> done{false};
   std::thread trickle([&] {
     while (!done) {
-      for (std::size_t i = 1; i < slow.size(); i += 2) ::send(slow[i], "X-Slow: 1\r\n", 11, MSG_NOSIGNAL | MSG_DONTWAIT);
+      for (std::size_t i = 1; i < slow.size(); i += 2)
+        ::send(slow[i], "X-Slow: 1\r\n", 11, MSG_NOSIGNAL | MSG_DONTWAIT);
       std::this_thread::sleep_for(milliseconds(100));
     }
   });
@@ -204,7 +205,8 @@ TEST(HttpServerTest, MalformedOversizedAndOtherRequestsGetTheirStatus) {
   EXPECT_EQ(http_exchange(server.port(), "GET /healthz HTTP/2.0\r\n\r\n").status, 505);
   EXPECT_EQ(http_exchange(server.port(), "POST /healthz HTTP/1.1\r\nContent-Length: 0\r\n\r\n").status, 405);
   EXPECT_EQ(http_exchange(server.port(), "GET /healthz HTTP/1.1\r\nX: a\x01b\r\n\r\n").status, 400);
-  const auto oversized = http_exchange(server.port(), "GET /healthz HTTP/1.1\r\nX: " + std::string(20000, 'a') + "\r\n\r\n");
+  const auto oversized =
+      http_exchange(server.port(), "GET /healthz HTTP/1.1\r\nX: " + std::string(20000, 'a') + "\r\n\r\n");
   EXPECT_EQ(oversized.status, 431);
   EXPECT_EQ(oversized.body, "request head larger than 8192 bytes\n");
   const auto head = http_exchange(server.port(), "HEAD /metrics HTTP/1.1\r\n\r\n");

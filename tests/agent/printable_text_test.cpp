@@ -14,8 +14,9 @@ std::string r(int times) {
 }
 
 TEST(PrintableTextTest, PrintableUtf8PassesUnchanged) {
-  for (const char* text : {"", "llama-sft", "GPU-0b3c6f5e-1a2b-3c4d-5e6f-000000000001", "caf\xC3\xA9",
-                           "\xE6\x97\xA5\xE6\x9C\xAC", "\xF0\x9F\x9A\x80 launch", "tab\xC2\xA0nbsp", "\xF4\x8F\xBF\xBF"}) {
+  for (const char* text :
+       {"", "llama-sft", "GPU-0b3c6f5e-1a2b-3c4d-5e6f-000000000001", "caf\xC3\xA9", "\xE6\x97\xA5\xE6\x9C\xAC",
+        "\xF0\x9F\x9A\x80 launch", "tab\xC2\xA0nbsp", "\xF4\x8F\xBF\xBF"}) {
     EXPECT_EQ(printable_text(text), text) << text;
   }
 }

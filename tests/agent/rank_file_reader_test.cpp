@@ -189,9 +189,10 @@ TEST_F(RankFileReaderTest, MissingDirectoryIsAProblemNotAnEmptyNode) {
 
 // Writes `count` live ranks through the hook's writer into `folder`.
 void write_ranks(const TempDir& dir, const std::filesystem::path& folder, int count) {
-  ASSERT_EQ(run_python(dir, "for r in range(" + std::to_string(count) + "):\n    shm.RankFileWriter('" +
-                                folder.string() + "', shm.RankRecord(pid=100 + r, rank=r, update_unix_ns=time.time_ns()))\n"),
-            0);
+  ASSERT_EQ(
+      run_python(dir, "for r in range(" + std::to_string(count) + "):\n    shm.RankFileWriter('" + folder.string() +
+                          "', shm.RankRecord(pid=100 + r, rank=r, update_unix_ns=time.time_ns()))\n"),
+      0);
 }
 
 std::size_t count_ok(const RankScan& scan) {
@@ -248,7 +249,8 @@ TEST_F(RankFileReaderTest, PerUserFoldersAreReadWhereTheirOwnerMatches) {
   const auto mine = root / "1000";
   std::filesystem::create_directory(mine);
   write_ranks(dir_, mine, 2);
-  for (const auto& entry : std::filesystem::directory_iterator(mine)) ASSERT_EQ(::chown(entry.path().c_str(), 1000, 1000), 0);
+  for (const auto& entry : std::filesystem::directory_iterator(mine))
+    ASSERT_EQ(::chown(entry.path().c_str(), 1000, 1000), 0);
   ASSERT_EQ(::chown(mine.c_str(), 1000, 1000), 0);
   ::chmod(mine.c_str(), 0700);
   // In that folder: a file of another user, a FIFO and a link, all with rank names.
@@ -274,7 +276,8 @@ TEST_F(RankFileReaderTest, PerUserFoldersAreReadWhereTheirOwnerMatches) {
   EXPECT_EQ(scan.readings[3].problem, "not a regular file");
   EXPECT_EQ(scan.readings[4].problem, "not a regular file");
   ASSERT_EQ(scan.warnings.size(), 1u);
-  EXPECT_EQ(scan.warnings[0], root.string() + ": 2 per-user folder names skipped, not a folder of that uid (first by name: 1001)");
+  EXPECT_EQ(scan.warnings[0],
+            root.string() + ": 2 per-user folder names skipped, not a folder of that uid (first by name: 1001)");
 }
 
 }  // namespace
