@@ -19,6 +19,7 @@
 #include "metrics/snapshot_analysis.h"
 #include "snapshot/parallel_reader.h"
 #include "snapshot/snapshot_reader.h"
+#include "snapshot/stream_reader.h"
 #include "util/error.h"
 
 namespace {

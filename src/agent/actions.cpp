@@ -145,9 +145,13 @@ void ActionDispatcher::act(ActionKind kind, const Alert& alert, const std::strin
   }
   const ActionPolicy& policy = kind == ActionKind::kDrain ? settings_.drain : settings_.checkpoint;
   if (settings_.dry_run || policy.dry_run) {
-    emit(kind, ActionOutcome::kDryRun, alert,
-         kind == ActionKind::kDrain ? fmt::format("would run: {}", fmt::join(settings_.drain_command, " "))
-                                    : std::string("would request a checkpoint"));
+    std::string detail = "would request a checkpoint";
+    if (kind == ActionKind::kDrain) {
+      std::string refusal;
+      const auto args = drain_arguments(alert, refusal);
+      detail = args ? fmt::format("would run: {}", fmt::join(*args, " ")) : "would refuse: " + refusal;
+    }
+    emit(kind, ActionOutcome::kDryRun, alert, detail);
     return;
   }
   if (kind == ActionKind::kDrain) {
@@ -244,16 +248,8 @@ bool ActionDispatcher::request_checkpoint(const RankView& rank, std::string& det
   return true;
 }
 
-bool ActionDispatcher::run_drain(const Alert& alert, std::string& detail) {
-  reap();
-  if (drain_pid_ > 0) {
-    detail = fmt::format("drain command still running (pid {})", drain_pid_);
-    return false;
-  }
-  if (settings_.drain_command.empty()) {
-    detail = "no drain command configured";
-    return false;
-  }
+std::optional<std::vector<std::string>> ActionDispatcher::drain_arguments(const Alert& alert,
+                                                                         std::string& refusal) const {
   const std::pair<const char*, std::string> values[] = {
       {"{node}", node_},
       {"{rule}", rule_name(alert.rule)},
@@ -272,12 +268,32 @@ bool ActionDispatcher::run_drain(const Alert& alert, std::string& detail) {
     });
     if (!used) continue;
     if (!is_safe_command_value(value)) {
-      detail = fmt::format("refused: {} would be '{}' (allowed: up to 128 letters, digits, '.', '_', '+', '-', "
-                           "starting with a letter or digit)", placeholder, value);
-      return false;
+      refusal = fmt::format("{} would be '{}' (allowed: up to 128 letters, digits, '.', '_', '+', '-', "
+                            "starting with a letter or digit)", placeholder, value);
+      return std::nullopt;
     }
     for (auto& arg : args) arg = replace_all(std::move(arg), placeholder, value);
   }
+  return args;
+}
+
+bool ActionDispatcher::run_drain(const Alert& alert, std::string& detail) {
+  reap();
+  if (drain_pid_ > 0) {
+    detail = fmt::format("drain command still running (pid {})", drain_pid_);
+    return false;
+  }
+  if (settings_.drain_command.empty()) {
+    detail = "no drain command configured";
+    return false;
+  }
+  std::string refusal;
+  std::optional<std::vector<std::string>> substituted = drain_arguments(alert, refusal);
+  if (!substituted) {
+    detail = "refused: " + refusal;
+    return false;
+  }
+  std::vector<std::string>& args = *substituted;
   std::vector<char*> argv;
   for (auto& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);

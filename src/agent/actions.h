@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <ostream>
 #include <set>
 #include <string>
@@ -106,6 +107,9 @@ class ActionDispatcher {
   void act(ActionKind kind, const Alert& alert, const std::string& key, const NodeView& view,
            std::chrono::steady_clock::time_point now);
   bool request_checkpoint(const RankView& rank, std::string& detail);
+  /// The drain command with its placeholders replaced (what runs, and what a dry run logs), or
+  /// nullopt with `refusal` set when a value it uses is not is_safe_command_value.
+  std::optional<std::vector<std::string>> drain_arguments(const Alert& alert, std::string& refusal) const;
   bool run_drain(const Alert& alert, std::string& detail);
   bool may_remove(const std::string& name) const;
   void emit(ActionKind kind, ActionOutcome outcome, const Alert& alert, const std::string& detail);

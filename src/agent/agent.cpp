@@ -66,6 +66,8 @@ void Agent::poll() {
       status_.actions[static_cast<std::size_t>(kind)][static_cast<std::size_t>(outcome)] = actions_.count(kind, outcome);
     }
   }
+  checkpoint_acks_.observe(view);
+  status_.checkpoint_acks = checkpoint_acks_.counts();
   ++status_.polls;
   page_.publish(view, status_);
   last_poll_steady_ns_.store(steady_ns(std::chrono::steady_clock::now()));

@@ -14,6 +14,7 @@
 
 #include "agent/actions.h"
 #include "agent/agent_config.h"
+#include "agent/checkpoint_acks.h"
 #include "agent/node_metrics.h"
 #include "agent/nvml.h"
 #include "agent/rank_file_reader.h"
@@ -62,6 +63,7 @@ class Agent {
   Nvml nvml_;
   RuleEvaluator rules_;
   ActionDispatcher actions_;
+  CheckpointAckCounter checkpoint_acks_;
   std::ostream& events_;
   MetricsPage page_;
   AgentStatus status_;

@@ -1,6 +1,6 @@
 #pragma once
 /// @file agent_config.h
-/// @brief The agent's TOML config: thresholds and actions (deploy/agent.toml is the shipped one).
+/// @brief The agent's TOML config: thresholds and actions (deploy/kubernetes/agent.toml is the shipped one).
 
 #include <filesystem>
 #include <string_view>

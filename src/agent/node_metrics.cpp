@@ -1,9 +1,13 @@
 #include "agent/node_metrics.h"
 
+#include <map>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include <prometheus/text_serializer.h>
+
+#include "agent/build_revision.h"  // generated: FRAGSCOPE_VERSION, FRAGSCOPE_REVISION
 
 namespace fragscope::agent {
 namespace {
@@ -39,11 +43,25 @@ class FamilyBuilder {
   MetricFamily family_;
 };
 
+// No `job` (Prometheus' own target label) and no `pid` (the container's PID namespace, which
+// joins with nothing on the host): a rank is its training job and its rank.
 std::vector<ClientMetric::Label> rank_labels(const RankView& rank) {
-  return {{"job", rank.record.job},
+  return {{"training_job", rank.record.job},
           {"rank", std::to_string(rank.record.rank)},
-          {"gpu", rank.gpu >= 0 ? std::to_string(rank.gpu) : ""},
-          {"pid", std::to_string(rank.record.pid)}};
+          {"gpu", rank.gpu >= 0 ? std::to_string(rank.gpu) : ""}};
+}
+
+/// The ranks to export: one per (training job, rank), the most recently updated, so a rank that
+/// restarted before its old file went stale does not export the same series twice.
+std::vector<const RankView*> exported_ranks(const NodeView& view) {
+  std::map<std::pair<std::string, std::int32_t>, const RankView*> newest;
+  for (const auto& rank : view.ranks) {
+    const RankView*& kept = newest[{rank.record.job, rank.record.rank}];
+    if (kept == nullptr || rank.record.update_unix_ns > kept->record.update_unix_ns) kept = &rank;
+  }
+  std::vector<const RankView*> out;
+  for (const auto& [key, rank] : newest) out.push_back(rank);
+  return out;
 }
 
 std::vector<ClientMetric::Label> gpu_labels(const GpuSample& gpu) { return {{"gpu", std::to_string(gpu.index)}}; }
@@ -107,6 +125,12 @@ const RankMetric kRankMetrics[] = {
      [](const RankRecord& r) { return double(r.step); }},
     {"fragscope_samples_per_second", "Training throughput over the hook's window.", MetricType::Gauge,
      [](const RankRecord& r) { return r.samples_per_second; }},
+    {"fragscope_samples_total", "Samples the rank has trained on since the hook started.", MetricType::Counter,
+     [](const RankRecord& r) { return double(r.samples_total); },
+     [](const RankRecord& r) { return r.throughput_totals_known; }},
+    {"fragscope_tokens_total", "Tokens the rank has trained on since the hook started.", MetricType::Counter,
+     [](const RankRecord& r) { return double(r.tokens_total); },
+     [](const RankRecord& r) { return r.throughput_totals_known; }},
     {"fragscope_batch_samples", "Samples in the last batch.", MetricType::Gauge,
      [](const RankRecord& r) { return double(r.batch_samples); }},
     {"fragscope_batch_tokens", "Tokens in the last batch.", MetricType::Gauge,
@@ -116,8 +140,6 @@ const RankMetric kRankMetrics[] = {
     {"fragscope_loader_queue_depth", "Batches the data loader had ready ahead of the GPU.", MetricType::Gauge,
      [](const RankRecord& r) { return double(r.loader_queue_depth); },
      [](const RankRecord& r) { return r.loader_queue_depth >= 0; }},
-    {"fragscope_checkpoint_acks_total", "Id of the last agent checkpoint request the rank handled.",
-     MetricType::Counter, [](const RankRecord& r) { return double(r.checkpoint_ack); }},
     {"fragscope_last_step_timestamp_seconds", "Unix time the rank finished its last step.", MetricType::Gauge,
      [](const RankRecord& r) { return seconds(r.step_unix_ns); }},
     {"fragscope_last_update_timestamp_seconds", "Unix time of the rank's last write (steps and heartbeats).",
@@ -130,21 +152,33 @@ std::vector<MetricFamily> node_metric_families(const NodeView& view, const Agent
   std::vector<MetricFamily> out;
   auto keep = [&](FamilyBuilder& builder) { out.push_back(builder.take()); };
 
+  FamilyBuilder build("fragscope_build_info", "1, labelled with the agent's version and source revision.",
+                      MetricType::Gauge);
+  build.add({{"version", FRAGSCOPE_VERSION}, {"revision", FRAGSCOPE_REVISION}}, 1);
+  keep(build);
+
+  const std::vector<const RankView*> ranks = exported_ranks(view);
   for (const RankMetric& metric : kRankMetrics) {
     FamilyBuilder family(metric.name, metric.help, metric.type);
-    for (const auto& rank : view.ranks) {
-      if (metric.present != nullptr && !metric.present(rank.record)) continue;
-      family.add(rank_labels(rank), metric.value(rank.record));
+    for (const RankView* rank : ranks) {
+      if (metric.present != nullptr && !metric.present(rank->record)) continue;
+      family.add(rank_labels(*rank), metric.value(rank->record));
     }
     keep(family);
   }
+  FamilyBuilder acks("fragscope_checkpoint_acks_total",
+                     "Checkpoints the rank took on the agent's request, counted since the agent first saw it.",
+                     MetricType::Counter);
   FamilyBuilder phase("fragscope_rank_phase", "1 for the phase the rank is in (train, eval, checkpoint).",
                       MetricType::Gauge);
-  for (const auto& rank : view.ranks) {
-    auto labels = rank_labels(rank);
-    labels.push_back({"phase", phase_name(rank.record.phase)});
+  for (const RankView* rank : ranks) {
+    const auto counted = status.checkpoint_acks.find(rank->file_name);
+    acks.add(rank_labels(*rank), counted != status.checkpoint_acks.end() ? double(counted->second) : 0.0);
+    auto labels = rank_labels(*rank);
+    labels.push_back({"phase", phase_name(rank->record.phase)});
     phase.add(std::move(labels), 1);
   }
+  keep(acks);
   keep(phase);
 
   FamilyBuilder nvml_up("fragscope_nvml_up", "1 when NVML answered at the last poll, else 0.", MetricType::Gauge);

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -23,10 +24,12 @@ struct AgentStatus {
   std::array<std::size_t, 4> alerts_by_rule{};  ///< firing targets, indexed by Rule
   std::array<std::array<std::uint64_t, 4>, 3> actions{};  ///< [ActionKind][ActionOutcome]
   std::uint64_t polls = 0;
+  std::map<std::string, std::uint64_t> checkpoint_acks;  ///< by rank file name (CheckpointAckCounter)
 };
 
 /// @brief Every metric family for one poll, all names prefixed `fragscope_`, base units.
-/// Rank series carry the labels job, rank, gpu, pid; GPU series carry gpu.
+/// Rank series carry the labels training_job, rank, gpu (one series set per training job and
+/// rank: the most recently updated file wins); GPU series carry gpu.
 std::vector<prometheus::MetricFamily> node_metric_families(const NodeView& view, const AgentStatus& status);
 
 /// @brief The /metrics page: rendered once per poll (Prometheus text format, prometheus-cpp's

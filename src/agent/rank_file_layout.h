@@ -63,8 +63,13 @@ inline constexpr std::size_t kHookSecondsTotal = 288;
 inline constexpr std::size_t kJob = 296;
 inline constexpr std::size_t kGpuUuid = 360;
 inline constexpr std::size_t kStringBytes = 64;
-inline constexpr std::size_t kPayloadEnd = 424;  ///< bytes after this are zero in version 1
+// Optional within version 1: a writer that fills them sets kFlagThroughputTotalsKnown; one
+// that predates them leaves flag and bytes zero (docs/rank-file.md, versioning rules).
+inline constexpr std::size_t kSamplesTotal = 424;
+inline constexpr std::size_t kTokensTotal = 432;
+inline constexpr std::size_t kPayloadEnd = 440;  ///< bytes after this are zero in version 1
 
 inline constexpr std::uint32_t kFlagLargestFreeKnown = 1;
+inline constexpr std::uint32_t kFlagThroughputTotalsKnown = 2;
 
 }  // namespace fragscope::agent::layout

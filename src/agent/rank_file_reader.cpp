@@ -54,7 +54,9 @@ RankRecord decode_payload(std::span<const std::byte> b) {
   r.world_size = load<std::int32_t>(b, l::kWorldSize);
   r.gpu = load<std::int32_t>(b, l::kGpu);
   r.phase = static_cast<Phase>(load<std::uint32_t>(b, l::kPhase));
-  r.largest_free_known = (load<std::uint32_t>(b, l::kFlags) & l::kFlagLargestFreeKnown) != 0;
+  const auto flags = load<std::uint32_t>(b, l::kFlags);
+  r.largest_free_known = (flags & l::kFlagLargestFreeKnown) != 0;
+  r.throughput_totals_known = (flags & l::kFlagThroughputTotalsKnown) != 0;
   r.update_unix_ns = load<std::uint64_t>(b, l::kUpdateUnixNs);
   r.step_unix_ns = load<std::uint64_t>(b, l::kStepUnixNs);
   r.step = load<std::uint64_t>(b, l::kStep);
@@ -84,6 +86,10 @@ RankRecord decode_payload(std::span<const std::byte> b) {
   r.step_seconds_total = load<double>(b, l::kStepSecondsTotal);
   r.data_wait_seconds_total = load<double>(b, l::kDataWaitSecondsTotal);
   r.hook_seconds_total = load<double>(b, l::kHookSecondsTotal);
+  if (r.throughput_totals_known) {
+    r.samples_total = load<std::uint64_t>(b, l::kSamplesTotal);
+    r.tokens_total = load<std::uint64_t>(b, l::kTokensTotal);
+  }
   r.job = printable_text(load_string(b, l::kJob));
   r.gpu_uuid = printable_text(load_string(b, l::kGpuUuid));
   return r;

@@ -22,6 +22,7 @@ struct RankRecord {
   std::int32_t gpu = -1;  ///< CUDA device index, -1 unknown
   Phase phase = Phase::kTrain;
   bool largest_free_known = false;
+  bool throughput_totals_known = false;  ///< samples_total and tokens_total were written
   std::uint64_t update_unix_ns = 0;
   std::uint64_t step_unix_ns = 0;
   std::uint64_t step = 0;
@@ -41,6 +42,8 @@ struct RankRecord {
   std::uint64_t batch_samples = 0;
   std::uint64_t batch_tokens = 0;
   std::uint64_t batch_longest_sequence = 0;
+  std::uint64_t samples_total = 0;  ///< samples since the hook started
+  std::uint64_t tokens_total = 0;   ///< tokens since the hook started
   std::int64_t loader_queue_depth = -1;  ///< -1 unknown
   double step_seconds = 0;
   double data_wait_seconds = 0;

@@ -9,6 +9,7 @@
 
 #include "agent/agent.h"
 #include "agent/agent_config.h"
+#include "agent/rank_simulator.h"
 #include "agent/signals.h"
 #include "cli/commands.h"
 #include "util/error.h"
@@ -31,6 +32,8 @@ struct AgentFlags {
   double poll_seconds = 1.0;
   double stale_seconds = 60.0;
   bool dry_run = false;
+  std::vector<std::string> simulate;
+  double simulate_speed = 1.0;
 };
 
 }  // namespace
@@ -42,7 +45,8 @@ void add_agent_command(CLI::App& app, RunState& state) {
   cmd->add_option("--listen", flags->options.listen, "Address for /metrics and /healthz (loopback by default)")
       ->capture_default_str();
   cmd->add_option("--rank-dir", flags->options.rank_dir, "Directory of the hooks' rank files")->capture_default_str();
-  cmd->add_option("--config", flags->config_path, "TOML file with [thresholds] and [actions] (deploy/agent.toml)");
+  cmd->add_option("--config", flags->config_path,
+                  "TOML file with [thresholds] and [actions] (deploy/kubernetes/agent.toml)");
   cmd->add_option("--poll-interval", flags->poll_seconds, "Seconds between polls")
       ->capture_default_str()->check(CLI::Range(0.05, 3600.0));
   cmd->add_option("--stale-after", flags->stale_seconds, "Seconds without an update before a rank is dropped")
@@ -51,6 +55,11 @@ void add_agent_command(CLI::App& app, RunState& state) {
   cmd->add_option("--node", flags->options.node, "Node name for the drain command's {node}")->capture_default_str();
   cmd->add_option("--event-log", flags->event_log, "Append JSON-lines events here instead of stderr");
   cmd->add_flag("--dry-run", flags->dry_run, "Log the actions that would run; run none");
+  cmd->add_option("--simulate", flags->simulate,
+                  "Replay recorded runs (folders with steps.jsonl, or the files) as live ranks in --rank-dir")
+      ->expected(1, -1);
+  cmd->add_option("--simulate-speed", flags->simulate_speed, "Recorded seconds per second in --simulate")
+      ->capture_default_str()->check(CLI::Range(0.01, 1000.0));
   cmd->callback([flags, &state] {
     agent::AgentConfig config;
     if (!flags->config_path.empty()) config = agent::load_agent_config(flags->config_path);
@@ -64,6 +73,13 @@ void add_agent_command(CLI::App& app, RunState& state) {
     }
     std::ostream& events = flags->event_log.empty() ? std::cerr : log_file;
     agent::install_agent_signal_handlers(stop_requested);
+    std::vector<agent::RecordedRun> runs;
+    for (const auto& path : flags->simulate) runs.push_back(agent::load_recorded_run(path));
+    std::unique_ptr<agent::RankSimulator> simulator;
+    if (!runs.empty()) {
+      simulator =
+          std::make_unique<agent::RankSimulator>(std::move(runs), flags->options.rank_dir, flags->simulate_speed);
+    }
     agent::Agent daemon(flags->options, config, events);
     daemon.run(stop_requested);
     state.exit_code = 0;

@@ -5,10 +5,8 @@
 
 #include "cli/commands.h"
 #include "diagnose/acceptance_check.h"
-#include "snapshot/acceptance_criteria.h"
-#include "diagnose/acceptance_report.h"
-#include "snapshot/nvidia_smi_csv.h"
-#include "snapshot/telemetry_reader.h"
+#include "inputs/acceptance_criteria.h"
+#include "report/acceptance_report.h"
 
 namespace fragscope::cli {
 
@@ -22,19 +20,15 @@ struct CheckOptions {
 };
 
 void run_check(const CheckOptions& o, RunState& state) {
-  const snapshot::AcceptanceCriteria criteria =
-      o.criteria.empty() ? snapshot::AcceptanceCriteria{} : snapshot::read_acceptance_criteria_file(o.criteria);
+  const inputs::AcceptanceCriteria criteria =
+      o.criteria.empty() ? inputs::AcceptanceCriteria{} : inputs::read_acceptance_criteria_file(o.criteria);
   const std::string criteria_source = o.criteria.empty() ? "defaults (no --criteria)" : o.criteria;
-  std::vector<diagnose::TelemetryFile> files;
-  for (const auto& path : o.telemetry) files.push_back({path, snapshot::read_telemetry_file(path)});
-  diagnose::CheckInput input;
-  input.ranks = diagnose::group_by_rank(std::move(files));
-  for (const auto& path : o.smi) input.smi.push_back(snapshot::read_nvidia_smi_csv_file(path));
-  const diagnose::CheckReport report = diagnose::check_acceptance(criteria, input);
+  const diagnose::CheckReport report =
+      diagnose::check_acceptance(criteria, diagnose::read_check_input(o.telemetry, o.smi));
   if (o.json) {
-    diagnose::write_check_json(std::cout, report, criteria, criteria_source);
+    report::write_check_json(std::cout, report, criteria, criteria_source);
   } else {
-    diagnose::write_check_table(std::cout, report, criteria_source);
+    report::write_check_table(std::cout, report, criteria_source);
   }
   state.exit_code = report.passed() ? 0 : 1;
 }

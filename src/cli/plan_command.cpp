@@ -6,11 +6,10 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
-#include "plan/canary_plan.h"
+#include "inputs/acceptance_criteria.h"
+#include "plan/job_plan.h"
 #include "plan/job_spec.h"
-#include "plan/memory_model.h"
-#include "plan/plan_report.h"
-#include "plan/proposals.h"
+#include "report/plan_report.h"
 #include "util/error.h"
 
 namespace fragscope::cli {
@@ -28,31 +27,23 @@ struct PlanOptions {
 
 void run_plan(const PlanOptions& o, RunState& state) {
   const plan::JobSpec spec = plan::read_job_spec(o.job);
-  const plan::MemoryEstimate estimate = plan::estimate_memory(spec);
-  const bool want_canary = o.canary || !o.criteria_out.empty();
-  std::optional<plan::ProposalSet> proposals;
-  if (o.propose || o.global_batch || (want_canary && !estimate.within_hbm_limit))
-    proposals = plan::propose(spec, o.global_batch);
-  std::optional<plan::CanaryPlan> canary;
-  if (want_canary) {
-    // A canary of a job that cannot fit proves nothing: validate the recommended change instead.
-    const plan::Proposal* change =
-        proposals && proposals->recommended ? &proposals->proposals[*proposals->recommended] : nullptr;
-    canary = plan::canary_plan(change ? change->spec : spec, change ? change->estimate : estimate,
-                               o.criteria_out.empty() ? "criteria.json" : o.criteria_out,
-                               change ? change->change : std::string());
-    if (!o.criteria_out.empty()) {
-      std::ofstream file(o.criteria_out);
-      if (!file) throw InputError(fmt::format("{}: cannot write the criteria file", o.criteria_out));
-      snapshot::write_acceptance_criteria(file, canary->criteria);
-      if (!file) throw InputError(fmt::format("{}: write failed", o.criteria_out));
-    }
+  plan::PlanRequest request;
+  request.propose = o.propose;
+  request.global_batch = o.global_batch;
+  request.canary = o.canary || !o.criteria_out.empty();
+  if (!o.criteria_out.empty()) request.criteria_path = o.criteria_out;
+  const plan::JobPlan job_plan = plan::plan_job(spec, request);
+  if (!o.criteria_out.empty()) {
+    std::ofstream file(o.criteria_out);
+    if (!file) throw InputError(fmt::format("{}: cannot write the criteria file", o.criteria_out));
+    inputs::write_acceptance_criteria(file, job_plan.canary->criteria);
+    if (!file) throw InputError(fmt::format("{}: write failed", o.criteria_out));
   }
-  const plan::ProposalSet* p = proposals && (o.propose || o.global_batch) ? &*proposals : nullptr;
-  const plan::CanaryPlan* c = canary ? &*canary : nullptr;
-  if (o.json) plan::write_plan_json(std::cout, spec, estimate, p, c);
-  else plan::write_plan_text(std::cout, spec, estimate, p, c);
-  state.exit_code = estimate.fits ? 0 : 1;
+  const plan::ProposalSet* proposals = job_plan.proposals ? &*job_plan.proposals : nullptr;
+  const plan::CanaryPlan* canary = job_plan.canary ? &*job_plan.canary : nullptr;
+  if (o.json) report::write_plan_json(std::cout, spec, job_plan.estimate, proposals, canary);
+  else report::write_plan_text(std::cout, spec, job_plan.estimate, proposals, canary);
+  state.exit_code = job_plan.estimate.fits ? 0 : 1;
 }
 
 }  // namespace

@@ -7,8 +7,8 @@
 #include "cli/commands.h"
 #include "cli/read_snapshot.h"
 #include "replay/prepared_trace.h"
-#include "replay/replay_report.h"
 #include "replay/replay_summary.h"
+#include "report/replay_report.h"
 #include "snapshot/snapshot_reader.h"
 
 namespace fragscope::cli {
@@ -27,15 +27,15 @@ void run_replay_command(const ReplayFlags& f, RunState& state) {
   // The snapshot is dropped once compiled: the replays need only the (smaller) op list.
   const replay::PreparedTrace trace = [&] {
     const snapshot::Snapshot snap = read_snapshot_with_progress(f.path);
-    return replay::prepare_trace(snap, f.device.device.value_or(replay::busiest_device(snap)),
+    return replay::prepare_trace(snap, f.device.device.value_or(snapshot::busiest_device(snap)),
                                  f.path);
   }();
   const replay::Capacity capacity = replay::resolve_capacity(trace, request);
   const replay::ReplaySummary summary = replay::summarize_replay(trace, f.alloc_conf, capacity);
   if (f.json) {
-    std::cout << replay::replay_json(summary).dump(1) << '\n';
+    std::cout << report::replay_json(summary).dump(1) << '\n';
   } else {
-    replay::write_replay_text(std::cout, summary);
+    report::write_replay_text(std::cout, summary);
   }
   state.exit_code = summary.result.oom ? 1 : 0;
 }

@@ -1,15 +1,13 @@
-#include <algorithm>
 #include <iostream>
 #include <memory>
 #include <vector>
 
-#include "alloc/alloc_config.h"
 #include "cli/capacity_options.h"
 #include "cli/commands.h"
 #include "cli/read_snapshot.h"
 #include "replay/prepared_trace.h"
-#include "replay/replay_report.h"
 #include "replay/whatif.h"
+#include "report/replay_report.h"
 #include "snapshot/snapshot_reader.h"
 
 namespace fragscope::cli {
@@ -27,32 +25,22 @@ struct WhatIfFlags {
 void run_whatif_command(const WhatIfFlags& f, RunState& state) {
   const replay::CapacityRequest request = f.device.request();
   std::vector<replay::WhatIfConfig> extra;
-  for (const std::string& conf : f.extra_confs) {
-    const alloc::AllocConfig config = alloc::parse_alloc_conf(conf);  // validate before reading
-    extra.push_back({alloc::to_alloc_conf(config), config, false});
-  }
+  for (const std::string& conf : f.extra_confs) extra.push_back(replay::user_config(conf));  // checked before reading
   // The snapshot is dropped once compiled: the replays need only the (smaller) op list.
   const replay::PreparedTrace trace = [&] {
     const snapshot::Snapshot snap = read_snapshot_with_progress(f.path);
-    return replay::prepare_trace(snap, f.device.device.value_or(replay::busiest_device(snap)),
+    return replay::prepare_trace(snap, f.device.device.value_or(snapshot::busiest_device(snap)),
                                  f.path);
   }();
-  const replay::Capacity capacity = replay::resolve_capacity(trace, request);
-  std::vector<replay::WhatIfConfig> configs =
-      replay::standard_sweep(trace, capacity.allowed_maximum.has_value());
-  for (replay::WhatIfConfig& c : extra) {
-    const bool known = std::any_of(configs.begin(), configs.end(),
-                                   [&](const replay::WhatIfConfig& k) { return k.config == c.config; });
-    if (!known) configs.push_back(std::move(c));
-  }
   replay::WhatIfOptions options;
   options.min_capacity = f.min_capacity;
   options.threads = f.threads;
-  const replay::WhatIfReport report = replay::run_whatif(trace, configs, capacity, options);
+  const replay::WhatIfReport report =
+      replay::sweep_at_capacity(trace, replay::resolve_capacity(trace, request), options, std::move(extra));
   if (f.json) {
-    std::cout << replay::whatif_json(trace, report).dump(1) << '\n';
+    std::cout << report::whatif_json(trace, report).dump(1) << '\n';
   } else {
-    replay::write_whatif_text(std::cout, trace, report);
+    report::write_whatif_text(std::cout, trace, report);
   }
   state.exit_code = report.recommended ? 0 : 1;
 }

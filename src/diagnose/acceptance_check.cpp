@@ -10,16 +10,17 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "snapshot/nvidia_smi_trace.h"
-#include "snapshot/telemetry_quantiles.h"
+#include "inputs/nvidia_smi_trace.h"
+#include "inputs/telemetry_reader.h"
 #include "util/bytes.h"
 #include "util/error.h"
+#include "util/quantiles.h"
 
 namespace fragscope::diagnose {
 
 namespace {
 
-using snapshot::StepRecord;
+using inputs::StepRecord;
 
 std::string percent(double fraction) { return fmt::format("{:.1f}%", fraction * 100.0); }
 
@@ -37,7 +38,7 @@ Steps cut_into_steps(const std::vector<StepRecord>& records, std::int64_t warmup
   const auto warmup = static_cast<std::size_t>(warmup_steps);
   std::vector<const StepRecord*> current;
   for (const auto& record : records) {
-    if (record.phase_or_default() != snapshot::kDefaultPhase) continue;
+    if (record.phase_or_default() != inputs::kDefaultPhase) continue;
     current.push_back(&record);
     if (!record.optimizer_step.value_or(true)) continue;
     if (steps.count >= warmup) {
@@ -54,7 +55,7 @@ Steps cut_into_steps(const std::vector<StepRecord>& records, std::int64_t warmup
 
 struct SmiGpu {
   std::string source;  // file name only, for the subject
-  snapshot::SmiGpuSummary summary;
+  inputs::SmiGpuSummary summary;
 };
 
 CriterionResult make(std::string criterion, const RankTelemetry& rank) {
@@ -225,7 +226,7 @@ CriterionResult check_step_time(const AcceptanceCriteria& criteria, const RankTe
   for (const auto& step : steps.steady)
     times.push_back(std::accumulate(step.begin(), step.end(), 0.0,
                                     [](double sum, const StepRecord* s) { return sum + s->step_time_or_sum_ms(); }));
-  const auto spread = snapshot::relative_spread(times);
+  const auto spread = relative_spread(times);
   if (!spread) {
     r.detail = "steady steps have no recorded time";
     return r;
@@ -233,8 +234,8 @@ CriterionResult check_step_time(const AcceptanceCriteria& criteria, const RankTe
   judge(r, *spread, criteria.max_step_time_spread);
   r.measured_text = percent(*spread);
   r.detail = fmt::format("step time p10 {:.1f} / median {:.1f} / p90 {:.1f} ms over {} steps",
-                         *snapshot::quantile(times, 0.1), *snapshot::quantile(times, 0.5),
-                         *snapshot::quantile(times, 0.9), times.size());
+                         *quantile(times, 0.1), *quantile(times, 0.5),
+                         *quantile(times, 0.9), times.size());
   return r;
 }
 
@@ -272,7 +273,7 @@ CriterionResult check_throughput(const AcceptanceCriteria& criteria, const RankT
     }
     if (ms > 0) rates.push_back(amount / (ms / 1000.0));
   }
-  const auto spread = snapshot::relative_spread(rates);
+  const auto spread = relative_spread(rates);
   if (!spread) {
     r.detail = "steady steps have no recorded time";
     return r;
@@ -280,8 +281,8 @@ CriterionResult check_throughput(const AcceptanceCriteria& criteria, const RankT
   judge(r, *spread, criteria.max_throughput_spread);
   r.measured_text = percent(*spread);
   r.detail = fmt::format("{} p10 {:.1f} / median {:.1f} / p90 {:.1f} over {} steps", unit,
-                         *snapshot::quantile(rates, 0.1), *snapshot::quantile(rates, 0.5),
-                         *snapshot::quantile(rates, 0.9), rates.size());
+                         *quantile(rates, 0.1), *quantile(rates, 0.5),
+                         *quantile(rates, 0.9), rates.size());
   return r;
 }
 
@@ -351,12 +352,22 @@ std::size_t CheckReport::count(CriterionVerdict verdict) const {
                                                 [&](const CriterionResult& r) { return r.verdict == verdict; }));
 }
 
+CheckInput read_check_input(const std::vector<std::string>& telemetry_paths,
+                            const std::vector<std::string>& smi_paths) {
+  std::vector<TelemetryFile> files;
+  for (const std::string& path : telemetry_paths) files.push_back({path, inputs::read_telemetry_file(path)});
+  CheckInput input;
+  input.ranks = group_by_rank(std::move(files));
+  for (const std::string& path : smi_paths) input.smi.push_back(inputs::read_nvidia_smi_csv_file(path));
+  return input;
+}
+
 CheckReport check_acceptance(const AcceptanceCriteria& criteria, const CheckInput& input) {
   std::vector<SmiGpu> gpus;
   std::vector<std::string> short_files;
   for (const auto& table : input.smi) {
     const auto name = std::filesystem::path(table.source).filename().string();
-    for (auto& summary : snapshot::summarize_smi_trace(table, {kIdleUtilizationPercent}))
+    for (auto& summary : inputs::summarize_smi_trace(table, {kIdleUtilizationPercent}))
       gpus.push_back({name, std::move(summary)});
   }
   std::vector<const SmiGpu*> traces;

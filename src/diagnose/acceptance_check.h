@@ -27,14 +27,14 @@
 #include <string>
 #include <vector>
 
-#include "snapshot/acceptance_criteria.h"
-#include "snapshot/nvidia_smi_csv.h"
-#include "snapshot/step_telemetry.h"
+#include "inputs/acceptance_criteria.h"
+#include "inputs/nvidia_smi_csv.h"
+#include "inputs/step_telemetry.h"
 
 namespace fragscope::diagnose {
 
-/// The criteria file format lives with the other inputs (snapshot/acceptance_criteria.h).
-using snapshot::AcceptanceCriteria;
+/// The criteria file format lives with the other inputs (inputs/acceptance_criteria.h).
+using inputs::AcceptanceCriteria;
 
 inline constexpr double kIdleUtilizationPercent = 10.0;
 inline constexpr std::size_t kMinTraceSamples = 10;
@@ -44,13 +44,13 @@ inline constexpr std::size_t kMinSpreadSteps = 3;
 struct RankTelemetry {
   int rank = 0;
   std::string source;  ///< file(s) the records came from
-  std::vector<snapshot::StepRecord> records;
+  std::vector<inputs::StepRecord> records;
 };
 
 /// @brief One telemetry file as read.
 struct TelemetryFile {
   std::string source;
-  std::vector<snapshot::StepRecord> records;
+  std::vector<inputs::StepRecord> records;
 };
 
 /// @brief Splits files into ranks: a record's `rank` field, or for records without one, the
@@ -76,7 +76,7 @@ struct CriterionResult {
 
 struct CheckInput {
   std::vector<RankTelemetry> ranks;
-  std::vector<snapshot::SmiTable> smi;  ///< nvidia-smi readings or traces (may be empty)
+  std::vector<inputs::SmiTable> smi;  ///< nvidia-smi readings or traces (may be empty)
 };
 
 struct CheckReport {
@@ -84,6 +84,12 @@ struct CheckReport {
   std::size_t count(CriterionVerdict verdict) const;
   bool passed() const { return count(CriterionVerdict::kFail) == 0; }
 };
+
+/// @brief Reads what `fragscope check` is given: step telemetry files (split into ranks by
+/// group_by_rank) and nvidia-smi CSV files.
+/// @throws InputError naming the file that cannot be read, or as group_by_rank.
+CheckInput read_check_input(const std::vector<std::string>& telemetry_paths,
+                            const std::vector<std::string>& smi_paths);
 
 /// @brief Evaluates every criterion. REQUIRES: `input.ranks` is not empty.
 CheckReport check_acceptance(const AcceptanceCriteria& criteria, const CheckInput& input);

@@ -11,14 +11,14 @@
 #include "diagnose/segment_map_at_event.h"
 #include "diagnose/traced_oom_verdict.h"
 #include "diagnose/whatif_lines.h"
+#include "inputs/nvidia_smi_trace.h"
 #include "metrics/segment_map.h"
 #include "replay/capacity.h"
 #include "replay/prepared_trace.h"
 #include "replay/whatif.h"
-#include "snapshot/nvidia_smi_trace.h"
-#include "snapshot/telemetry_quantiles.h"
 #include "util/bytes.h"
 #include "util/error.h"
+#include "util/quantiles.h"
 
 namespace fragscope::diagnose {
 namespace {
@@ -27,23 +27,16 @@ std::string pct(double fraction) { return fmt::format("{:.1f}%", 100.0 * fractio
 
 /// The OOM facts gathered from every input that states one.
 struct OomSignals {
-  std::vector<snapshot::OomMessage> messages;
+  std::vector<inputs::OomMessage> messages;
   std::vector<std::string> sources;  ///< which inputs say an OOM happened
   std::optional<int> rank;
   bool any() const { return !sources.empty(); }
 };
 
-std::optional<std::size_t> last_oom_index(const snapshot::Snapshot& snap, int device) {
-  const auto trace = snap.trace(device);
-  for (std::size_t i = trace.size(); i-- > 0;)
-    if (trace[i].action == snapshot::TraceAction::kOom) return i;
-  return std::nullopt;
-}
-
 OomSignals gather_oom_signals(const DoctorInputs& in) {
   OomSignals s;
   for (const LogInput& log : in.logs) {
-    for (const snapshot::OomMessage& m : log.ooms) {
+    for (const inputs::OomMessage& m : log.ooms) {
       s.messages.push_back(m);
       if (!s.rank && m.rank) s.rank = m.rank;
     }
@@ -59,16 +52,15 @@ OomSignals gather_oom_signals(const DoctorInputs& in) {
     if (su.summary.num_ooms.value_or(0) > 0)
       s.sources.push_back(fmt::format("CUDA OOMs: {} in {}", *su.summary.num_ooms, su.path));
   for (const TelemetryInput& t : in.telemetry)
-    for (const snapshot::StepRecord& r : t.records)
+    for (const inputs::StepRecord& r : t.records)
       if (r.memory_stat("num_ooms").value_or(0) > 0) {
         s.sources.push_back(fmt::format("num_ooms > 0 at step {} in {}", r.step, t.path));
         if (!s.rank && t.rank) s.rank = t.rank;
         break;
       }
   for (const SnapshotInput& snap : in.snapshots) {
-    const int device = replay::busiest_device(snap.snapshot);
-    if (const auto index = last_oom_index(snap.snapshot, device)) {
-      s.sources.push_back(fmt::format("the `oom` entry at trace event {} of {}", *index, snap.path));
+    if (snap.oom_index) {
+      s.sources.push_back(fmt::format("the `oom` entry at trace event {} of {}", *snap.oom_index, snap.path));
       if (!s.rank && snap.rank) s.rank = snap.rank;
     }
   }
@@ -85,27 +77,25 @@ TraceChoice choose_trace(const DoctorInputs& in, const std::optional<int>& rank,
   std::size_t best_events = 0;
   std::size_t best_tail = SIZE_MAX;
   for (const SnapshotInput* s : candidates) {
-    const int device = replay::busiest_device(s->snapshot);
-    const std::size_t events = s->snapshot.trace(device).size();
-    const auto oom_index = last_oom_index(s->snapshot, device);
-    if (oom && !oom_index) continue;
+    const std::size_t events = s->snapshot.trace(s->device).size();
+    if (oom && !s->oom_index) continue;
     if (events > best_events || !choice.replay) {
       best_events = events;
       choice.replay = s;
-      choice.device = device;
-      choice.oom_index = oom_index;
+      choice.device = s->device;
+      choice.oom_index = s->oom_index;
     }
-    const std::size_t tail = oom_index ? events - *oom_index : 0;
+    const std::size_t tail = s->oom_index ? events - *s->oom_index : 0;
     if (tail < best_tail) {
       best_tail = tail;
       choice.map = s;
-      choice.map_oom_index = oom_index;
+      choice.map_oom_index = s->oom_index;
     }
   }
   if (!choice.replay && !candidates.empty()) {  // an OOM known from elsewhere; no trace holds it
     choice.replay = candidates.front();
     choice.map = candidates.front();
-    choice.device = replay::busiest_device(choice.replay->snapshot);
+    choice.device = choice.replay->device;
   }
   return choice;
 }
@@ -117,19 +107,19 @@ const TelemetryInput* choose_telemetry(const DoctorInputs& in, const std::option
   return &in.telemetry.front();
 }
 
-std::vector<snapshot::SmiGpuSummary> smi_summaries(const DoctorInputs& in) {
-  std::vector<snapshot::SmiGpuSummary> all;
+std::vector<inputs::SmiGpuSummary> smi_summaries(const DoctorInputs& in) {
+  std::vector<inputs::SmiGpuSummary> all;
   for (const SmiInput& smi : in.smi)
-    for (const auto& gpu : snapshot::summarize_smi_trace(smi.table)) all.push_back(gpu);
+    for (const auto& gpu : inputs::summarize_smi_trace(smi.table)) all.push_back(gpu);
   return all;
 }
 
 /// The last reading of nvidia-smi (for the blind spot): the GPU of the OOM when known.
-std::optional<snapshot::SmiSample> last_smi_reading(const DoctorInputs& in, std::optional<int> gpu) {
-  std::optional<snapshot::SmiSample> last;
+std::optional<inputs::SmiSample> last_smi_reading(const DoctorInputs& in, std::optional<int> gpu) {
+  std::optional<inputs::SmiSample> last;
   for (const SmiInput& smi : in.smi) {
     if (smi.table.samples.size() > 8 * kMinSmiTraceSamples) continue;  // a long trace is not "at the OOM"
-    for (const snapshot::SmiSample& s : smi.table.samples)
+    for (const inputs::SmiSample& s : smi.table.samples)
       if (!gpu || s.gpu == *gpu) last = s;
   }
   return last;
@@ -159,7 +149,7 @@ void describe_inputs(const DoctorInputs& in, bool oom, Diagnosis& d) {
     d.inputs_missing.push_back("torch.cuda.memory_summary(): a cross-check of the memory_stats figures");
 }
 
-std::uint64_t telemetry_max(const std::vector<snapshot::StepRecord>& records, std::string_view key) {
+std::uint64_t telemetry_max(const std::vector<inputs::StepRecord>& records, std::string_view key) {
   std::int64_t best = 0;
   for (const auto& r : records) best = std::max(best, r.memory_stat(key).value_or(0));
   return static_cast<std::uint64_t>(best);
@@ -175,7 +165,7 @@ void collect_ranks(const DoctorInputs& in, const OomSignals& oom, Diagnosis& d) 
   };
   for (const auto& t : in.telemetry) {
     RankFacts& f = at(t.rank);
-    f.data_wait_fraction = snapshot::data_wait_fraction(t.records);
+    f.data_wait_fraction = inputs::data_wait_fraction(t.records);
     if (const auto v = telemetry_max(t.records, "reserved_bytes.all.peak")) f.peak_reserved_bytes = std::max(f.peak_reserved_bytes.value_or(0), v);
     if (const auto v = telemetry_max(t.records, "allocated_bytes.all.peak")) f.peak_allocated_bytes = std::max(f.peak_allocated_bytes.value_or(0), v);
     f.sources.push_back(t.path);
@@ -189,7 +179,7 @@ void collect_ranks(const DoctorInputs& in, const OomSignals& oom, Diagnosis& d) 
   }
   for (const auto& s : in.snapshots) {
     RankFacts& f = at(s.rank);
-    f.oom |= last_oom_index(s.snapshot, replay::busiest_device(s.snapshot)).has_value();
+    f.oom |= s.oom_index.has_value();
     f.sources.push_back(s.path);
   }
   for (const auto& m : oom.messages) at(m.rank).oom = true;
@@ -230,7 +220,7 @@ OomContext build_oom_context(const DoctorInputs& in, const OomSignals& oom, cons
                              const RecordedCurve& curve, Diagnosis& d) {
   OomContext c;
   c.rank = oom.rank;
-  const snapshot::OomMessage* message = nullptr;
+  const inputs::OomMessage* message = nullptr;
   for (const auto& m : oom.messages)
     if (!oom.rank || m.rank == oom.rank) {
       message = &m;
@@ -391,16 +381,16 @@ Diagnosis run_doctor(const DoctorInputs& in, const DoctorOptions& options) {
     }
   }
   if (telemetry) {
-    std::vector<snapshot::StepRecord> all;
+    std::vector<inputs::StepRecord> all;
     for (const auto& t : in.telemetry) all.insert(all.end(), t.records.begin(), t.records.end());
-    d.data_wait_fraction = snapshot::data_wait_fraction(all);
+    d.data_wait_fraction = inputs::data_wait_fraction(all);
     d.steady_data_wait_fraction = pipeline.steady_wait_fraction;
   }
   d.gpu_idle_fraction = pipeline.gpu_idle_fraction;
   describe_rank_spread(d, waiting_rank);
   const TelemetryInput* shown = waiting_rank ? choose_telemetry(in, waiting_rank) : telemetry;
   if (shown)
-    for (const snapshot::StepRecord& r : shown->records) d.step_times.push_back({r.step, r.data_wait_ms, r.compute_ms});
+    for (const inputs::StepRecord& r : shown->records) d.step_times.push_back({r.step, r.data_wait_ms, r.compute_ms});
 
   RecordedCurve curve;
   if (trace.replay) {
@@ -410,7 +400,7 @@ Diagnosis run_doctor(const DoctorInputs& in, const DoctorOptions& options) {
     d.timeline_oom_index = trace.oom_index;
   }
   if (trace.map) {
-    const int device = replay::busiest_device(trace.map->snapshot);
+    const int device = trace.map->device;
     d.segment_map_at_oom = trace.map_oom_index.has_value();
     d.segment_map = d.segment_map_at_oom ? segment_map_at_event(trace.map->snapshot, device, *trace.map_oom_index)
                                          : metrics::build_segment_map(trace.map->snapshot, device);
@@ -439,8 +429,7 @@ Diagnosis run_doctor(const DoctorInputs& in, const DoctorOptions& options) {
       const replay::Capacity capacity = replay::resolve_capacity(prepared, {});
       replay::WhatIfOptions whatif_options;
       whatif_options.threads = options.threads;
-      fill_whatif(replay::run_whatif(prepared, replay::standard_sweep(prepared, capacity.allowed_maximum.has_value()),
-                                     capacity, whatif_options), d);
+      fill_whatif(replay::sweep_at_capacity(prepared, capacity, whatif_options), d);
     }
     if (pipeline.data_wait_fraction)
       d.add_evidence("data_wait_fraction", fmt::format("data wait {} of step time over {} steps ({} without the first step, whose {:.0f} ms "

@@ -10,18 +10,11 @@
 /// else ok.
 /// Thread-safety: run_doctor runs the what-if sweep on `threads` threads; call it from one.
 
-#include <cstddef>
-
 #include "diagnose/diagnosis.h"
 #include "diagnose/doctor_inputs.h"
+#include "diagnose/doctor_options.h"
 
 namespace fragscope::diagnose {
-
-struct DoctorOptions {
-  double data_wait_threshold = 0.10;  ///< steady loader-wait share that makes a run input-bound
-  unsigned threads = 0;               ///< what-if sweep threads; 0 = all cores
-  std::size_t timeline_points = 400;  ///< points of the recorded reserved/allocated curve
-};
 
 /// @brief Diagnoses `inputs`.
 /// @throws InputError when nothing usable was given, or a snapshot's trace cannot be replayed.

@@ -7,11 +7,11 @@
 
 #include <fmt/format.h>
 
-#include "snapshot/input_kind.h"
-#include "snapshot/memory_stats_reader.h"
-#include "snapshot/oom_message_parser.h"
+#include "inputs/input_kind.h"
+#include "inputs/memory_stats_reader.h"
+#include "inputs/oom_message_parser.h"
+#include "inputs/telemetry_reader.h"
 #include "snapshot/snapshot_reader.h"
-#include "snapshot/telemetry_reader.h"
 #include "util/error.h"
 
 namespace fragscope::diagnose {
@@ -52,8 +52,8 @@ std::vector<fs::path> expand(const std::vector<std::string>& paths) {
   return files;
 }
 
-std::optional<int> telemetry_rank(const std::vector<snapshot::StepRecord>& records) {
-  for (const snapshot::StepRecord& record : records)
+std::optional<int> telemetry_rank(const std::vector<inputs::StepRecord>& records) {
+  for (const inputs::StepRecord& record : records)
     if (record.rank) return record.rank;
   return std::nullopt;
 }
@@ -84,27 +84,31 @@ DoctorInputs collect_doctor_inputs(const std::vector<std::string>& paths) {
   DoctorInputs inputs;
   for (const fs::path& file : expand(paths)) {
     const std::string path = file.string();
-    switch (snapshot::detect_input_kind_file(file)) {
-      case snapshot::InputKind::kSnapshotPickle:
-        inputs.snapshots.push_back({path, rank_from_path(path), snapshot::read_snapshot_file(path)});
+    switch (inputs::detect_input_kind_file(file)) {
+      case inputs::InputKind::kSnapshotPickle: {
+        SnapshotInput s{path, rank_from_path(path), snapshot::read_snapshot_file(path)};
+        s.device = snapshot::busiest_device(s.snapshot);
+        s.oom_index = snapshot::last_oom_index(s.snapshot, s.device);
+        inputs.snapshots.push_back(std::move(s));
         break;
-      case snapshot::InputKind::kTelemetryJsonl: {
-        auto records = snapshot::read_telemetry_file(file);
+      }
+      case inputs::InputKind::kTelemetryJsonl: {
+        auto records = inputs::read_telemetry_file(file);
         const auto rank = telemetry_rank(records);
         inputs.telemetry.push_back({path, rank ? rank : rank_from_path(path), std::move(records)});
         break;
       }
-      case snapshot::InputKind::kMemoryStatsJson:
-        inputs.stats.push_back({path, rank_from_path(path), snapshot::read_memory_stats_file(file)});
+      case inputs::InputKind::kMemoryStatsJson:
+        inputs.stats.push_back({path, rank_from_path(path), inputs::read_memory_stats_file(file)});
         break;
-      case snapshot::InputKind::kNvidiaSmiCsv:
-        inputs.smi.push_back({path, snapshot::read_nvidia_smi_csv_file(file)});
+      case inputs::InputKind::kNvidiaSmiCsv:
+        inputs.smi.push_back({path, inputs::read_nvidia_smi_csv_file(file)});
         break;
-      case snapshot::InputKind::kMemorySummaryText:
-        inputs.summaries.push_back({path, rank_from_path(path), snapshot::read_memory_summary_file(file)});
+      case inputs::InputKind::kMemorySummaryText:
+        inputs.summaries.push_back({path, rank_from_path(path), inputs::read_memory_summary_file(file)});
         break;
-      case snapshot::InputKind::kOomLog: {
-        auto ooms = snapshot::read_oom_messages_file(file);
+      case inputs::InputKind::kOomLog: {
+        auto ooms = inputs::read_oom_messages_file(file);
         if (ooms.empty()) {
           inputs.unrecognised.push_back(path);
         } else {
@@ -112,7 +116,7 @@ DoctorInputs collect_doctor_inputs(const std::vector<std::string>& paths) {
         }
         break;
       }
-      case snapshot::InputKind::kUnknown:
+      case inputs::InputKind::kUnknown:
         inputs.unrecognised.push_back(path);
         break;
     }

@@ -1,7 +1,7 @@
 #pragma once
 /// @file doctor_inputs.h
 /// @brief Everything a user hands `fragscope doctor`: files and folders, each recognised by
-/// its content (snapshot/input_kind.h) and read by its reader.
+/// its content (inputs/input_kind.h) and read by its reader.
 ///
 /// Folders are walked (three levels deep: `run/rank3/steps.jsonl`), files in name order. A
 /// file that is none of the known kinds is listed in `unrecognised`, not an error: a folder of
@@ -9,16 +9,17 @@
 /// error (the user gave it; silently ignoring it would hide a broken artifact).
 /// Thread-safety: plain values.
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "snapshot/memory_stats.h"
-#include "snapshot/memory_summary_reader.h"
-#include "snapshot/nvidia_smi_csv.h"
-#include "snapshot/oom_message.h"
+#include "inputs/memory_stats.h"
+#include "inputs/memory_summary_reader.h"
+#include "inputs/nvidia_smi_csv.h"
+#include "inputs/oom_message.h"
+#include "inputs/step_telemetry.h"
 #include "snapshot/snapshot.h"
-#include "snapshot/step_telemetry.h"
 
 namespace fragscope::diagnose {
 
@@ -26,34 +27,36 @@ struct SnapshotInput {
   std::string path;
   std::optional<int> rank;  ///< from the path ("rank3.pickle", "rank3/snapshot.pickle")
   snapshot::Snapshot snapshot;
+  int device = 0;                          ///< its busiest device: the one the doctor reads
+  std::optional<std::size_t> oom_index;    ///< the last `oom` entry in that device's trace
 };
 
 struct TelemetryInput {
   std::string path;
   std::optional<int> rank;  ///< the records' `rank` field, else from the path
-  std::vector<snapshot::StepRecord> records;
+  std::vector<inputs::StepRecord> records;
 };
 
 struct MemoryStatsInput {
   std::string path;
   std::optional<int> rank;
-  snapshot::MemoryStats stats;
+  inputs::MemoryStats stats;
 };
 
 struct SmiInput {
   std::string path;
-  snapshot::SmiTable table;
+  inputs::SmiTable table;
 };
 
 struct SummaryInput {
   std::string path;
   std::optional<int> rank;
-  snapshot::MemorySummary summary;
+  inputs::MemorySummary summary;
 };
 
 struct LogInput {
   std::string path;
-  std::vector<snapshot::OomMessage> ooms;  ///< never empty
+  std::vector<inputs::OomMessage> ooms;  ///< never empty
 };
 
 struct DoctorInputs {

@@ -15,8 +15,8 @@
 #include <span>
 #include <vector>
 
-#include "snapshot/nvidia_smi_trace.h"
-#include "snapshot/step_telemetry.h"
+#include "inputs/nvidia_smi_trace.h"
+#include "inputs/step_telemetry.h"
 
 namespace fragscope::diagnose {
 
@@ -41,8 +41,8 @@ struct InputPipelineFindings {
 
 /// @brief Analyses `records` (one rank) and the sampled GPUs in `smi` (traces with fewer than
 /// kMinSmiTraceSamples samples per GPU are ignored).
-InputPipelineFindings analyze_input_pipeline(std::span<const snapshot::StepRecord> records,
-                                             std::span<const snapshot::SmiGpuSummary> smi,
+InputPipelineFindings analyze_input_pipeline(std::span<const inputs::StepRecord> records,
+                                             std::span<const inputs::SmiGpuSummary> smi,
                                              const InputPipelineOptions& options = {});
 
 }  // namespace fragscope::diagnose

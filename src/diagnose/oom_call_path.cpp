@@ -47,7 +47,7 @@ std::string describe_frame(const snapshot::Snapshot& snapshot, FrameId frame) {
   const snapshot::Frame& f = snapshot.stacks.frame(frame);
   std::string_view file = snapshot.strings.view(f.filename);
   if (const auto slash = file.rfind('/'); slash != std::string_view::npos) file.remove_prefix(slash + 1);
-  return fmt::format("{}:{} in {}", file, f.line, snapshot.strings.view(f.name));
+  return fmt::format("{}:{} in {}", file, f.line_text(), snapshot.strings.view(f.name));
 }
 
 OomCallPath analyze_oom_call_path(const snapshot::Snapshot& snapshot, int device, std::size_t oom_index,

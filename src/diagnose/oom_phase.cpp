@@ -48,7 +48,7 @@ std::optional<std::string> open_annotation(const snapshot::Snapshot& snapshot, i
 }
 
 OomPhase decide_oom_phase(const snapshot::Snapshot* snapshot, int device, std::optional<std::size_t> oom_index,
-                          const OomCallPath* call_path, std::span<const snapshot::StepRecord> steps) {
+                          const OomCallPath* call_path, std::span<const inputs::StepRecord> steps) {
   OomPhase result;
   if (snapshot && oom_index) {
     const auto trace = snapshot->trace(device);
@@ -60,7 +60,7 @@ OomPhase decide_oom_phase(const snapshot::Snapshot* snapshot, int device, std::o
       }
     }
   }
-  if (!steps.empty() && steps.back().phase && steps.back().phase_or_default() != snapshot::kDefaultPhase) {
+  if (!steps.empty() && steps.back().phase && steps.back().phase_or_default() != inputs::kDefaultPhase) {
     result.phase = *steps.back().phase;
     result.source = fmt::format("the last telemetry record (step {}) is in phase '{}'", steps.back().step, result.phase);
     return result;

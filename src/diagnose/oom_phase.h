@@ -17,8 +17,8 @@
 #include <string>
 
 #include "diagnose/oom_call_path.h"
+#include "inputs/step_telemetry.h"
 #include "snapshot/snapshot.h"
-#include "snapshot/step_telemetry.h"
 
 namespace fragscope::diagnose {
 
@@ -34,6 +34,6 @@ std::optional<std::string> open_annotation(const snapshot::Snapshot& snapshot, i
 
 /// @brief Decides the phase. `snapshot`/`call_path` may be null (no trace); `steps` may be empty.
 OomPhase decide_oom_phase(const snapshot::Snapshot* snapshot, int device, std::optional<std::size_t> oom_index,
-                          const OomCallPath* call_path, std::span<const snapshot::StepRecord> steps);
+                          const OomCallPath* call_path, std::span<const inputs::StepRecord> steps);
 
 }  // namespace fragscope::diagnose

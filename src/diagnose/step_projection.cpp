@@ -132,7 +132,7 @@ std::vector<std::size_t> step_peaks(const snapshot::Snapshot& snapshot, std::spa
 /// back at the previous record's level and ends where it is back at its own record's (without
 /// a record: the trace's start, and `static_bytes`).
 ReferenceWindow reference_window(const RecordedCurve& curve, std::size_t peak, std::size_t failing_start,
-                                 std::span<const snapshot::StepRecord> steps, std::uint64_t static_bytes,
+                                 std::span<const inputs::StepRecord> steps, std::uint64_t static_bytes,
                                  std::optional<std::size_t> record) {
   ReferenceWindow w;
   w.peak = peak;
@@ -207,7 +207,7 @@ std::uint64_t returning_bytes(std::span<const snapshot::TraceEvent> trace, std::
 
 }  // namespace
 
-std::optional<std::int64_t> record_tokens(const snapshot::StepRecord& record) {
+std::optional<std::int64_t> record_tokens(const inputs::StepRecord& record) {
   if (record.tokens) return record.tokens;
   if (record.seq_len && record.mbs) return *record.seq_len * *record.mbs;
   return record.seq_len;
@@ -224,7 +224,7 @@ std::optional<std::size_t> find_step_start(const RecordedCurve& curve, std::size
 StepProjection project_failing_step(const snapshot::Snapshot& snapshot, int device,
                                     const RecordedCurve& curve, std::size_t oom_index,
                                     std::uint64_t request_bytes,
-                                    std::span<const snapshot::StepRecord> steps,
+                                    std::span<const inputs::StepRecord> steps,
                                     std::span<const std::size_t> step_starts) {
   StepProjection p;
   const auto trace = snapshot.trace(device);
@@ -248,7 +248,7 @@ StepProjection project_failing_step(const snapshot::Snapshot& snapshot, int devi
     p.unavailable_reason = "no telemetry record of a step before the failing one";
     return p;
   }
-  const snapshot::StepRecord& last = steps[recorded - 1];
+  const inputs::StepRecord& last = steps[recorded - 1];
   const auto static_bytes = last.memory_stat("allocated_bytes.all.current");
   if (!static_bytes) {
     p.unavailable_reason = "the telemetry has no allocated_bytes.all.current";

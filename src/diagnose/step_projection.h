@@ -37,13 +37,13 @@
 
 #include "diagnose/diagnosis.h"
 #include "diagnose/recorded_curve.h"
+#include "inputs/step_telemetry.h"
 #include "snapshot/snapshot.h"
-#include "snapshot/step_telemetry.h"
 
 namespace fragscope::diagnose {
 
 /// @brief Tokens a telemetry record processed: `tokens`, else mbs × seq_len, else seq_len.
-std::optional<std::int64_t> record_tokens(const snapshot::StepRecord& record);
+std::optional<std::int64_t> record_tokens(const inputs::StepRecord& record);
 
 /// @brief The last event before `oom_index` at which `curve` was back at `static_bytes`.
 std::optional<std::size_t> find_step_start(const RecordedCurve& curve, std::size_t oom_index,
@@ -59,7 +59,7 @@ std::optional<std::size_t> find_step_start(const RecordedCurve& curve, std::size
 StepProjection project_failing_step(const snapshot::Snapshot& snapshot, int device,
                                     const RecordedCurve& curve, std::size_t oom_index,
                                     std::uint64_t request_bytes,
-                                    std::span<const snapshot::StepRecord> steps,
+                                    std::span<const inputs::StepRecord> steps,
                                     std::span<const std::size_t> step_starts = {});
 
 }  // namespace fragscope::diagnose

@@ -16,8 +16,8 @@
 #include "replay/prepared_trace.h"
 #include "replay/replay_engine.h"
 #include "replay/whatif.h"
-#include "snapshot/telemetry_quantiles.h"
 #include "util/bytes.h"
+#include "util/quantiles.h"
 
 namespace fragscope::diagnose {
 namespace {
@@ -36,12 +36,10 @@ double rounding_inflation(const snapshot::Snapshot& snap, int device) {
              : 1.0;
 }
 
-bool recorded_rounds_up(const alloc::AllocConfig& config) {
+bool rounds_up(const alloc::AllocConfig& config) {
   return std::any_of(config.roundup_power2_divisions.begin(), config.roundup_power2_divisions.end(),
                      [](std::uint32_t divisions) { return divisions > 0; });
 }
-
-bool rounds_up(const std::string& conf) { return conf.find("roundup_power2_divisions") != std::string::npos; }
 
 /// Optimizer.step annotations (PyTorch records them around torch.optim steps) ended before the OOM.
 std::optional<std::size_t> optimizer_steps_before(const snapshot::Snapshot& snap, int device, std::size_t oom_index) {
@@ -67,7 +65,7 @@ std::optional<std::size_t> optimizer_steps_before(const snapshot::Snapshot& snap
 /// in the trace, so only a list op that provably needs more than the device decides it.
 Verdict judge_unrecorded_pass(const snapshot::Snapshot& snap, int device, const RecordedCurve& curve,
                               std::size_t oom_index, std::uint64_t cap, const OomCallPath& call_path,
-                              std::span<const snapshot::StepRecord> steps, Diagnosis& d) {
+                              std::span<const inputs::StepRecord> steps, Diagnosis& d) {
   if (d.phase == "optimizer") {
     const ListOpProjection op = project_failing_list_op(snap, device, curve, oom_index);
     if (op.available) {
@@ -107,8 +105,8 @@ Verdict judge_unrecorded_pass(const snapshot::Snapshot& snap, int device, const 
 
 /// A training step like the recorded ones: its projected peak (step_projection.h) against the capacity.
 Verdict judge_training_step(const snapshot::Snapshot& snap, int device, const alloc::AllocConfig& recorded_config,
-                            const WhatIfLine* best, std::uint64_t cap, const TelemetryInput* telemetry,
-                            std::span<const snapshot::StepRecord> steps, Diagnosis& d) {
+                            const replay::WhatIfRow* best, std::uint64_t cap, const TelemetryInput* telemetry,
+                            std::span<const inputs::StepRecord> steps, Diagnosis& d) {
   if (!telemetry) d.projection.unavailable_reason = "no step telemetry: the failing step's tokens and static memory are unknown";
   const StepProjection& p = d.projection;
   if (!p.available) {
@@ -140,12 +138,12 @@ Verdict judge_training_step(const snapshot::Snapshot& snap, int device, const al
   std::uint64_t peak = p.projected_peak_bytes;
   std::uint64_t next = p.next_step_peak_bytes;
   if (const double inflation = rounding_inflation(snap, device);
-      recorded_rounds_up(recorded_config) && best && !rounds_up(best->conf) && inflation > 1.01) {
+      rounds_up(recorded_config) && best && !rounds_up(best->config.config) && inflation > 1.01) {
     peak = static_cast<std::uint64_t>(static_cast<double>(peak) / inflation);
     next = static_cast<std::uint64_t>(static_cast<double>(next) / inflation);
     d.add_evidence("rounding", fmt::format("the recorded setting rounds requests up (roundup_power2_divisions): the snapshot's live blocks "
                                            "hold ×{:.3f} the bytes they asked for; {} does not round, and at requested sizes the step "
-                                           "projects to about {}", inflation, best->conf, format_bytes(next)));
+                                           "projects to about {}", inflation, best->config.conf, format_bytes(next)));
   }
   if (peak > cap) {
     d.add_evidence("projection_vs_capacity", fmt::format("the step needs about {} of live memory even with perfect packing; the device gives {} — "
@@ -198,8 +196,7 @@ Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemet
 
   replay::WhatIfOptions whatif_options;
   whatif_options.threads = options.threads;
-  const auto configs = replay::standard_sweep(prepared, capacity.allowed_maximum.has_value());
-  const replay::WhatIfReport report = replay::run_whatif(prepared, configs, capacity, whatif_options);
+  const replay::WhatIfReport report = replay::sweep_at_capacity(prepared, capacity, whatif_options);
   fill_whatif(report, d);
 
   replay::ReplayOptions ideal_options = replay::replay_options_for(capacity);
@@ -208,24 +205,24 @@ Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemet
   const std::uint64_t request = d.oom_context->request_bytes;
   const std::uint64_t cap = d.capacity_bytes.value_or(0);
 
-  const WhatIfLine* recorded = nullptr;
-  const WhatIfLine* best = nullptr;
-  for (const WhatIfLine& line : d.whatif) {
-    if (line.recorded) recorded = &line;
-    if (!best && line.passes_oom_point.value_or(false)) best = &line;
+  const replay::WhatIfRow* recorded = nullptr;
+  const replay::WhatIfRow* best = nullptr;
+  for (const replay::WhatIfRow& row : report.rows) {
+    if (row.config.recorded) recorded = &row;
+    if (!best && row.passes_oom_point()) best = &row;
   }
-  if (d.recommended_conf.empty() && best) d.recommended_conf = best->conf;
+  if (d.recommended_conf.empty() && best) d.recommended_conf = best->config.conf;
   d.add_evidence("capacity", fmt::format("capacity {}: {}", format_bytes(cap), capacity.source));
   if (recorded)
     d.add_evidence("replay_recorded", fmt::format("replaying the trace under the recorded config ({}) at {} {} at the recorded OOM (event {})",
-                                                  recorded->conf.empty() ? "defaults" : recorded->conf, format_bytes(cap),
-                                                  recorded->passes_oom_point.value_or(false) ? "does NOT fail" : "fails as the real run did", oom_index));
+                                                  recorded->config.conf.empty() ? "defaults" : recorded->config.conf, format_bytes(cap),
+                                                  recorded->passes_oom_point() ? "does NOT fail" : "fails as the real run did", oom_index));
 
-  const std::span<const snapshot::StepRecord> steps =
-      telemetry ? std::span<const snapshot::StepRecord>(telemetry->records) : std::span<const snapshot::StepRecord>();
+  const std::span<const inputs::StepRecord> steps =
+      telemetry ? std::span<const inputs::StepRecord>(telemetry->records) : std::span<const inputs::StepRecord>();
   std::vector<double> step_ms;
   for (const auto& r : steps) step_ms.push_back(r.step_time_or_sum_ms());
-  const OomCallPath call_path = analyze_oom_call_path(snap, trace.device, oom_index, snapshot::quantile(step_ms, 0.5));
+  const OomCallPath call_path = analyze_oom_call_path(snap, trace.device, oom_index, quantile(step_ms, 0.5));
   const OomPhase phase = decide_oom_phase(&snap, trace.device, oom_index, &call_path, steps);
   d.phase = phase.phase;
   d.phase_source = phase.source;
@@ -261,9 +258,10 @@ Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemet
                                              format_bytes(curve.allocated[oom_index] + request)));
   if (best)
     d.add_evidence("replay_best", fmt::format("PYTORCH_CUDA_ALLOC_CONF={} passes the recorded OOM point at the same {} (peak reserved {} without a limit)",
-                                              best->conf.empty() ? "\"\"" : best->conf, format_bytes(cap), format_bytes(best->peak_reserved_bytes)));
+                                              best->config.conf.empty() ? "\"\"" : best->config.conf, format_bytes(cap),
+                                              format_bytes(best->unlimited.stats.peak_reserved_bytes)));
   else
-    d.add_evidence("replay_best", fmt::format("no allocator config of the sweep ({} configs) passes the recorded OOM point at {}", d.whatif.size(), format_bytes(cap)));
+    d.add_evidence("replay_best", fmt::format("no allocator config of the sweep ({} configs) passes the recorded OOM point at {}", report.rows.size(), format_bytes(cap)));
 
   if (!phase.repeats_step || d.projection.different_pass)
     return judge_unrecorded_pass(snap, trace.device, curve, oom_index, cap, call_path, steps, d);

@@ -18,8 +18,8 @@
 #include <optional>
 
 #include "diagnose/diagnosis.h"
-#include "diagnose/doctor.h"
 #include "diagnose/doctor_inputs.h"
+#include "diagnose/doctor_options.h"
 #include "diagnose/recorded_curve.h"
 
 namespace fragscope::diagnose {

@@ -4,17 +4,18 @@
 /// sequence-length distribution, then one that also saves a checkpoint and evaluates, and the
 /// acceptance criteria `fragscope check` evaluates on their telemetry.
 ///
-/// The criteria are the shared file format of snapshot/acceptance_criteria.h (docs/criteria.md); their defaults are the
-/// issue's: no rank above 90% of HBM, GPU idle and data wait below 10%, no OOM across train,
-/// eval and checkpoint, no allocator retries, step time and throughput spread below 15%.
+/// The criteria are the shared file format of inputs/acceptance_criteria.h (docs/criteria.md);
+/// their defaults are the issue's: no rank above 90% of HBM, GPU idle and data wait below 10%,
+/// no OOM across train, eval and checkpoint, no allocator retries, step time and throughput
+/// spread below 15%.
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "inputs/acceptance_criteria.h"
 #include "plan/job_spec.h"
 #include "plan/memory_model.h"
-#include "snapshot/acceptance_criteria.h"
 
 namespace fragscope::plan {
 
@@ -25,7 +26,7 @@ struct CanaryStep {
 
 struct CanaryPlan {
   std::vector<CanaryStep> steps;
-  snapshot::AcceptanceCriteria criteria;
+  inputs::AcceptanceCriteria criteria;
   std::uint64_t micro_steps = 0;           ///< length of each canary run, in micro-steps
   double predicted_hbm_fraction = 0;       ///< predicted peak reserved / device memory
 };

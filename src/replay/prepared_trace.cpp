@@ -259,22 +259,6 @@ class Compiler {
   bool burst_failed_ = false;
 };
 
-}  // namespace
-
-int busiest_device(const snapshot::Snapshot& snapshot) {
-  int best = 0;
-  std::size_t most = 0;
-  for (std::size_t d = 0; d < snapshot.device_traces.size(); ++d) {
-    if (snapshot.device_traces[d].size() > most) {
-      most = snapshot.device_traces[d].size();
-      best = static_cast<int>(d);
-    }
-  }
-  return best;
-}
-
-namespace {
-
 /// Refuses addresses and sizes no CUDA allocator produces (the models rely on both: addresses
 /// below 2^48 and 512-aligned, sizes below 2^48).
 void check_plausible(const snapshot::Snapshot& snapshot, int device,

@@ -100,7 +100,4 @@ struct PreparedTrace {
 PreparedTrace prepare_trace(const snapshot::Snapshot& snapshot, int device,
                             const std::string& source);
 
-/// @brief The device with the most trace events (0 when there is no trace at all).
-int busiest_device(const snapshot::Snapshot& snapshot);
-
 }  // namespace fragscope::replay

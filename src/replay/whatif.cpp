@@ -77,6 +77,22 @@ std::uint64_t find_min_capacity(const PreparedTrace& trace, ModelKind kind,
   return hi;
 }
 
+WhatIfConfig user_config(const std::string& conf) {
+  const alloc::AllocConfig config = alloc::parse_alloc_conf(conf);
+  return {alloc::to_alloc_conf(config), config, false};
+}
+
+WhatIfReport sweep_at_capacity(const PreparedTrace& trace, const Capacity& capacity, const WhatIfOptions& options,
+                               std::vector<WhatIfConfig> extra) {
+  std::vector<WhatIfConfig> configs = standard_sweep(trace, capacity.allowed_maximum.has_value());
+  for (WhatIfConfig& c : extra) {
+    const bool known =
+        std::any_of(configs.begin(), configs.end(), [&](const WhatIfConfig& k) { return k.config == c.config; });
+    if (!known) configs.push_back(std::move(c));
+  }
+  return run_whatif(trace, configs, capacity, options);
+}
+
 WhatIfReport run_whatif(const PreparedTrace& trace, const std::vector<WhatIfConfig>& configs,
                         const Capacity& capacity, const WhatIfOptions& options) {
   WhatIfReport report;

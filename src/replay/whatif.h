@@ -41,6 +41,8 @@ struct WhatIfRow {
   std::optional<std::uint64_t> min_capacity;  ///< smallest surviving capacity (when asked)
   /// Fits the capacity: no OOM there (or no capacity at all).
   bool fits() const { return !at_capacity || !at_capacity->oom; }
+  /// At the capacity: served the malloc the recorded run failed (or never ran out).
+  bool passes_oom_point() const { return at_capacity && (at_capacity->passed_recorded_oom || !at_capacity->oom); }
 };
 
 struct WhatIfReport {
@@ -60,6 +62,17 @@ struct WhatIfOptions {
 /// @brief Replays `trace` under every config of `configs`.
 WhatIfReport run_whatif(const PreparedTrace& trace, const std::vector<WhatIfConfig>& configs,
                         const Capacity& capacity, const WhatIfOptions& options);
+
+/// @brief A config a user asks for (`PYTORCH_CUDA_ALLOC_CONF` syntax), labelled with its
+/// normalised spelling (alloc::to_alloc_conf).
+/// @throws InputError when PyTorch would reject `conf`.
+WhatIfConfig user_config(const std::string& conf);
+
+/// @brief The standard sweep of `trace` (with garbage_collection_threshold when the capacity
+/// is a memory fraction), then each of `extra` the sweep does not hold already, replayed at
+/// `capacity`: what `whatif` and the doctor both run.
+WhatIfReport sweep_at_capacity(const PreparedTrace& trace, const Capacity& capacity, const WhatIfOptions& options,
+                               std::vector<WhatIfConfig> extra = {});
 
 /// @brief Smallest capacity (multiple of 2 MiB) at which `config` survives the trace.
 std::uint64_t find_min_capacity(const PreparedTrace& trace, ModelKind kind,

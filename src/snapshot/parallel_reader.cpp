@@ -13,6 +13,7 @@
 #include "snapshot/pickle_splitter.h"
 #include "snapshot/read_progress.h"
 #include "snapshot/snapshot_builder.h"
+#include "snapshot/stream_reader.h"
 
 namespace fragscope::snapshot {
 

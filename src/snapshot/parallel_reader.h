@@ -23,8 +23,8 @@
 #include <string>
 
 #include "snapshot/byte_source.h"
+#include "snapshot/progress_callback.h"
 #include "snapshot/snapshot.h"
-#include "snapshot/snapshot_reader.h"
 
 namespace fragscope::snapshot {
 

@@ -10,7 +10,7 @@
 
 #include "snapshot/byte_source.h"
 #include "snapshot/pickle_machine.h"
-#include "snapshot/snapshot_reader.h"
+#include "snapshot/progress_callback.h"
 
 namespace fragscope::snapshot {
 

@@ -120,4 +120,10 @@ struct Snapshot {
   std::string_view action_name(const TraceEvent& event) const;
 };
 
+/// @brief The device with the most trace events (0 when there is no trace at all).
+int busiest_device(const Snapshot& snapshot);
+
+/// @brief Index of the last `oom` entry in `device`'s trace, or nullopt when it has none.
+std::optional<std::size_t> last_oom_index(const Snapshot& snapshot, int device);
+
 }  // namespace fragscope::snapshot

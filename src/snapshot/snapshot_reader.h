@@ -5,21 +5,17 @@
 ///
 /// Never executes anything: opcodes that would import or call code (GLOBAL, STACK_GLOBAL,
 /// REDUCE, BUILD, INST, OBJ, NEWOBJ, PERSID, ...) are refused with an InputError.
+/// A large uncompressed input is read in parts (parallel_reader.h), anything else by the
+/// one-thread reader (stream_reader.h).
 
 #include <cstdint>
-#include <functional>
 #include <span>
 #include <string>
 
-#include "snapshot/byte_source.h"
+#include "snapshot/progress_callback.h"
 #include "snapshot/snapshot.h"
 
 namespace fragscope::snapshot {
-
-/// @brief Called now and then while reading, and once at the end with done == total: bytes of
-/// the pickle consumed and their total when the input says it up front (a plain file, a zstd
-/// frame with its content size), else bytes of the file consumed and the file's size.
-using ProgressCallback = std::function<void(std::uint64_t done, std::uint64_t total)>;
 
 /// @brief Reads the snapshot file at `path`.
 /// @throws InputError naming `path` when it is missing, unreadable, not a snapshot, corrupt,
@@ -30,11 +26,5 @@ Snapshot read_snapshot_file(const std::string& path, const ProgressCallback& pro
 /// @throws InputError as read_snapshot_file.
 Snapshot parse_snapshot(std::span<const std::uint8_t> bytes, const std::string& source,
                         const ProgressCallback& progress = {});
-
-/// @brief Reads a snapshot from an already opened (and, where needed, decompressing) source.
-/// `name` names it in errors; `input_size` is the compressed size for progress (0 = unknown).
-/// @throws InputError as read_snapshot_file.
-Snapshot read_snapshot(ByteSource& source, const std::string& name, std::uint64_t input_size = 0,
-                       const ProgressCallback& progress = {});
 
 }  // namespace fragscope::snapshot

@@ -224,6 +224,39 @@ TEST_F(ActionDispatcherTest, DryRunLogsWhatWouldHappenAndTouchesNothing) {
   EXPECT_EQ(events[2]["detail"], "would run: touch " + (dir_.path() / "drained").string());
 }
 
+TEST_F(ActionDispatcherTest, DryRunDrainLogsTheCommandWithItsPlaceholdersReplaced) {
+  settings_.checkpoint.enabled = false;
+  settings_.drain.enabled = true;
+  settings_.drain.dry_run = true;
+  settings_.drain.rules = {Rule::kFragmentation};
+  settings_.drain_on_rank_files = true;
+  settings_.drain_command = {"kubectl", "drain", "{node}", "--reason={rule} on rank {rank} of {job}"};
+  ActionDispatcher actions(settings_, dir_.path(), "node-a", events_);
+  actions.dispatch({alert_}, view_, t0_);
+  const auto events = events_of(events_);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[1]["detail"], "would run: kubectl drain node-a --reason=fragmentation on rank 3 of llama");
+}
+
+// The dry run checks the substituted values as the real run does: it says what would be refused.
+TEST_F(ActionDispatcherTest, DryRunDrainSaysWhichValueWouldBeRefused) {
+  settings_.checkpoint.enabled = false;
+  settings_.drain.enabled = true;
+  settings_.drain.dry_run = true;
+  settings_.drain.rules = {Rule::kFragmentation};
+  settings_.drain_on_rank_files = true;
+  settings_.drain_command = {"kubectl", "drain", "{node}", "--reason={job}"};
+  ActionDispatcher actions(settings_, dir_.path(), "node-a", events_);
+  alert_.rank->record.job = "--force";
+  actions.dispatch({alert_}, view_, t0_);
+  const auto events = events_of(events_);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[1]["outcome"], "dry_run");
+  EXPECT_EQ(events[1]["detail"],
+            "would refuse: {job} would be '--force' (allowed: up to 128 letters, digits, '.', '_', '+', '-', "
+            "starting with a letter or digit)");
+}
+
 TEST_F(ActionDispatcherTest, PerActionDryRunLeavesTheOtherActionLive) {
   settings_.drain.enabled = true;
   settings_.drain.dry_run = true;

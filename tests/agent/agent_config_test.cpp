@@ -17,7 +17,17 @@ std::string error_of(std::string_view text) {
 }
 
 TEST(AgentConfigTest, ShippedConfigIsTheBuiltInDefault) {
-  EXPECT_EQ(load_agent_config(FRAGSCOPE_SOURCE_DIR "/deploy/agent.toml"), AgentConfig{});
+  EXPECT_EQ(load_agent_config(FRAGSCOPE_SOURCE_DIR "/deploy/kubernetes/agent.toml"), AgentConfig{});
+}
+
+TEST(AgentConfigTest, DrainOverlayConfigTurnsOnOnlyTheDrainInDryRun) {
+  const auto config = load_agent_config(FRAGSCOPE_SOURCE_DIR "/deploy/overlays/drain/agent.toml");
+  AgentConfig expected;
+  expected.actions.drain.enabled = true;
+  expected.actions.drain.dry_run = true;
+  expected.actions.drain_command = {"kubectl", "drain", "{node}", "--ignore-daemonsets", "--delete-emptydir-data",
+                                    "--timeout=600s"};
+  EXPECT_EQ(config, expected);
 }
 
 TEST(AgentConfigTest, EmptyConfigKeepsDefaults) { EXPECT_EQ(parse_agent_config("", "x"), AgentConfig{}); }

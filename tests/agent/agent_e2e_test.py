@@ -200,7 +200,6 @@ rule_files:
   - {os.path.join(SOURCE, 'deploy', 'prometheus', 'rules.yaml')}
 scrape_configs:
   - job_name: fragscope
-    honor_labels: true
     static_configs:
       - targets: ['127.0.0.1:{cls.agent_port}']
 """)
@@ -229,8 +228,11 @@ scrape_configs:
 
     # -- the series -------------------------------------------------------------------------
     def test_prometheus_has_each_live_rank_with_the_written_values(self):
-        self.assertEqual(self.value('fragscope_reserved_bytes{job="e2e",rank="0"}'), 52_865_007_616)
-        self.assertEqual(self.value('fragscope_allocated_bytes{job="e2e",rank="0",gpu="0",pid="50000"}'), 7_692_999_168)
+        self.assertEqual(self.value('fragscope_reserved_bytes{training_job="e2e",rank="0"}'), 52_865_007_616)
+        # No honor_labels: `job` is the scrape job, so `up` joins the agent's series.
+        self.assertEqual(self.value('fragscope_allocated_bytes{job="fragscope",training_job="e2e",rank="0",gpu="0"}'),
+                         7_692_999_168)
+        self.assertEqual(self.value('fragscope_allocated_bytes{rank="0"} and on(job, instance) up == 1'), 7_692_999_168)
         self.assertAlmostEqual(self.value('fragscope_fragmentation_ratio{rank="1"}'), 0.3)
         self.assertEqual(self.value('fragscope_reserved_unallocated_bytes{rank="1"}'), 20_000_000_000)
         self.assertEqual(self.value('fragscope_alloc_retries_total{rank="1"}'), 4)
@@ -244,7 +246,7 @@ scrape_configs:
         for state, count in expected.items():
             self.assertEqual(self.value(f'fragscope_rank_files{{state="{state}"}}'), count, state)
         self.assertGreaterEqual(self.value('fragscope_rank_files{state="stale"}'), 1)
-        ranks = {dict(k)["rank"] for k in self.query('fragscope_reserved_bytes{job="e2e"}')}
+        ranks = {dict(k)["rank"] for k in self.query('fragscope_reserved_bytes{training_job="e2e"}')}
         self.assertTrue({"0", "1"} <= ranks, ranks)
         self.assertFalse(ranks & {"11", "12", "13", "14", "15"}, ranks)
 
@@ -290,7 +292,7 @@ scrape_configs:
         # Prometheus refuses a whole scrape over one invalid label value ("invalid UTF-8 label
         # value", up = 0); the agent replaces what is not printable UTF-8 with U+FFFD.
         series = wait_for("rank 17", lambda: self.query('fragscope_reserved_bytes{rank="17"}'))
-        self.assertEqual([dict(k)["job"] for k in series], ["bad\ufffd\ufffdjob\ufffd[31m\ufffd\ufffd"])
+        self.assertEqual([dict(k)["training_job"] for k in series], ["bad\ufffd\ufffdjob\ufffd[31m\ufffd\ufffd"])
         self.assertEqual(self.value('up{instance="127.0.0.1:%d"}' % self.agent_port), 1)
 
     def _start_own_agent(self, rank_dir):

@@ -42,8 +42,8 @@ TEST_F(AgentTest, PollTurnsRankFilesAndNvmlIntoMetrics) {
   agent.poll();
   const std::string text = scrape(agent);
   EXPECT_NE(text.find("fragscope_nvml_up 1\n"), std::string::npos) << text;
-  EXPECT_NE(text.find(R"(fragscope_fragmentation_ratio{job="sft",rank="0",gpu="0",pid="100"} 0.01)"), std::string::npos);
-  EXPECT_NE(text.find(R"(fragscope_fragmentation_ratio{job="sft",rank="1",gpu="1",pid="101"} 0.3)"), std::string::npos);
+  EXPECT_NE(text.find(R"(fragscope_fragmentation_ratio{training_job="sft",rank="0",gpu="0"} 0.01)"), std::string::npos);
+  EXPECT_NE(text.find(R"(fragscope_fragmentation_ratio{training_job="sft",rank="1",gpu="1"} 0.3)"), std::string::npos);
   EXPECT_NE(text.find(R"(fragscope_gpu_memory_used_bytes{gpu="0"} 140000000000)"), std::string::npos);
   EXPECT_NE(text.find(R"(fragscope_rank_files{state="ok"} 2)"), std::string::npos);
   EXPECT_NE(events_.str().find("\"nvml_up\":true"), std::string::npos) << events_.str();

@@ -50,9 +50,10 @@ NodeView sample_view() {
   return view;
 }
 
-TEST(NodeMetricsTest, RankSeriesCarryJobRankGpuPidAndTheRecordValues) {
+TEST(NodeMetricsTest, RankSeriesCarryTrainingJobRankGpuAndTheRecordValues) {
   const std::string text = render(sample_view());
-  const std::string labels = R"({job="llama",rank="0",gpu="1",pid="4242"})";
+  // Neither `job` (Prometheus' target label) nor `pid` (the container's PID namespace).
+  const std::string labels = R"({training_job="llama",rank="0",gpu="1"})";
   EXPECT_NE(text.find("fragscope_reserved_bytes" + labels + " 41487958016\n"), std::string::npos) << text;
   EXPECT_NE(text.find("fragscope_allocated_bytes" + labels + " 7692998656\n"), std::string::npos);
   EXPECT_NE(text.find("fragscope_reserved_unallocated_bytes" + labels + " 33794959360\n"), std::string::npos);
@@ -63,11 +64,59 @@ TEST(NodeMetricsTest, RankSeriesCarryJobRankGpuPidAndTheRecordValues) {
   EXPECT_NE(text.find("fragscope_ooms_total" + labels + " 1\n"), std::string::npos);
   EXPECT_NE(text.find("fragscope_data_wait_ratio" + labels + " 0.006\n"), std::string::npos);
   EXPECT_NE(text.find("fragscope_step_seconds" + labels + " 0.42\n"), std::string::npos);
-  EXPECT_NE(text.find(R"(fragscope_rank_phase{job="llama",rank="0",gpu="1",pid="4242",phase="eval"} 1)"),
+  EXPECT_NE(text.find(R"(fragscope_rank_phase{training_job="llama",rank="0",gpu="1",phase="eval"} 1)"),
             std::string::npos);
+  EXPECT_EQ(text.find("pid=\"4242\""), std::string::npos);
   // Unknown values are left out, not reported as zero.
   EXPECT_EQ(text.find("fragscope_largest_free_block_bytes{"), std::string::npos);
   EXPECT_EQ(text.find("fragscope_loader_queue_depth{"), std::string::npos);
+  EXPECT_EQ(text.find("fragscope_samples_total{"), std::string::npos);  // a hook that writes no totals
+  EXPECT_EQ(text.find("fragscope_tokens_total{"), std::string::npos);
+}
+
+TEST(NodeMetricsTest, ThroughputTotalsAreCountersWhenTheHookWritesThem) {
+  NodeView view = sample_view();
+  RankRecord& r = view.ranks[0].record;
+  r.throughput_totals_known = true;
+  r.samples_total = 128;
+  r.tokens_total = 330'752;
+  const std::string text = render(view);
+  EXPECT_NE(text.find("# TYPE fragscope_samples_total counter\n"), std::string::npos);
+  EXPECT_NE(text.find(R"(fragscope_samples_total{training_job="llama",rank="0",gpu="1"} 128)"), std::string::npos);
+  EXPECT_NE(text.find(R"(fragscope_tokens_total{training_job="llama",rank="0",gpu="1"} 330752)"), std::string::npos);
+}
+
+TEST(NodeMetricsTest, CheckpointAcksAreTheAgentsCountNotTheRequestId) {
+  NodeView view = sample_view();
+  view.ranks[0].record.checkpoint_ack = 7;  // the id of the last request handled
+  AgentStatus status;
+  status.checkpoint_acks["rank0-pid4242.fsr"] = 2;
+  EXPECT_NE(render(view, status).find(R"(fragscope_checkpoint_acks_total{training_job="llama",rank="0",gpu="1"} 2)"),
+            std::string::npos);
+  EXPECT_NE(render(view).find(R"(fragscope_checkpoint_acks_total{training_job="llama",rank="0",gpu="1"} 0)"),
+            std::string::npos);
+}
+
+TEST(NodeMetricsTest, ARestartedRankExportsOnlyItsNewestFile) {
+  NodeView view = sample_view();
+  RankView restarted = view.ranks[0];
+  restarted.file_name = "rank0-pid5000.fsr";
+  restarted.record.pid = 5000;
+  restarted.record.update_unix_ns = view.ranks[0].record.update_unix_ns + 1;
+  restarted.record.reserved_bytes = 1'000;
+  view.ranks.push_back(restarted);
+  const std::string text = render(view);
+  EXPECT_NE(text.find(R"(fragscope_reserved_bytes{training_job="llama",rank="0",gpu="1"} 1000)"), std::string::npos);
+  EXPECT_EQ(text.find("41487958016"), std::string::npos) << text;
+}
+
+TEST(NodeMetricsTest, BuildInfoNamesTheVersionAndRevision) {
+  const std::string text = render(NodeView{});
+  const auto at = text.find(R"(fragscope_build_info{version="0.1.0",revision=")");
+  ASSERT_NE(at, std::string::npos) << text;
+  const auto line = text.substr(at, text.find('\n', at) - at);
+  EXPECT_TRUE(line.ends_with("\"} 1")) << line;
+  EXPECT_GT(line.size(), std::string(R"(fragscope_build_info{version="0.1.0",revision=""} 1)").size()) << line;
 }
 
 TEST(NodeMetricsTest, GpuSeriesAndAgentState) {
@@ -102,7 +151,7 @@ TEST(NodeMetricsTest, NamesFollowPrometheusConventions) {
       }
     }
   }
-  EXPECT_EQ(families.size(), 43u);
+  EXPECT_EQ(families.size(), 46u);
 }
 
 TEST(NodeMetricsTest, PageHoldsTheLatestRendering) {

@@ -9,14 +9,13 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "snapshot/nvidia_smi_csv.h"
-#include "snapshot/telemetry_reader.h"
+#include "inputs/telemetry_reader.h"
 #include "util/bytes.h"
 #include "util/error.h"
 
 namespace fs = std::filesystem;
 using namespace fragscope::diagnose;
-using fragscope::snapshot::StepRecord;
+using fragscope::inputs::StepRecord;
 
 namespace {
 
@@ -24,14 +23,13 @@ const fs::path kFixtures = FRAGSCOPE_FIXTURES_DIR;
 
 TelemetryFile telemetry(const std::string& scenario) {
   const auto path = kFixtures / scenario / "steps.jsonl";
-  return {path.string(), fragscope::snapshot::read_telemetry_file(path)};
+  return {path.string(), fragscope::inputs::read_telemetry_file(path)};
 }
 
 CheckInput canary(const std::string& scenario, const char* smi_file) {
-  CheckInput input;
-  input.ranks = group_by_rank({telemetry(scenario)});
-  if (smi_file) input.smi.push_back(fragscope::snapshot::read_nvidia_smi_csv_file(kFixtures / scenario / smi_file));
-  return input;
+  std::vector<std::string> smi;
+  if (smi_file) smi.push_back((kFixtures / scenario / smi_file).string());
+  return read_check_input({(kFixtures / scenario / "steps.jsonl").string()}, smi);
 }
 
 const CriterionResult& find(const CheckReport& report, std::string_view criterion, std::string_view subject_prefix = "") {

@@ -9,13 +9,13 @@
 
 #include <gtest/gtest.h>
 
+#include "../fixture_support.h"
 #include "diagnose/oom_call_path.h"
 #include "diagnose/recorded_curve.h"
 #include "diagnose/step_projection.h"
 #include "doctor_fixture_files.h"
+#include "inputs/telemetry_reader.h"
 #include "snapshot/snapshot_reader.h"
-#include "snapshot/telemetry_reader.h"
-#include "../fixture_support.h"
 
 namespace fragscope::diagnose {
 namespace {
@@ -78,7 +78,7 @@ class EvalPass : public ::testing::TestWithParam<std::string> {};
 TEST_P(EvalPass, IsAPassTheStepsNeverRanNotAWrapper) {
   const auto dir = heldout_dir(GetParam());
   const snapshot::Snapshot snap = snapshot::read_snapshot_file((dir / "snapshot.pickle.gz").string());
-  const auto steps = snapshot::read_telemetry_file(dir / "steps.jsonl");
+  const auto steps = inputs::read_telemetry_file(dir / "steps.jsonl");
   std::vector<double> step_ms;
   for (const auto& r : steps) step_ms.push_back(r.step_time_or_sum_ms());
   std::sort(step_ms.begin(), step_ms.end());
@@ -129,7 +129,7 @@ TEST_P(ProjectedPeakFromCurve, AgreesWithTheStatementsEpisodes) {
   const auto dir = heldout_dir(name);
   const auto label = read_json(dir / "label.json");
   const snapshot::Snapshot snap = snapshot::read_snapshot_file((dir / "snapshot.pickle.gz").string());
-  const auto steps = snapshot::read_telemetry_file(dir / "steps.jsonl");
+  const auto steps = inputs::read_telemetry_file(dir / "steps.jsonl");
   const RecordedCurve curve = walk_recorded_curve(snap, 0);
   const auto trace = snap.trace(0);
   std::size_t oom = 0;

@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include "../fixture_support.h"
-#include "snapshot/nvidia_smi_csv.h"
-#include "snapshot/telemetry_reader.h"
+#include "inputs/nvidia_smi_csv.h"
+#include "inputs/telemetry_reader.h"
 
 namespace fragscope::diagnose {
 namespace {
@@ -16,8 +16,8 @@ using fragscope::testing::read_json;
 
 InputPipelineFindings analyze(const std::string& scenario) {
   const auto dir = fixtures_dir() / scenario;
-  const auto steps = snapshot::read_telemetry_file(dir / "steps.jsonl");
-  const auto smi = snapshot::summarize_smi_trace(snapshot::read_nvidia_smi_csv_file(dir / "smi_trace.csv"));
+  const auto steps = inputs::read_telemetry_file(dir / "steps.jsonl");
+  const auto smi = inputs::summarize_smi_trace(inputs::read_nvidia_smi_csv_file(dir / "smi_trace.csv"));
   return analyze_input_pipeline(steps, smi);
 }
 
@@ -45,7 +45,7 @@ TEST(InputPipeline, TheLoaderStartUpAloneIsNotInputBound) {
 
 TEST(InputPipeline, ThresholdIsAnOption) {
   const InputPipelineFindings f = analyze_input_pipeline(
-      snapshot::read_telemetry_file(fixtures_dir() / "input_fixed" / "steps.jsonl"), {}, {.wait_threshold = 0.005});
+      inputs::read_telemetry_file(fixtures_dir() / "input_fixed" / "steps.jsonl"), {}, {.wait_threshold = 0.005});
   EXPECT_TRUE(f.input_bound);
   EXPECT_FALSE(f.gpu_idle_fraction.has_value());
 }

@@ -4,11 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include "../fixture_support.h"
 #include "diagnose/oom_call_path.h"
 #include "diagnose/recorded_curve.h"
-#include "../fixture_support.h"
+#include "inputs/telemetry_reader.h"
 #include "snapshot/snapshot_reader.h"
-#include "snapshot/telemetry_reader.h"
 
 namespace fragscope::diagnose {
 namespace {
@@ -18,7 +18,7 @@ using fragscope::testing::read_json;
 
 struct Recorded {
   snapshot::Snapshot snapshot;
-  std::vector<snapshot::StepRecord> steps;
+  std::vector<inputs::StepRecord> steps;
   nlohmann::json truth;
   nlohmann::json meta;
   RecordedCurve curve;
@@ -29,7 +29,7 @@ Recorded load(const std::string& scenario) {
   Recorded r;
   const auto dir = fixtures_dir() / scenario;
   r.snapshot = snapshot::read_snapshot_file((dir / "snapshot.pickle.zst").string());
-  r.steps = snapshot::read_telemetry_file(dir / "steps.jsonl");
+  r.steps = inputs::read_telemetry_file(dir / "steps.jsonl");
   r.truth = read_json(dir / "truth.json");
   r.meta = read_json(dir / "meta.json");
   r.curve = walk_recorded_curve(r.snapshot, 0);
@@ -42,7 +42,7 @@ std::uint64_t capacity_of(const Recorded& r) {
 }
 
 TEST(StepProjection, RecordTokensIsMicroBatchTimesSequence) {
-  snapshot::StepRecord record;
+  inputs::StepRecord record;
   record.seq_len = 3232;
   record.mbs = 4;
   EXPECT_EQ(record_tokens(record), 12928);
@@ -64,7 +64,7 @@ TEST_P(ProjectionOnOom, FailingTokensMatchTheWorkloadsDraw) {
   EXPECT_EQ(p.static_bytes, static_cast<std::uint64_t>(r.steps.back().memory_stat("allocated_bytes.all.current").value()));
   EXPECT_GE(p.projected_peak_bytes, p.live_at_oom_bytes);
   // The same step on an unlimited card peaks at eval_spike's step 1 (same workload and seed).
-  const auto calib = snapshot::read_telemetry_file(fixtures_dir() / "eval_spike" / "steps.jsonl");
+  const auto calib = inputs::read_telemetry_file(fixtures_dir() / "eval_spike" / "steps.jsonl");
   const double real_peak = static_cast<double>(calib.at(1).memory_stat("allocated_bytes.all.peak").value());
   EXPECT_NEAR(static_cast<double>(p.projected_peak_bytes), real_peak, 0.03 * real_peak);
 }

@@ -19,7 +19,7 @@ TEST(CanaryPlan, CriteriaFileHasEveryKeyOfTheSharedFormat) {
   const JobSpec seed = read_job_spec(kExamples / "seed-13b.toml");
   const CanaryPlan plan = canary_plan(seed, estimate_memory(seed), "seed.criteria.json");
   std::ostringstream out;
-  snapshot::write_acceptance_criteria(out, plan.criteria);
+  inputs::write_acceptance_criteria(out, plan.criteria);
   const auto j = nlohmann::json::parse(out.str());
   EXPECT_EQ(j.at("version"), 1);
   EXPECT_EQ(j.at("device_memory_bytes"), 81920ull * kMiB);  // A100-80GB memory.total

@@ -32,7 +32,7 @@ nlohmann::json read_truth(const std::string& scenario) {
 PreparedTrace prepare_fixture(const std::string& scenario, const std::string& file) {
   const std::string path = fixture_path(scenario, file);
   const snapshot::Snapshot snap = snapshot::read_snapshot_file(path);
-  return prepare_trace(snap, busiest_device(snap), path);
+  return prepare_trace(snap, snapshot::busiest_device(snap), path);
 }
 
 }  // namespace fragscope::replay::testing

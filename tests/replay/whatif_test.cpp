@@ -1,8 +1,11 @@
 #include "replay/whatif.h"
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "fixture_util.h"
+#include "util/error.h"
 
 namespace fragscope::replay {
 namespace {
@@ -18,6 +21,23 @@ TEST(WhatIfTest, SweepStartsWithTheRecordedConfigAndHasNoDuplicates) {
   }
   const auto with_gc = standard_sweep(trace, true);
   EXPECT_GT(with_gc.size(), sweep.size());  // GC thresholds only make sense with a fraction
+}
+
+TEST(WhatIfTest, SweepAtCapacityAddsOnlyTheUserConfigsTheSweepLacks) {
+  const PreparedTrace trace = testing::prepare_fixture("frag_oom_104");
+  const Capacity capacity = resolve_capacity(trace, {});
+  WhatIfOptions options;
+  options.threads = 2;
+  const std::size_t standard = standard_sweep(trace, capacity.allowed_maximum.has_value()).size();
+  // Already swept (spelt differently), then new: only the new one is added, labelled normalised.
+  const WhatIfReport report = sweep_at_capacity(
+      trace, capacity, options,
+      {user_config("expandable_segments:True"), user_config("max_split_size_mb:96,expandable_segments:False")});
+  ASSERT_EQ(report.rows.size(), standard + 1);
+  const auto added = std::count_if(report.rows.begin(), report.rows.end(),
+                                   [](const WhatIfRow& row) { return row.config.conf == "max_split_size_mb:96"; });
+  EXPECT_EQ(added, 1);
+  EXPECT_THROW(user_config("max_split_size_mb:1"), InputError);  // PyTorch's minimum is 20 MB
 }
 
 TEST(WhatIfTest, FragmentationOomRecommendsExpandableSegments) {

@@ -1,0 +1,16 @@
+#pragma once
+/// @file doctor_options.h
+/// @brief What the caller of the doctor chooses (doctor.h), shared with the verdict on a traced
+/// OOM (traced_oom_verdict.h).
+
+#include <cstddef>
+
+namespace fragscope::diagnose {
+
+struct DoctorOptions {
+  double data_wait_threshold = 0.10;  ///< steady loader-wait share that makes a run input-bound
+  unsigned threads = 0;               ///< what-if sweep threads; 0 = all cores
+  std::size_t timeline_points = 400;  ///< points of the recorded reserved/allocated curve
+};
+
+}  // namespace fragscope::diagnose

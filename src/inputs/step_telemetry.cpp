@@ -1,0 +1,21 @@
+#include "inputs/step_telemetry.h"
+
+namespace fragscope::inputs {
+
+std::optional<double> data_wait_fraction(std::span<const StepRecord> records) {
+  double wait = 0;
+  double total = 0;
+  for (const auto& record : records) {
+    wait += record.data_wait_ms;
+    total += record.data_wait_ms + record.compute_ms;
+  }
+  if (!(total > 0)) return std::nullopt;
+  return wait / total;
+}
+
+bool is_memory_stats_key(std::string_view key) {
+  return key.find('.') != std::string_view::npos || key.starts_with("num_") ||
+         key == "max_split_size";
+}
+
+}  // namespace fragscope::inputs

@@ -1,0 +1,79 @@
+#pragma once
+/// @file step_telemetry.h
+/// @brief One line of step telemetry JSONL: the fixtures' `steps.jsonl` schema, shared with the
+/// Python hook (python/fragscope), which writes it.
+///
+/// Schema (docs/inputs.md has the full table): `step` (required), `seq_len`, `mbs`,
+/// `optimizer_step`, `data_wait_ms`, `compute_ms`, `t`, memory_stats keys
+/// ("allocated_bytes.all.current", "num_alloc_retries", ...), and the hook's optional fields
+/// (`phase`, `rank`, `local_rank`, `tokens`, `max_seq_len`, `h2d_ms`, `queue_depth`,
+/// `samples_per_s`, `tokens_per_s`, `step_time_ms`, `device_total_bytes`). Fields nobody here
+/// knows are kept verbatim so a read → write round trip loses nothing.
+/// Thread-safety: plain values.
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace fragscope::inputs {
+
+/// @brief The phase a record belongs to when it has no `phase` field.
+inline constexpr const char* kDefaultPhase = "train";
+
+struct StepRecord {
+  std::int64_t step = 0;  ///< micro-step index as the training loop counts it
+  std::optional<std::int64_t> seq_len;
+  std::optional<std::int64_t> mbs;  ///< micro-batch size (samples in this record)
+  /// True when this micro-step ended with an optimizer step; absent = every record is one.
+  std::optional<bool> optimizer_step;
+  double data_wait_ms = 0;  ///< waiting for the input pipeline (absent = 0)
+  double compute_ms = 0;    ///< forward/backward/optimizer until synchronised (absent = 0)
+  std::optional<double> t;  ///< seconds since the run started, at the end of the record
+
+  std::optional<std::string> phase;  ///< "train", "eval", "checkpoint", ... (absent = train)
+  std::optional<int> rank;
+  std::optional<int> local_rank;
+  std::optional<std::int64_t> tokens;
+  std::optional<std::int64_t> max_seq_len;
+  std::optional<std::int64_t> queue_depth;  ///< batches ready ahead of the GPU
+  std::optional<std::int64_t> device_total_bytes;  ///< HBM of the rank's GPU
+  std::optional<double> h2d_ms;                    ///< host-to-device copy time
+  std::optional<double> samples_per_s;
+  std::optional<double> tokens_per_s;
+  std::optional<double> step_time_ms;
+
+  /// memory_stats keys as written ("reserved_bytes.all.peak" → bytes, "num_ooms" → count).
+  std::map<std::string, std::int64_t, std::less<>> memory_stats;
+  /// Fields this version does not interpret: name → the value's JSON text, unchanged.
+  std::map<std::string, std::string, std::less<>> extra;
+
+  std::size_t line = 0;  ///< 1-based line in its source (0 = not read from a file); not written
+
+  /// @brief `phase`, or "train" when absent.
+  std::string phase_or_default() const { return phase.value_or(kDefaultPhase); }
+  /// @brief Wall time of the record: `step_time_ms` when given, else data wait + H2D + compute.
+  double step_time_or_sum_ms() const {
+    return step_time_ms.value_or(data_wait_ms + h2d_ms.value_or(0.0) + compute_ms);
+  }
+  /// @brief A memory_stats value, or nullopt when this record does not carry it.
+  std::optional<std::int64_t> memory_stat(std::string_view key) const {
+    const auto it = memory_stats.find(key);
+    if (it == memory_stats.end()) return std::nullopt;
+    return it->second;
+  }
+};
+
+/// @brief Σ data_wait_ms / Σ (data_wait_ms + compute_ms) over `records`, exactly as the
+/// fixtures' truth.json defines `data_wait_fraction`.
+/// @return nullopt when the denominator is 0 (no records, or no time recorded).
+std::optional<double> data_wait_fraction(std::span<const StepRecord> records);
+
+/// @brief True for keys that name memory_stats values in a telemetry line: dotted statistic
+/// names ("segment.all.current"), "num_*" counters and "max_split_size".
+bool is_memory_stats_key(std::string_view key);
+
+}  // namespace fragscope::inputs

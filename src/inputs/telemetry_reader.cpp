@@ -1,0 +1,148 @@
+#include "inputs/telemetry_reader.h"
+
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "inputs/json_input.h"
+#include "inputs/text_file.h"
+#include "util/error.h"
+
+namespace fragscope::inputs {
+
+namespace {
+
+// A JSON value quoted in an error: one line, printable, bounded.
+std::string shown(const nlohmann::json& value) {
+  return printable_excerpt(value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
+// A line longer than this is not a telemetry record (and would be a memory hazard).
+constexpr std::size_t kMaxLineBytes = 16u << 20;
+
+class LineContext {
+ public:
+  LineContext(std::string_view source, std::size_t line) : source_(source), line_(line) {}
+
+  [[noreturn]] void fail(std::string_view problem) const {
+    throw InputError(fmt::format("{}:{}: {}", source_, line_, problem));
+  }
+
+  std::int64_t integer(const nlohmann::json& value, std::string_view field) const {
+    if (value.is_number_integer()) {
+      if (value.is_number_unsigned() &&
+          value.get<std::uint64_t>() >
+              static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+        fail(fmt::format("field \"{}\" is out of range", field));
+      return value.get<std::int64_t>();
+    }
+    if (value.is_number_float()) {
+      const double d = value.get<double>();
+      if (std::isfinite(d) && d == std::trunc(d) && std::fabs(d) < 9.2e18)
+        return static_cast<std::int64_t>(d);
+    }
+    fail(fmt::format("field \"{}\" must be an integer, found {}", field, shown(value)));
+  }
+
+  double number(const nlohmann::json& value, std::string_view field) const {
+    if (value.is_number()) return value.get<double>();
+    fail(fmt::format("field \"{}\" must be a number, found {}", field, shown(value)));
+  }
+
+  bool boolean(const nlohmann::json& value, std::string_view field) const {
+    if (value.is_boolean()) return value.get<bool>();
+    if (value.is_number_integer() && (value == 0 || value == 1)) return value == 1;
+    fail(fmt::format("field \"{}\" must be true or false, found {}", field, shown(value)));
+  }
+
+  std::string text(const nlohmann::json& value, std::string_view field) const {
+    if (value.is_string()) return value.get<std::string>();
+    fail(fmt::format("field \"{}\" must be a string, found {}", field, shown(value)));
+  }
+
+  int small_integer(const nlohmann::json& value, std::string_view field) const {
+    const auto v = integer(value, field);
+    if (v < 0 || v > std::numeric_limits<int>::max())
+      fail(fmt::format("field \"{}\" must be a non-negative integer, found {}", field, v));
+    return static_cast<int>(v);
+  }
+
+ private:
+  std::string_view source_;
+  std::size_t line_;
+};
+
+}  // namespace
+
+StepRecord parse_step_record(std::string_view json_line, std::string_view source, std::size_t line) {
+  const LineContext ctx(source, line);
+  nlohmann::json object;
+  try {
+    object = nlohmann::json::parse(json_line.begin(), json_line.end());
+  } catch (const nlohmann::json::exception& e) {
+    ctx.fail(fmt::format("invalid JSON: {}", json_error_text(e)));
+  }
+  if (!object.is_object()) ctx.fail(fmt::format("expected a JSON object, found {}", object.type_name()));
+  if (!object.contains("step")) ctx.fail("missing field \"step\"");
+
+  StepRecord record;
+  record.line = line;
+  for (const auto& [key, value] : object.items()) {
+    if (value.is_null()) continue;  // the hook writes null for "not measured"
+    if (key == "step") record.step = ctx.integer(value, key);
+    else if (key == "seq_len") record.seq_len = ctx.integer(value, key);
+    else if (key == "mbs") record.mbs = ctx.integer(value, key);
+    else if (key == "optimizer_step") record.optimizer_step = ctx.boolean(value, key);
+    else if (key == "data_wait_ms") record.data_wait_ms = ctx.number(value, key);
+    else if (key == "compute_ms") record.compute_ms = ctx.number(value, key);
+    else if (key == "t") record.t = ctx.number(value, key);
+    else if (key == "phase") record.phase = ctx.text(value, key);
+    else if (key == "rank") record.rank = ctx.small_integer(value, key);
+    else if (key == "local_rank") record.local_rank = ctx.small_integer(value, key);
+    else if (key == "tokens") record.tokens = ctx.integer(value, key);
+    else if (key == "max_seq_len") record.max_seq_len = ctx.integer(value, key);
+    else if (key == "queue_depth") record.queue_depth = ctx.integer(value, key);
+    else if (key == "device_total_bytes") record.device_total_bytes = ctx.integer(value, key);
+    else if (key == "h2d_ms") record.h2d_ms = ctx.number(value, key);
+    else if (key == "samples_per_s") record.samples_per_s = ctx.number(value, key);
+    else if (key == "tokens_per_s") record.tokens_per_s = ctx.number(value, key);
+    else if (key == "step_time_ms") record.step_time_ms = ctx.number(value, key);
+    else if (is_memory_stats_key(key)) record.memory_stats[key] = ctx.integer(value, key);
+    else record.extra[key] = value.dump();
+  }
+  if (record.data_wait_ms < 0 || record.compute_ms < 0)
+    ctx.fail("data_wait_ms and compute_ms must not be negative");
+  return record;
+}
+
+std::vector<StepRecord> read_telemetry(std::istream& in, std::string_view source) {
+  std::vector<StepRecord> records;
+  std::string text;
+  std::size_t line = 0;
+  while (std::getline(in, text)) {
+    ++line;
+    if (text.size() > kMaxLineBytes)
+      throw InputError(fmt::format("{}:{}: line longer than {} bytes", source, line, kMaxLineBytes));
+    if (!text.empty() && text.back() == '\r') text.pop_back();
+    if (text.find_first_not_of(" \t") == std::string::npos) continue;
+    records.push_back(parse_step_record(text, source, line));
+  }
+  if (in.bad()) throw InputError(fmt::format("{}: read error after line {}", source, line));
+  if (records.empty()) throw InputError(fmt::format("{}: no telemetry records", source));
+  return records;
+}
+
+std::vector<StepRecord> read_telemetry_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw InputError(fmt::format("{}: cannot read (is a directory)", path.string()));
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(fmt::format("{}: cannot read (no such file or no permission)", path.string()));
+  return read_telemetry(in, path.string());
+}
+
+}  // namespace fragscope::inputs

@@ -1,0 +1,75 @@
+"""A causal-LM fine-tune with the HF Trainer, written as its docs show (random init: no download).
+
+Dynamic padding (pad to the longest in the batch), bf16, eval every --eval-steps, optional gradient
+checkpointing and torch_empty_cache_steps. History is recorded as PyTorch's memory docs suggest
+(max_entries=100000: a ring), from the start or from --history-from-step through a callback; the
+snapshot is dumped in the except handler around trainer.train().
+"""
+import argparse, random
+import torch
+from transformers import Qwen2Config, Qwen2ForCausalLM, Trainer, TrainingArguments, TrainerCallback
+
+p = argparse.ArgumentParser()
+p.add_argument("--hidden", type=int, default=1024)
+p.add_argument("--layers", type=int, default=16)
+p.add_argument("--batch", type=int, default=8)
+p.add_argument("--eval-batch", type=int, default=16)
+p.add_argument("--max-len", type=int, default=2048)
+p.add_argument("--steps", type=int, default=18)
+p.add_argument("--eval-steps", type=int, default=6)
+p.add_argument("--ckpt", action="store_true")
+p.add_argument("--empty-cache-steps", type=int, default=0)
+p.add_argument("--max-entries", type=int, default=100000)
+p.add_argument("--history-from-step", type=int, default=0)
+args = p.parse_args()
+
+
+class RandomText(torch.utils.data.Dataset):
+    def __init__(self, n, seed):
+        rng = random.Random(seed)
+        self.rows = [[rng.randrange(32000) for _ in range(max(16, min(args.max_len, int(rng.lognormvariate(6.3, 0.7)))))]
+                     for _ in range(n)]
+
+    def __len__(self):
+        return len(self.rows)
+
+    def __getitem__(self, i):
+        return {"input_ids": self.rows[i]}
+
+
+def collate(rows):
+    n = max(len(r["input_ids"]) for r in rows)
+    ids = torch.zeros(len(rows), n, dtype=torch.long)
+    mask = torch.zeros(len(rows), n, dtype=torch.long)
+    for i, r in enumerate(rows):
+        ids[i, :len(r["input_ids"])] = torch.tensor(r["input_ids"])
+        mask[i, :len(r["input_ids"])] = 1
+    labels = ids.masked_fill(mask == 0, -100)
+    return {"input_ids": ids, "attention_mask": mask, "labels": labels}
+
+
+class StartHistory(TrainerCallback):
+    def on_step_begin(self, targs, state, control, **kw):
+        if state.global_step == args.history_from_step:
+            torch.cuda.memory._record_memory_history(max_entries=args.max_entries)
+
+
+cfg = Qwen2Config(hidden_size=args.hidden, num_hidden_layers=args.layers, num_attention_heads=16,
+                  num_key_value_heads=4, intermediate_size=args.hidden * 11 // 4, vocab_size=32000,
+                  max_position_embeddings=4096)
+model = Qwen2ForCausalLM(cfg)
+targs = TrainingArguments(output_dir="hf_out", per_device_train_batch_size=args.batch,
+                          per_device_eval_batch_size=args.eval_batch, max_steps=args.steps, bf16=True,
+                          eval_strategy="steps", eval_steps=args.eval_steps, save_strategy="no", report_to=[],
+                          logging_steps=5, gradient_checkpointing=args.ckpt, dataloader_num_workers=0, seed=0,
+                          torch_empty_cache_steps=args.empty_cache_steps or None)
+callbacks = [StartHistory()] if args.history_from_step else []
+if not args.history_from_step:
+    torch.cuda.memory._record_memory_history(max_entries=args.max_entries)
+trainer = Trainer(model=model, args=targs, train_dataset=RandomText(args.steps * args.batch, 1),
+                  eval_dataset=RandomText(2 * args.eval_batch, 2), data_collator=collate, callbacks=callbacks)
+try:
+    trainer.train()
+except torch.OutOfMemoryError:
+    torch.cuda.memory._dump_snapshot("oom_snapshot.pickle")
+    raise

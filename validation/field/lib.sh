@@ -1,0 +1,48 @@
+# Sourced by the batch scripts: how a field recording and its labelling rerun are made.
+#   field_begin BATCH          recordings go to /tmp/BATCH (emptied first)
+#   calibrate NAME JOB ARGS... the job without a budget: its peaks set the budgets (NAME/truth.json)
+#   budget NAME KEY FACTOR     KEY (max_memory_reserved, max_memory_allocated, or "mid": their mean)
+#                              of NAME's calibration × FACTOR, in GiB
+#   record NAME GIB JOB ARGS...
+#                              the job on a card shrunk to GIB; if it OOMs, NAME_x reruns it at the same
+#                              budget under expandable segments: completed → fragmentation, OOM → capacity
+#   field_end BATCH            $OUT/BATCH.tar.NN: the users' files and each run's truth; the reruns
+#                              (the labels) in $OUT/BATCH-labels.tar.NN, opened after the predictions
+#                              (pieces of 15 MiB: the device returns files of 16 MiB at most)
+set -u
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# A batch ends by FIELD_SECONDS (default 540) after field_begin: a run that would pass it is cut
+# short, later ones are skipped, and field_end still packs what was recorded.
+field_begin() { R=/tmp/$1; rm -rf "$R"; mkdir -p "$R"; DEADLINE=$(( $(date +%s) + ${FIELD_SECONDS:-540} )); }
+run_job() {  # DIR GIB JOB ARGS...
+  local dir=$1 gib=$2 job=$3; shift 3
+  local left=$(( DEADLINE - $(date +%s) ))
+  ((left > 20)) || { echo "$(basename "$dir"): skipped, out of time"; return; }
+  ((left < ${JOB_TIMEOUT:-150})) || left=${JOB_TIMEOUT:-150}
+  mkdir -p "$dir/user"
+  timeout "$left" python3 "$HERE/harness.py" --out "$dir" --budget-gib "$gib" -- \
+    "$HERE/jobs/$job" "$@" >"$dir/user/train.log" 2>&1
+  # A rerun's outcome is its label: it is not shown here, so that predictions are made before it is opened.
+  if [[ $dir == *_x ]]; then echo "$(basename "$dir"): rerun done"
+  else grep '^RESULT' "$dir/user/train.log" | sed "s|^RESULT|$(basename "$dir"):|" ||
+    { echo "$(basename "$dir"): no result"; tail -3 "$dir/user/train.log"; }
+  fi
+}
+calibrate() { local name=$1; shift; run_job "$R/$name" 0 "$@"; }
+budget() {
+  python3 -c "import json; t=json.load(open('$R/$1/truth.json')); k='$2'
+v=(t['max_memory_reserved']+t['max_memory_allocated'])/2 if k=='mid' else t[k]; print(round(v*$3/2**30, 3))"
+}
+record() {
+  local name=$1 gib=$2; shift 2
+  run_job "$R/$name" "$gib" "$@"
+  if grep -q '"outcome": "oom"' "$R/$name/truth.json" 2>/dev/null; then
+    PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True run_job "$R/${name}_x" "$gib" "$@"
+  fi
+}
+field_end() {
+  (cd "$R" && find . -name '*.pickle' -exec gzip -q9 {} \; && rm -rf ./*/user/hf_out ./*/user/lightning_logs
+   tar cf - --exclude='./*_x' . | split -b 15M -d - "$OUT/$1.tar."
+   tar cf - ./*_x 2>/dev/null | split -b 15M -d - "$OUT/$1-labels.tar.")
+  ls -la "$OUT"
+}
