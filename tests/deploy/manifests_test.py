@@ -271,9 +271,32 @@ class AgentObjectsTest(unittest.TestCase):
         self.assertTrue({"cpu", "memory"} <= set(agent["resources"]["limits"]))
         self.assertFalse(agent["securityContext"]["allowPrivilegeEscalation"])
         init = spec["initContainers"][0]
-        self.assertEqual(init["command"], ["/bin/busybox", "chmod", "1777", "/dev/shm/fragscope"])
+        self.assertEqual(init["command"], ["/bin/busybox", "sh", "-c",
+                                           "chgrp 65532 /dev/shm/fragscope && chmod 3777 /dev/shm/fragscope"])
         self.assertEqual(init["image"], agent["image"], "no image from another registry")
         self.assertEqual(kustomization("kubernetes")["images"][0]["name"], agent["image"])
+
+    def test_agent_reads_the_rank_folders_through_its_group_without_capabilities(self):
+        spec = self.kinds["DaemonSet"]["spec"]["template"]["spec"]
+        pod = spec["securityContext"]
+        agent = next(c for c in spec["containers"] if c["name"] == "agent")
+        init = next(c for c in spec["initContainers"] if c["name"] == "rank-dir")
+        for container in (agent, init):
+            context = container["securityContext"]
+            self.assertFalse(context["allowPrivilegeEscalation"], container["name"])
+            self.assertTrue(context["readOnlyRootFilesystem"], container["name"])
+            self.assertEqual(context["capabilities"], {"drop": ["ALL"]}, container["name"])
+            self.assertNotIn("runAsGroup", context, "the pod's group: the agent's, which the init container sets")
+            self.assertNotIn("privileged", context)
+        self.assertNotIn("runAsUser", agent["securityContext"])
+        self.assertNotIn("automountServiceAccountToken", spec)
+        # The hooks make their folders 0750 and files 0640 in the root's group when it is
+        # set-group-ID (python/fragscope/rank_folder.py): the agent's group, mode 3777.
+        self.assertEqual(init["securityContext"]["runAsUser"], 0, "the owner of the kubelet's directory")
+        script = init["command"][3]
+        self.assertIn(f"chgrp {pod['runAsGroup']} /dev/shm/fragscope", script)
+        self.assertIn("chmod 3777 /dev/shm/fragscope", script)
+        self.assertEqual(pod["runAsGroup"], 65532)
 
     def test_priority_class_is_our_own_and_usable_outside_kube_system(self):
         spec = self.kinds["DaemonSet"]["spec"]["template"]["spec"]
