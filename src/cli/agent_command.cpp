@@ -1,7 +1,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <csignal>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -11,6 +10,7 @@
 #include "agent/agent.h"
 #include "agent/agent_config.h"
 #include "agent/rank_simulator.h"
+#include "agent/signals.h"
 #include "cli/commands.h"
 #include "cli/flag_checks.h"
 #include "util/error.h"
@@ -19,8 +19,6 @@ namespace fragscope::cli {
 namespace {
 
 std::atomic<bool> stop_requested{false};
-
-extern "C" void request_stop(int) { stop_requested.store(true); }
 
 std::string default_node_name() {
   if (const char* node = std::getenv("NODE_NAME"); node != nullptr && *node != '\0') return node;
@@ -91,14 +89,13 @@ void add_agent_command(CLI::App& app, RunState& state) {
       if (!log_file) throw InputError(fmt::format("{}: cannot open the event log for appending", flags->event_log));
     }
     std::ostream& events = flags->event_log.empty() ? std::cerr : log_file;
-    std::signal(SIGTERM, request_stop);
-    std::signal(SIGINT, request_stop);
-    std::signal(SIGPIPE, SIG_IGN);
+    agent::install_agent_signal_handlers(stop_requested);
     std::vector<agent::RecordedRun> runs;
     for (const auto& path : flags->simulate) runs.push_back(agent::load_recorded_run(path));
     std::unique_ptr<agent::RankSimulator> simulator;
     if (!runs.empty()) {
-      simulator = std::make_unique<agent::RankSimulator>(std::move(runs), flags->options.rank_dir, flags->simulate_speed);
+      simulator =
+          std::make_unique<agent::RankSimulator>(std::move(runs), flags->options.rank_dir, flags->simulate_speed);
     }
     agent::Agent daemon(flags->options, config, events);
     daemon.run(stop_requested);
