@@ -23,7 +23,8 @@ bool inside_a_pass(std::string_view torch_file) {
 
 bool names_evaluation(std::string_view text) {
   std::string lower(text);
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   for (const char* word : {"eval", "valid", "predict"})
     if (lower.find(word) != std::string::npos) return true;
   return false;
@@ -69,7 +70,8 @@ TraceUnits find_trace_units(const snapshot::Snapshot& snapshot, int device, std:
       units.eval = true;
       eval_depth = d + 1;
     }
-    if (inside.empty() && names_evaluation(file.substr(file.rfind('/') == std::string_view::npos ? 0 : file.rfind('/'))))
+    if (inside.empty() &&
+        names_evaluation(file.substr(file.rfind('/') == std::string_view::npos ? 0 : file.rfind('/'))))
       units.eval = true;
   }
   if (program_depth == 0) return units;

@@ -5,8 +5,8 @@
 
 #include <gtest/gtest.h>
 
-#include "field_recordings.h"
 #include "../fixture_support.h"
+#include "field_recordings.h"
 
 namespace fragscope::diagnose {
 namespace {
