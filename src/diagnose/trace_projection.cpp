@@ -279,6 +279,9 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
       Unit& u = unit[next - first_unit];
       u.first = i;
       u.end = next + 1 < count ? units.starts[next + 1] : oom_index + 1;
+      // An eval unit is over where its statement stopped allocating (the training steps that
+      // follow until the next eval are another unit's business).
+      if (units.eval && next + 1 < count && next < units.ends.size()) u.end = std::min(u.end, units.ends[next]);
       u.blocks_at_start = live_blocks;
       u.start_level = i > 0 ? curve.allocated[i - 1] : 0;
       note_older_blocks(u, trace, live);
@@ -292,7 +295,7 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
       --live_blocks;
       live.erase(e.addr);
     }
-    if (next > first_unit) {
+    if (next > first_unit && i < unit[next - 1 - first_unit].end) {
       Unit& u = unit[next - 1 - first_unit];
       u.peak = std::max(u.peak, curve.allocated[i]);
       if (e.action == TraceAction::kAlloc || i == oom_index) {

@@ -80,7 +80,7 @@ std::optional<std::size_t> optimizer_steps_before(const snapshot::Snapshot& snap
 /// A pass the recorded steps never ran (eval, checkpoint, an optimizer step): its peak is not
 /// in the trace, so only a list op that provably needs more than the device decides it.
 Verdict judge_unrecorded_pass(const snapshot::Snapshot& snap, int device, const RecordedCurve& curve,
-                              std::size_t oom_index, std::uint64_t cap, const OomCallPath& call_path,
+                              std::size_t oom_index, std::uint64_t cap, const std::string& statement,
                               std::span<const inputs::StepRecord> steps, Diagnosis& d) {
   if (d.phase == "optimizer") {
     const ListOpProjection op = project_failing_list_op(snap, device, curve, oom_index);
@@ -101,9 +101,9 @@ Verdict judge_unrecorded_pass(const snapshot::Snapshot& snap, int device, const 
   const std::int64_t after = steps.empty() ? -1 : steps.back().step;
   d.trigger = d.phase == "optimizer" ? "an optimizer step allocating its state"
               : d.phase == "checkpoint" ? "a checkpoint save"
-              : d.phase == "eval" ? fmt::format("an eval pass ({}){}", call_path.statement,
+              : d.phase == "eval" ? fmt::format("an eval pass ({}){}", statement,
                                                 after >= 0 ? fmt::format(" after the last recorded step ({})", after) : "")
-                                  : fmt::format("a pass the recorded steps never ran ({})", call_path.statement);
+                                  : fmt::format("a pass the recorded steps never ran ({})", statement);
   d.projection.available = false;
   d.projection.unavailable_reason = fmt::format("the {} phase's peak is not in the trace: the recorded training steps "
                                                 "say nothing about it", d.phase);
@@ -431,6 +431,13 @@ Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemet
   }
   const TraceUnits units = find_trace_units(snap, trace.device, oom_index);
   d.memory_advice = memory_advice(snap, trace.device, oom_index, units, cap);
+  if (units.eval && !units.repeats() && !phase.repeats_step && d.phase != "eval") {
+    d.phase = "eval";
+    d.phase_source = fmt::format("the failing malloc is in an evaluation ({}) that did not run before in the trace",
+                                 units.eval_statement);
+    std::erase_if(d.evidence, [](const Evidence& e) { return e.key == "phase"; });
+    d.add_evidence("phase", fmt::format("phase {}: {}", d.phase, d.phase_source));
+  }
   if (units.repeats() && !phase.repeats_step && (d.phase == "unknown" || units.eval)) {
     // The program's own loop repeats where the statement-level view saw none (a trainer's
     // loop below one top-level call): the failing unit ran before.
@@ -500,7 +507,9 @@ Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemet
     }
   }
   if (!phase.repeats_step || d.projection.different_pass)
-    return judge_unrecorded_pass(snap, trace.device, curve, oom_index, cap, call_path, steps, d);
+    return judge_unrecorded_pass(snap, trace.device, curve, oom_index, cap,
+                                 units.eval && !units.eval_statement.empty() ? units.eval_statement : call_path.statement,
+                                 steps, d);
   return judge_training_step(snap, trace.device, prepared.recorded_config, best, cap, telemetry, steps, d);
 }
 
