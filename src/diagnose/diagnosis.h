@@ -109,6 +109,8 @@ struct TraceStepProjection {
   std::size_t prefix_allocations = 0;   ///< the failing unit's, up to the failing malloc
   std::size_t matched_allocations = 0;  ///< of them, matched with the reference's
   double scale = 1.0;  ///< the failing unit's allocation sizes / the reference's
+  std::size_t aligned_units = 0;  ///< earlier units its prefix aligned with (any kind)
+  std::size_t smaller_units = 0;  ///< of them, those the failing unit is larger than (by 2%)
   /// The reference's allocations after the aligned one, by how their size follows the scale.
   std::uint64_t constant_bytes = 0;
   std::uint64_t linear_bytes = 0;

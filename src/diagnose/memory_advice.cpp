@@ -1,10 +1,10 @@
 #include "diagnose/memory_advice.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 #include "diagnose/python_frames.h"
 #include "util/bytes.h"
@@ -26,7 +26,8 @@ bool names_evaluation(std::string_view name) {
 bool under_evaluation(const snapshot::Snapshot& snapshot, snapshot::StackId stack) {
   for (const snapshot::FrameId frame : python_frames(snapshot, stack)) {
     const snapshot::Frame& f = snapshot.stacks.frame(frame);
-    if (torch_path(snapshot.strings.view(f.filename)).empty() && names_evaluation(snapshot.strings.view(f.name))) return true;
+    if (torch_path(snapshot.strings.view(f.filename)).empty() && names_evaluation(snapshot.strings.view(f.name)))
+      return true;
   }
   return false;
 }
@@ -54,8 +55,10 @@ std::vector<MemoryAdvice> memory_advice(const snapshot::Snapshot& snapshot, int 
   const auto trace = snapshot.trace(device);
   std::unordered_map<std::uint64_t, std::size_t> live;  // address → allocating event
   for (std::size_t i = 0; i < oom_index && i < trace.size(); ++i) {
-    if (trace[i].action == TraceAction::kAlloc) live[trace[i].addr] = i;
-    else if (trace[i].action == TraceAction::kFreeCompleted) live.erase(trace[i].addr);
+    if (trace[i].action == TraceAction::kAlloc)
+      live[trace[i].addr] = i;
+    else if (trace[i].action == TraceAction::kFreeCompleted)
+      live.erase(trace[i].addr);
   }
   std::unordered_map<snapshot::StackId, Site> sites;
   std::unordered_map<snapshot::StackId, bool> eval_stacks;
@@ -88,28 +91,42 @@ std::vector<MemoryAdvice> memory_advice(const snapshot::Snapshot& snapshot, int 
     advice.push_back(std::move(a));
   };
   if (!units.eval)
-    offer(by_site[kKvCache], {"kv_cache", "Turn off the KV cache in training",
-                              "model.config.use_cache = False  # or model(..., use_cache=False)",
-                              fmt::format("transformers' DynamicCache holds {} of keys and values at the OOM; a training step never "
-                                          "reads them back", format_bytes(by_site[kKvCache])), 0});
-  offer(by_site[kLoss], {"fp32_logits", "Compute the loss without full fp32 logits",
-                         "a fused or chunked cross-entropy (e.g. Liger Kernel's fused linear cross-entropy, or the loss over "
-                         "chunks of the sequence)",
-                         fmt::format("{} of fp32 logits and their log-softmax (batch × sequence × vocabulary × 4 bytes each) is "
-                                     "live at the OOM", format_bytes(by_site[kLoss])), 0});
-  offer(by_site[kForeach], {"foreach_temporaries", "Step the optimizer fused", "torch.optim.AdamW(params, ..., fused=True)",
-                            fmt::format("the foreach optimizer step holds {} of temporaries at the OOM on top of its state; "
-                                        "the fused kernel makes none", format_bytes(by_site[kForeach])), 0});
-  offer(earlier_eval, {"eval_outputs", "Keep eval outputs off the GPU",
-                       "TrainingArguments(eval_accumulation_steps=1)  # or prediction_loss_only=True when only the loss is needed",
-                       fmt::format("{} that earlier eval batches left on the GPU is live at the OOM (HF's Trainer concatenates "
-                                   "predictions on the device until eval_accumulation_steps)", format_bytes(earlier_eval)), 0});
+    offer(by_site[kKvCache],
+          {"kv_cache", "Turn off the KV cache in training",
+           "model.config.use_cache = False  # or model(..., use_cache=False)",
+           fmt::format("transformers' DynamicCache holds {} of keys and values at the OOM; a training step never "
+                       "reads them back",
+                       format_bytes(by_site[kKvCache])),
+           0});
+  offer(by_site[kLoss],
+        {"fp32_logits", "Compute the loss without full fp32 logits",
+         "a fused or chunked cross-entropy (e.g. Liger Kernel's fused linear cross-entropy, or the loss over "
+         "chunks of the sequence)",
+         fmt::format("{} of fp32 logits and their log-softmax (batch × sequence × vocabulary × 4 bytes each) is "
+                     "live at the OOM",
+                     format_bytes(by_site[kLoss])),
+         0});
+  offer(by_site[kForeach],
+        {"foreach_temporaries", "Step the optimizer fused", "torch.optim.AdamW(params, ..., fused=True)",
+         fmt::format("the foreach optimizer step holds {} of temporaries at the OOM on top of its state; "
+                     "the fused kernel makes none",
+                     format_bytes(by_site[kForeach])),
+         0});
+  offer(earlier_eval,
+        {"eval_outputs", "Keep eval outputs off the GPU",
+         "TrainingArguments(eval_accumulation_steps=1)  # or prediction_loss_only=True when only the loss is needed",
+         fmt::format("{} that earlier eval batches left on the GPU is live at the OOM (HF's Trainer concatenates "
+                     "predictions on the device until eval_accumulation_steps)",
+                     format_bytes(earlier_eval)),
+         0});
   if (units.eval_batch_start)
     offer(this_eval, {"eval_batch", "Evaluate in smaller batches",
                       "TrainingArguments(per_device_eval_batch_size=...)  # half the current one",
                       fmt::format("the failing eval batch holds {} at the OOM; half the batch holds about half",
-                                  format_bytes(this_eval)), 0});
-  std::sort(advice.begin(), advice.end(), [](const MemoryAdvice& a, const MemoryAdvice& b) { return a.bytes > b.bytes; });
+                                  format_bytes(this_eval)),
+                      0});
+  std::sort(advice.begin(), advice.end(),
+            [](const MemoryAdvice& a, const MemoryAdvice& b) { return a.bytes > b.bytes; });
   return advice;
 }
 

@@ -6,9 +6,9 @@
 /// | key | live at the OOM, allocated by | action |
 /// | --- | --- | --- |
 /// | `kv_cache` | transformers' `cache_utils.py` (a DynamicCache) in a training step | `use_cache=False` |
-/// | `fp32_logits` | transformers' `loss_utils.py` (the logits' fp32 upcast) or `cross_entropy` / `log_softmax` | a chunked or fused cross-entropy |
+/// | `fp32_logits` | transformers' `loss_utils.py` (the fp32 upcast), `cross_entropy` | a fused cross-entropy |
 /// | `foreach_temporaries` | torch/optim's `_multi_tensor_*` code, not its state (`_init_group`) | `fused=True` |
-/// | `eval_outputs` | earlier eval batches, still live (HF's Trainer concatenates predictions on the device) | `eval_accumulation_steps=1` / `prediction_loss_only=True` |
+/// | `eval_outputs` | earlier eval batches, still live (HF's Trainer keeps them) | `eval_accumulation_steps=1` |
 /// | `eval_batch` | the failing eval batch itself | a smaller eval batch |
 ///
 /// Each is listed when it holds at least max(64 MiB, 1% of the capacity); the largest first.

@@ -15,7 +15,9 @@ namespace {
 bool runs_at(const replay::PreparedTrace& trace, const replay::WhatIfConfig& config, const replay::Capacity& capacity,
              double factor) {
   replay::ReplayOptions options = replay::replay_options_for(capacity);
-  const auto scaled = [&](std::uint64_t bytes) { return static_cast<std::uint64_t>(static_cast<double>(bytes) * factor); };
+  const auto scaled = [&](std::uint64_t bytes) {
+    return static_cast<std::uint64_t>(static_cast<double>(bytes) * factor);
+  };
   if (options.capacity) options.capacity = scaled(*options.capacity);
   if (options.allowed_memory_maximum) options.allowed_memory_maximum = scaled(*options.allowed_memory_maximum);
   options.timeline_points = 0;
@@ -34,7 +36,8 @@ void replay_projected_step(ProjectedStep& step, const std::vector<replay::WhatIf
   std::vector<std::function<void()>> tasks;
   tasks.emplace_back([&] {
     p.projected_peak_bytes =
-        replay::run_replay(step.trace, replay::ModelKind::kIdeal, step.trace.recorded_config, unlimited).stats.peak_reserved_bytes;
+        replay::run_replay(step.trace, replay::ModelKind::kIdeal, step.trace.recorded_config, unlimited)
+            .stats.peak_reserved_bytes;
   });
   for (std::size_t i = 0; i < configs.size(); ++i) {
     tasks.emplace_back([&, i] {
@@ -43,8 +46,10 @@ void replay_projected_step(ProjectedStep& step, const std::vector<replay::WhatIf
       run.recorded = configs[i].recorded;
       if (!capacity.effective_bytes()) return;
       run.runs = runs_at(step.trace, configs[i], capacity, 1.0);
-      if (run.runs) run.runs_with_margin = runs_at(step.trace, configs[i], capacity, 1 - p.margin_to_fit);
-      else run.fails_with_margin = !runs_at(step.trace, configs[i], capacity, 1 + p.margin_to_fail);
+      if (run.runs)
+        run.runs_with_margin = runs_at(step.trace, configs[i], capacity, 1 - p.margin_to_fit);
+      else
+        run.fails_with_margin = !runs_at(step.trace, configs[i], capacity, 1 + p.margin_to_fail);
     });
   }
   const unsigned pool = threads ? threads : std::max(1u, std::thread::hardware_concurrency());

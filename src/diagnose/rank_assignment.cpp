@@ -1,12 +1,12 @@
 #include "diagnose/rank_assignment.h"
 
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <map>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 namespace fragscope::diagnose {
 namespace {
@@ -62,8 +62,10 @@ void assign_ranks(DoctorInputs& in) {
       taken.insert(s.device);
       told.push_back(fmt::format("{} → rank {}", s.path, s.device));
     }
-    in.warnings.push_back(fmt::format("snapshots without a rank<N> in their path trace different devices in {}: each "
-                                      "device read as its process's rank ({})", folder, join(told)));
+    in.warnings.push_back(
+        fmt::format("snapshots without a rank<N> in their path trace different devices in {}: each "
+                    "device read as its process's rank ({})",
+                    folder, join(told)));
   }
 
   // By folder: a kind whose rank-less inputs sit in several folders.
@@ -86,11 +88,15 @@ void assign_ranks(DoctorInputs& in) {
     std::vector<std::string> left;
     for (Slot& s : slots) {
       if (*s.rank) continue;
-      if (const auto it = rank_of.find(folder_of(*s.path)); it != rank_of.end()) *s.rank = it->second;
-      else left.push_back(*s.path);
+      if (const auto it = rank_of.find(folder_of(*s.path)); it != rank_of.end())
+        *s.rank = it->second;
+      else
+        left.push_back(*s.path);
     }
-    in.warnings.push_back(fmt::format("inputs without a rank<N> in their path come from {} folders: each folder read as one "
-                                      "rank ({})", split.size(), join(told)));
+    in.warnings.push_back(
+        fmt::format("inputs without a rank<N> in their path come from {} folders: each folder read as one "
+                    "rank ({})",
+                    split.size(), join(told)));
     if (!left.empty())
       in.warnings.push_back(fmt::format("{} cannot be tied to one of those ranks: read as rank 0", join(left)));
   }
@@ -101,9 +107,10 @@ void assign_ranks(DoctorInputs& in) {
     const int rank = s.rank->value_or(0);
     const auto [it, added] = first.try_emplace({s.kind, rank}, folder_of(*s.path));
     if (!added && it->second != folder_of(*s.path))
-      in.warnings.push_back(fmt::format("two {} inputs read as rank {} from different folders ({} and {}): their figures are "
-                                        "merged; name them rank<N> to tell them apart", s.kind, rank, it->second,
-                                        folder_of(*s.path)));
+      in.warnings.push_back(
+          fmt::format("two {} inputs read as rank {} from different folders ({} and {}): their figures are "
+                      "merged; name them rank<N> to tell them apart",
+                      s.kind, rank, it->second, folder_of(*s.path)));
   }
 }
 

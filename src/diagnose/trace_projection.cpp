@@ -15,22 +15,22 @@
 namespace fragscope::diagnose {
 namespace {
 
-using snapshot::TraceAction;
 using replay::Op;
 using replay::OpKind;
+using snapshot::TraceAction;
 using Pairs = AlignedPairs;
 
-constexpr std::size_t kMaxEdits = 1500;          // insertions + deletions two units may differ by
-constexpr std::size_t kMaxUnits = 24;            // earlier units looked at, newest first
-constexpr double kMinMatchedShare = 0.9;         // of the prefix's bytes, to align
-constexpr double kLeast = 0.02;                  // |log scale| below this: the same scale
+constexpr std::size_t kMaxEdits = 1500;               // insertions + deletions two units may differ by
+constexpr std::size_t kMaxUnits = 24;                 // earlier units looked at, newest first
+constexpr double kMinMatchedShare = 0.9;              // of the prefix's bytes, to align
+constexpr double kLeast = 0.02;                       // |log scale| below this: the same scale
 constexpr std::uint64_t kScaleMinBytes = 1ull << 20;  // smaller sizes are rounding noise
-constexpr double kMaxExponent = 2.0;            // sizes grow at most with the scale squared
+constexpr double kMaxExponent = 2.0;                  // sizes grow at most with the scale squared
 constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
 
 struct Unit {
-  std::size_t first = 0;  ///< first event
-  std::size_t end = 0;    ///< one past the last event (the next unit's first)
+  std::size_t first = 0;              ///< first event
+  std::size_t end = 0;                ///< one past the last event (the next unit's first)
   std::vector<std::size_t> allocs;    ///< alloc events, in order
   std::vector<std::uint32_t> stacks;  ///< their call stacks
   std::int64_t blocks_at_start = 0;   ///< live blocks before `first` (offset by the trace's start)
@@ -68,8 +68,8 @@ double size_scale(std::span<const snapshot::TraceEvent> trace, const std::vector
         static_cast<double>(sa + sb);
   }
   if (weight.empty()) return 1.0;
-  const auto mode = std::max_element(weight.begin(), weight.end(),
-                                     [](const auto& x, const auto& y) { return x.second < y.second; });
+  const auto mode =
+      std::max_element(weight.begin(), weight.end(), [](const auto& x, const auto& y) { return x.second < y.second; });
   double sum = 0, total = 0;
   for (const auto& [i, j] : pairs) {
     const std::uint64_t sa = trace[a[i]].size, sb = trace[b[j]].size;
@@ -113,7 +113,8 @@ std::optional<Pairs> align_units(std::span<const snapshot::TraceEvent> trace, co
   for (std::size_t j = 0; j < nb; ++j)
     if (b_stacks[j] != 0) framed_b.push_back(j);
   if (framed_a.size() == na && framed_b.size() == nb) {
-    auto pairs = align_sequences(na, nb, [&](std::size_t i, std::size_t j) { return a_stacks[i] == b_stacks[j]; }, kMaxEdits);
+    auto pairs = align_sequences(
+        na, nb, [&](std::size_t i, std::size_t j) { return a_stacks[i] == b_stacks[j]; }, kMaxEdits);
     if (pairs) scale = size_scale(trace, a, b, *pairs);
     return pairs;
   }
@@ -122,12 +123,14 @@ std::optional<Pairs> align_units(std::span<const snapshot::TraceEvent> trace, co
       [&](std::size_t i, std::size_t j) { return a_stacks[framed_a[i]] == b_stacks[framed_b[j]]; }, kMaxEdits);
   if (!framed || framed->empty()) return std::nullopt;
   Pairs positions;
-  for (const auto& [i, j] : *framed) positions.emplace_back(static_cast<std::uint32_t>(framed_a[i]), static_cast<std::uint32_t>(framed_b[j]));
+  for (const auto& [i, j] : *framed)
+    positions.emplace_back(static_cast<std::uint32_t>(framed_a[i]), static_cast<std::uint32_t>(framed_b[j]));
   scale = size_scale(trace, a, b, positions);
   return align_sequences(
       na, nb,
       [&](std::size_t i, std::size_t j) {
-        return a_stacks[i] == b_stacks[j] && (a_stacks[i] != 0 || compatible_sizes(trace[a[i]].size, trace[b[j]].size, scale));
+        return a_stacks[i] == b_stacks[j] &&
+               (a_stacks[i] != 0 || compatible_sizes(trace[a[i]].size, trace[b[j]].size, scale));
       },
       kMaxEdits);
 }
@@ -170,8 +173,8 @@ class ExponentFit {
 /// Unit `target`'s highest allocated level, projected as `reference`'s allocations scaled by
 /// `scale` (the exponents leave `left_out` out of the fit). A block the reference had before
 /// it began and frees is the target's counterpart (same call stack and recency), or nothing.
-std::uint64_t projected_peak(std::span<const snapshot::TraceEvent> trace, const Unit& reference,
-                             const ExponentFit& fit, std::size_t left_out, double scale, const Unit& target) {
+std::uint64_t projected_peak(std::span<const snapshot::TraceEvent> trace, const Unit& reference, const ExponentFit& fit,
+                             std::size_t left_out, double scale, const Unit& target) {
   std::unordered_map<std::uint64_t, std::uint64_t> scaled;  // address → size
   double level = static_cast<double>(target.start_level);
   double peak = level;
@@ -276,6 +279,9 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
       Unit& u = unit[next - first_unit];
       u.first = i;
       u.end = next + 1 < count ? units.starts[next + 1] : oom_index + 1;
+      // An eval unit is over where its statement stopped allocating (the training steps that
+      // follow until the next eval are another unit's business).
+      if (units.eval && next + 1 < count && next < units.ends.size()) u.end = std::min(u.end, units.ends[next]);
       u.blocks_at_start = live_blocks;
       u.start_level = i > 0 ? curve.allocated[i - 1] : 0;
       note_older_blocks(u, trace, live);
@@ -289,7 +295,7 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
       --live_blocks;
       live.erase(e.addr);
     }
-    if (next > first_unit) {
+    if (next > first_unit && i < unit[next - 1 - first_unit].end) {
       Unit& u = unit[next - 1 - first_unit];
       u.peak = std::max(u.peak, curve.allocated[i]);
       if (e.action == TraceAction::kAlloc || i == oom_index) {
@@ -313,34 +319,47 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
   std::optional<std::size_t> reference;
   Pairs reference_pairs;  // (position in reference, position in failing)
   std::size_t aligned_position = 0;
-  for (const bool kind_matters : {true, false}) {  // another kind only when none of its own aligns
-    for (std::size_t k = unit.size() - 1; k-- > 0 && !(reference && !kind_matters);) {
-      const Unit& candidate = unit[k];
-      if (same_kind(candidate) != kind_matters) continue;
-      const std::size_t window = std::min(candidate.allocs.size(), failing.allocs.size() * 5 / 4 + 64);
-      double scale = 1.0;
-      const auto pairs = align_units(trace, candidate.allocs, candidate.stacks, window, failing.allocs, failing.stacks,
-                                     failing.allocs.size(), scale);
-      if (!pairs || pairs->empty() || pairs->back().second + 1 != failing.allocs.size()) continue;
-      std::uint64_t matched = 0;
-      for (const auto& pair : *pairs) matched += trace[failing.allocs[pair.second]].size;
-      if (static_cast<double>(matched) < kMinMatchedShare * static_cast<double>(prefix_bytes)) continue;
-      if (reference && std::abs(std::log(scale)) >= std::abs(std::log(p.scale)) - 1e-9) continue;
-      reference = k;
-      reference_pairs = *pairs;
-      aligned_position = pairs->back().first;
-      p.scale = scale;
-      p.matched_allocations = pairs->size();
-    }
-    if (reference) break;
+  bool reference_of_its_kind = false;
+  for (std::size_t k = unit.size() - 1; k-- > 0;) {  // newest first: ties go to the most recent
+    const Unit& candidate = unit[k];
+    const std::size_t window = std::min(candidate.allocs.size(), failing.allocs.size() * 5 / 4 + 64);
+    double scale = 1.0;
+    const auto pairs = align_units(trace, candidate.allocs, candidate.stacks, window, failing.allocs, failing.stacks,
+                                   failing.allocs.size(), scale);
+    if (!pairs || pairs->empty() || pairs->back().second + 1 != failing.allocs.size()) continue;
+    std::uint64_t matched = 0;
+    for (const auto& pair : *pairs) matched += trace[failing.allocs[pair.second]].size;
+    if (static_cast<double>(matched) < kMinMatchedShare * static_cast<double>(prefix_bytes)) continue;
+    const bool sized = std::any_of(pairs->begin(), pairs->end(), [&](const auto& pair) {
+      return trace[candidate.allocs[pair.first]].size >= kScaleMinBytes &&
+             trace[failing.allocs[pair.second]].size >= kScaleMinBytes;
+    });
+    if (!sized) continue;  // nothing the failing unit allocated so far tells its size
+    ++p.aligned_units;
+    if (scale > 1.02) ++p.smaller_units;
+    // Another kind only when none of its own aligns; among one kind, the scale nearest 1.
+    const bool its_kind = same_kind(candidate);
+    if (reference && (reference_of_its_kind && !its_kind)) continue;
+    if (reference && reference_of_its_kind == its_kind &&
+        std::abs(std::log(scale)) >= std::abs(std::log(p.scale)) - 1e-9)
+      continue;
+    reference = k;
+    reference_of_its_kind = its_kind;
+    reference_pairs = *pairs;
+    aligned_position = pairs->back().first;
+    p.scale = scale;
+    p.matched_allocations = pairs->size();
   }
   if (!reference) {
-    p.unavailable_reason = "no earlier unit of the failing unit's kind allocates like it up to the failing malloc";
+    p.unavailable_reason =
+        "no earlier unit allocates like the failing one up to the failing malloc (or what it allocated "
+        "so far, none of it 1 MiB or more, does not tell its size)";
     return out;
   }
   const Unit& ref = unit[*reference];
   if (!same_kind(ref))
-    p.kind_difference_bytes = std::max(ref.start_level, failing.start_level) - std::min(ref.start_level, failing.start_level);
+    p.kind_difference_bytes =
+        std::max(ref.start_level, failing.start_level) - std::min(ref.start_level, failing.start_level);
   p.reference_unit = first_unit + *reference + 1;
   p.reference_first_event = ref.first;
   p.reference_end_event = ref.end;
@@ -366,7 +385,8 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
     if (std::abs(std::log(scale)) < kLeast) continue;
     for (const auto& [i, j] : *pairs) {
       const std::uint64_t a = trace[ref.allocs[i]].size, b = trace[unit[k].allocs[j]].size;
-      if (a == 0 || b == 0 || (ref.stacks[i] == 0 && std::max(a, b) < kScaleMinBytes)) continue;  // matched by size alone
+      if (a == 0 || b == 0 || (ref.stacks[i] == 0 && std::max(a, b) < kScaleMinBytes))
+        continue;  // matched by size alone
       fit.add(i, ref.stacks[i], k, std::log(static_cast<double>(b) / static_cast<double>(a)) / std::log(scale));
     }
   }
@@ -374,7 +394,8 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
     for (const auto& [i, j] : reference_pairs) {
       const std::uint64_t a = trace[ref.allocs[i]].size, b = trace[failing.allocs[j]].size;
       if (a == 0 || b == 0 || j + 1 == failing.allocs.size()) continue;
-      fit.add(i, ref.stacks[i], unit.size() - 1, std::log(static_cast<double>(b) / static_cast<double>(a)) / std::log(p.scale));
+      fit.add(i, ref.stacks[i], unit.size() - 1,
+              std::log(static_cast<double>(b) / static_cast<double>(a)) / std::log(p.scale));
     }
   }
   for (const auto& [k, scale] : checks) {
@@ -384,16 +405,19 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
     p.fit_error = std::max(p.fit_error.value_or(0.0), error);
     ++p.checked_units;
   }
-  if (*reference + 1 < unit.size() && alike(failing, ref)) {  // the unit after the failing one is like the one after the reference
+  if (*reference + 1 < unit.size() &&
+      alike(failing, ref)) {  // the unit after the failing one is like the one after the reference
     const Unit& after = unit[*reference + 1];
-    if (!alike(after, ref) && after.start_level > ref.start_level) p.next_unit_extra_bytes = after.start_level - ref.start_level;
+    if (!alike(after, ref) && after.start_level > ref.start_level)
+      p.next_unit_extra_bytes = after.start_level - ref.start_level;
   }
 
   // The synthetic trace: the recorded ops to the failing malloc, then the reference's rest.
   std::vector<std::uint32_t> op_of_event(trace.size(), kNone);
   for (std::size_t k = 0; k < prepared.ops.size(); ++k) {
     const Op& op = prepared.ops[k];
-    if (op.kind == OpKind::kAlloc || op.kind == OpKind::kOom) op_of_event[op.trace_index] = static_cast<std::uint32_t>(k);
+    if (op.kind == OpKind::kAlloc || op.kind == OpKind::kOom)
+      op_of_event[op.trace_index] = static_cast<std::uint32_t>(k);
   }
   const std::uint32_t oom_op = op_of_event[oom_index];
   const std::uint32_t aligned_op = op_of_event[p.aligned_event];
@@ -431,7 +455,7 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
   synthetic.ops.push_back(served);
 
   // The reference's blocks live at its aligned malloc → the failing unit's counterparts.
-  std::unordered_map<std::uint32_t, std::uint32_t> slot_for;  // reference slot → synthetic slot
+  std::unordered_map<std::uint32_t, std::uint32_t> slot_for;      // reference slot → synthetic slot
   std::unordered_map<std::size_t, std::size_t> failing_event_of;  // reference event → failing event
   for (const auto& [i, j] : reference_pairs) failing_event_of[ref.allocs[i]] = failing.allocs[j];
   std::unordered_map<std::size_t, std::uint32_t> slot_at_oom;  // failing event → its slot, live at the OOM
@@ -448,7 +472,8 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
     if (!at_aligned.live[slot] || at_aligned.event[slot] == kNone || at_aligned.event[slot] < ref.first) continue;
     const auto counterpart = failing_event_of.find(at_aligned.event[slot]);
     if (counterpart == failing_event_of.end()) continue;
-    if (const auto live = slot_at_oom.find(counterpart->second); live != slot_at_oom.end()) slot_for[slot] = live->second;
+    if (const auto live = slot_at_oom.find(counterpart->second); live != slot_at_oom.end())
+      slot_for[slot] = live->second;
   }
   slot_for[prepared.ops[aligned_op].slot] = served.slot;
 
@@ -459,7 +484,7 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
   double level = start, low = start, high = start;
   double peak = start, peak_low = start, peak_high = start;
   std::unordered_map<std::uint32_t, std::pair<double, double>> spread;  // slot → (size − low, high − size)
-  std::unordered_map<std::uint32_t, std::uint64_t> made;  // synthetic slot the projection made → size
+  std::unordered_map<std::uint32_t, std::uint64_t> made;                // synthetic slot the projection made → size
   made[served.slot] = trace[oom_index].size;
   const auto size_of = [&](std::uint32_t slot) -> std::uint64_t {
     if (const auto it = made.find(slot); it != made.end()) return it->second;
@@ -478,13 +503,19 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
         const std::optional<double> exponent = fit.exponent(position, ref.stacks[position], kNone);
         const double e = exponent.value_or(1.0);
         const auto size = static_cast<std::uint64_t>(static_cast<double>(op.size) * std::pow(p.scale, e));
-        if (!exponent) p.unfitted_bytes += op.size;
-        else if (std::abs(e) < 0.25) p.constant_bytes += op.size;
-        else if (std::abs(e - 1) < 0.25) p.linear_bytes += op.size;
-        else if (std::abs(e - 2) < 0.25) p.quadratic_bytes += op.size;
-        else p.other_bytes += op.size;
+        if (!exponent)
+          p.unfitted_bytes += op.size;
+        else if (std::abs(e) < 0.25)
+          p.constant_bytes += op.size;
+        else if (std::abs(e - 1) < 0.25)
+          p.linear_bytes += op.size;
+        else if (std::abs(e - 2) < 0.25)
+          p.quadratic_bytes += op.size;
+        else
+          p.other_bytes += op.size;
         const double below = exponent ? 0.0 : static_cast<double>(size) - static_cast<double>(op.size);
-        const double above = exponent ? 0.0 : static_cast<double>(op.size) * p.scale * p.scale - static_cast<double>(size);
+        const double above =
+            exponent ? 0.0 : static_cast<double>(op.size) * p.scale * p.scale - static_cast<double>(size);
         level += static_cast<double>(size);
         low += static_cast<double>(size) - below;
         high += static_cast<double>(size) + above;
@@ -532,8 +563,10 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
   // accumulates into) may make fewer blocks than the failing unit will; one that held less may
   // make blocks the failing unit already has; a free without a counterpart keeps a block that
   // the failing unit may not hold.
-  if (failing.start_level > ref.start_level) p.over_bytes += p.kind_difference_bytes;
-  else p.under_bytes += p.kind_difference_bytes;
+  if (failing.start_level > ref.start_level)
+    p.over_bytes += p.kind_difference_bytes;
+  else
+    p.under_bytes += p.kind_difference_bytes;
   p.over_bytes += p.unmatched_free_bytes + static_cast<std::uint64_t>(peak - peak_low);
   p.under_bytes += static_cast<std::uint64_t>(peak_high - peak);
   p.available = true;

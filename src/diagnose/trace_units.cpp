@@ -23,7 +23,8 @@ bool inside_a_pass(std::string_view torch_file) {
 
 bool names_evaluation(std::string_view text) {
   std::string lower(text);
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   for (const char* word : {"eval", "valid", "predict"})
     if (lower.find(word) != std::string::npos) return true;
   return false;
@@ -46,8 +47,14 @@ TraceUnits find_trace_units(const snapshot::Snapshot& snapshot, int device, std:
     if (added && stack != 0) it->second = python_frames(snapshot, stack);
     return it->second;
   };
+  // The program's own frames come first; a stack that starts inside torch runs on another
+  // thread (a checkpointed backward's recompute) and says nothing of the program's loop.
+  const auto programs = [&](StackId stack) {
+    const std::vector<FrameId>& f = frames(stack);
+    return !f.empty() && torch_path(snapshot.strings.view(snapshot.stacks.frame(f.front()).filename)).empty();
+  };
   units.anchor = oom_index;
-  while (frames(trace[units.anchor].stack).empty()) {
+  while (!programs(trace[units.anchor].stack)) {
     std::size_t i = units.anchor;
     while (i > 0 && trace[i - 1].action != TraceAction::kAlloc) --i;
     if (i == 0) return units;
@@ -58,6 +65,7 @@ TraceUnits find_trace_units(const snapshot::Snapshot& snapshot, int device, std:
 
   std::size_t program_depth = anchor.size();  // frames of the program's own loops
   std::size_t eval_depth = 0;                 // the deepest of them naming evaluation
+  std::size_t least_depth = 1;                // an eval unit holds the shallowest frame naming it
   for (std::size_t d = 0; d < anchor.size(); ++d) {
     const std::string_view file = snapshot.strings.view(snapshot.stacks.frame(anchor[d]).filename);
     const std::string_view inside = torch_path(file);
@@ -65,12 +73,15 @@ TraceUnits find_trace_units(const snapshot::Snapshot& snapshot, int device, std:
       program_depth = d;
       break;
     }
-    if (inside.empty() && names_evaluation(snapshot.strings.view(snapshot.stacks.frame(anchor[d]).name))) {
-      units.eval = true;
-      eval_depth = d + 1;
+    const bool by_name = inside.empty() && names_evaluation(snapshot.strings.view(snapshot.stacks.frame(anchor[d]).name));
+    const bool by_file =
+        inside.empty() && names_evaluation(file.substr(file.rfind('/') == std::string_view::npos ? 0 : file.rfind('/')));
+    if (by_name) eval_depth = d + 1;
+    if ((by_name || by_file) && !units.eval) {
+      least_depth = d + 1;
+      units.eval_statement = describe_frame(snapshot, anchor[d > 0 ? d - 1 : 0]);
     }
-    if (inside.empty() && names_evaluation(file.substr(file.rfind('/') == std::string_view::npos ? 0 : file.rfind('/'))))
-      units.eval = true;
+    units.eval |= by_name || by_file;
   }
   if (program_depth == 0) return units;
 
@@ -109,7 +120,7 @@ TraceUnits find_trace_units(const snapshot::Snapshot& snapshot, int device, std:
   std::int64_t running = 0;
   for (std::size_t d = 1; d <= program_depth; ++d) {
     running += opened[d];
-    if (running > static_cast<std::int64_t>(best)) {
+    if (d >= least_depth && running > static_cast<std::int64_t>(best)) {
       best = static_cast<std::size_t>(running);
       best_depth = d;
     }
@@ -127,6 +138,7 @@ TraceUnits find_trace_units(const snapshot::Snapshot& snapshot, int device, std:
   previous = 0;
   visit_all([&](std::size_t i, std::size_t shared) {
     if (shared >= best_depth && previous < best_depth) units.starts.push_back(i);
+    if (shared < best_depth && previous >= best_depth) units.ends.push_back(i);
     previous = shared;
   });
   return units;

@@ -9,10 +9,16 @@
 /// *episode* is a run of consecutive allocations sharing the anchor's first d frames.
 /// Allocations without Python frames (other threads) and those whose frames are a strict prefix
 /// of the anchor's (a C function called from a module's top level records fewer frames) neither
-/// start nor break one. The unit is the depth with the most episodes (the shallowest of them),
-/// among the frames of the program's own loops: above the first frame in torch.nn.Module,
-/// torch.autograd, torch.optim or torch.utils.checkpoint, below which a statement repeats per
-/// layer or per parameter. Each episode starts a unit; the failing unit is the last.
+/// start nor break one. A stack whose outermost Python frame is torch's runs on another thread
+/// (a checkpointed backward's recompute): it is no anchor either.
+///
+/// The unit is the depth with the most episodes (the shallowest of them), among the frames of
+/// the program's own loops: above the first frame in torch.nn.Module, torch.autograd,
+/// torch.optim or torch.utils.checkpoint, below which a statement repeats per layer or per
+/// parameter. When the anchor's frames name evaluation (eval / valid / predict in a function or
+/// file name outside torch), the unit holds the shallowest such frame: HF's
+/// `_maybe_log_save_evaluate` also logs at other steps, and its logging is not an eval pass.
+/// Each episode starts a unit; the failing unit is the last.
 /// Thread-safety: a pure function.
 
 #include <cstddef>
@@ -31,12 +37,19 @@ struct TraceUnits {
   std::size_t depth = 0;      ///< Python frames a unit's allocations share with the anchor
   /// Where each unit began (its first allocation), the failing unit last.
   std::vector<std::size_t> starts;
+  /// Where each earlier unit's statement stopped allocating: the first allocation of the
+  /// program's thread outside it (its backward pass and optimizer step come after, on
+  /// training units; an eval unit is over).
+  std::vector<std::size_t> ends;
   /// The anchor's frames name an evaluation loop (eval / valid / predict in a function or file
   /// name outside torch): the units are eval batches.
   bool eval = false;
   /// With `eval`: where the failing eval batch began: the last episode of the anchor's deepest
   /// frame that names evaluation (HF's prediction_step, Lightning's validation_step).
   std::optional<std::size_t> eval_batch_start;
+  /// With `eval`: the statement that entered evaluation (the frame calling the shallowest one
+  /// that names it): "trainer.py:1883 in _run_epoch".
+  std::string eval_statement;
   /// @brief The failing unit has earlier occurrences in the trace.
   bool repeats() const { return starts.size() >= 2; }
 };

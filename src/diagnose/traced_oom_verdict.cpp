@@ -80,7 +80,7 @@ std::optional<std::size_t> optimizer_steps_before(const snapshot::Snapshot& snap
 /// A pass the recorded steps never ran (eval, checkpoint, an optimizer step): its peak is not
 /// in the trace, so only a list op that provably needs more than the device decides it.
 Verdict judge_unrecorded_pass(const snapshot::Snapshot& snap, int device, const RecordedCurve& curve,
-                              std::size_t oom_index, std::uint64_t cap, const OomCallPath& call_path,
+                              std::size_t oom_index, std::uint64_t cap, const std::string& statement,
                               std::span<const inputs::StepRecord> steps, Diagnosis& d) {
   if (d.phase == "optimizer") {
     const ListOpProjection op = project_failing_list_op(snap, device, curve, oom_index);
@@ -101,9 +101,9 @@ Verdict judge_unrecorded_pass(const snapshot::Snapshot& snap, int device, const 
   const std::int64_t after = steps.empty() ? -1 : steps.back().step;
   d.trigger = d.phase == "optimizer" ? "an optimizer step allocating its state"
               : d.phase == "checkpoint" ? "a checkpoint save"
-              : d.phase == "eval" ? fmt::format("an eval pass ({}){}", call_path.statement,
+              : d.phase == "eval" ? fmt::format("an eval pass ({}){}", statement,
                                                 after >= 0 ? fmt::format(" after the last recorded step ({})", after) : "")
-                                  : fmt::format("a pass the recorded steps never ran ({})", call_path.statement);
+                                  : fmt::format("a pass the recorded steps never ran ({})", statement);
   d.projection.available = false;
   d.projection.unavailable_reason = fmt::format("the {} phase's peak is not in the trace: the recorded training steps "
                                                 "say nothing about it", d.phase);
@@ -201,23 +201,27 @@ Verdict judge_training_step(const snapshot::Snapshot& snap, int device, const al
 /// when no unit could check it), and the margins the verdict keeps from the capacity each way.
 void set_margins(TraceStepProjection& p, std::uint64_t cap) {
   p.fit_margin = p.fit_error ? std::max(kProjectionFloor, *p.fit_error) : kUncheckedProjection;
-  const auto share = [&](std::uint64_t bytes) { return static_cast<double>(bytes) / static_cast<double>(std::max<std::uint64_t>(cap, 1)); };
+  const auto share = [&](std::uint64_t bytes) {
+    return static_cast<double>(bytes) / static_cast<double>(std::max<std::uint64_t>(cap, 1));
+  };
   p.margin_to_fit = p.fit_margin + share(p.under_bytes);
   p.margin_to_fail = p.fit_margin + share(p.over_bytes);
 }
 
 std::string describe_projection(const TraceStepProjection& p) {
-  std::string rest = fmt::format("{} constant, {} linear", format_bytes(p.constant_bytes), format_bytes(p.linear_bytes));
+  std::string rest =
+      fmt::format("{} constant, {} linear", format_bytes(p.constant_bytes), format_bytes(p.linear_bytes));
   if (p.quadratic_bytes) rest += fmt::format(", {} quadratic", format_bytes(p.quadratic_bytes));
   if (p.other_bytes) rest += fmt::format(", {} another power", format_bytes(p.other_bytes));
-  if (p.unfitted_bytes) rest += fmt::format(", {} that no earlier unit tells (taken as linear)", format_bytes(p.unfitted_bytes));
-  return fmt::format("the failing unit's allocations up to the failing malloc match unit {} of {} (events {}–{}) call stack by "
-                     "call stack ({} of {}; the failing malloc is its event {}); their sizes are ×{:.3f} its own. Its rest, "
-                     "scaled by how each allocation's size follows the scale over the other units ({}), makes the failing "
-                     "step peak at {} live with perfect packing",
-                     p.reference_unit, p.earlier_units + 1, p.reference_first_event, p.reference_end_event - 1,
-                     p.matched_allocations, p.prefix_allocations, p.aligned_event, p.scale, rest,
-                     format_bytes(p.projected_peak_bytes));
+  if (p.unfitted_bytes)
+    rest += fmt::format(", {} that no earlier unit tells (taken as linear)", format_bytes(p.unfitted_bytes));
+  return fmt::format(
+      "the failing unit's allocations up to the failing malloc match unit {} of {} (events {}–{}) call stack by "
+      "call stack ({} of {}; the failing malloc is its event {}); their sizes are ×{:.3f} its own. Its rest, "
+      "scaled by how each allocation's size follows the scale over the other units ({}), makes the failing "
+      "step peak at {} live with perfect packing",
+      p.reference_unit, p.earlier_units + 1, p.reference_first_event, p.reference_end_event - 1, p.matched_allocations,
+      p.prefix_allocations, p.aligned_event, p.scale, rest, format_bytes(p.projected_peak_bytes));
 }
 
 /// The failing step projected from the trace alone (trace_projection.h), replayed at the
@@ -239,64 +243,87 @@ Verdict judge_projected_step(ProjectedStep& step, const std::vector<replay::What
                                p.unit_statement, p.earlier_units, p.eval_units ? "evaluation" : "the training step");
   d.add_evidence("phase", fmt::format("phase {}: {}", d.phase, d.phase_source));
   d.add_evidence("projection", describe_projection(p));
-  const std::string margins = fmt::format("a setting must run it with {} of the capacity to spare, and perfect packing must "
-                                          "miss it by {}, to decide", pct(p.margin_to_fit), pct(p.margin_to_fail));
-  d.add_evidence("fit", p.fit_error
-                            ? fmt::format("the fit checked on {} earlier unit{}: projected from unit {}, {} peak{} came within {} of "
-                                          "the real one{}; {}", p.checked_units, p.checked_units == 1 ? "" : "s", p.reference_unit,
-                                          p.checked_units == 1 ? "its" : "their", p.checked_units == 1 ? "" : "s",
-                                          pct(*p.fit_error), p.checked_units == 1 ? "" : "s", margins)
-                            : fmt::format("no other unit allocates like unit {}, so the fit cannot be checked on the trace's own "
-                                          "history; {}", p.reference_unit, margins));
+  const std::string margins = fmt::format(
+      "a setting must run it with {} of the capacity to spare, and perfect packing must "
+      "miss it by {}, to decide",
+      pct(p.margin_to_fit), pct(p.margin_to_fail));
+  d.add_evidence(
+      "fit",
+      p.fit_error
+          ? fmt::format("the fit checked on {} earlier unit{}: projected from unit {}, {} peak{} came within {} of "
+                        "the real one{}; {}",
+                        p.checked_units, p.checked_units == 1 ? "" : "s", p.reference_unit,
+                        p.checked_units == 1 ? "its" : "their", p.checked_units == 1 ? "" : "s", pct(*p.fit_error),
+                        p.checked_units == 1 ? "" : "s", margins)
+          : fmt::format("no other unit allocates like unit {}, so the fit cannot be checked on the trace's own "
+                        "history; {}",
+                        p.reference_unit, margins));
   if (p.over_bytes || p.under_bytes)
-    d.add_evidence("doubt", fmt::format("the projection may be up to {} high and {} low: allocations no unit tells how they scale "
-                                        "(constant to quadratic), frees without a counterpart, a reference of another kind",
-                                        format_bytes(p.over_bytes), format_bytes(p.under_bytes)));
+    d.add_evidence(
+        "doubt", fmt::format("the projection may be up to {} high and {} low: allocations no unit tells how they scale "
+                             "(constant to quadratic), frees without a counterpart, a reference of another kind",
+                             format_bytes(p.over_bytes), format_bytes(p.under_bytes)));
   if (p.kind_difference_bytes)
-    d.add_evidence("reference_kind", fmt::format("no earlier unit began holding what the failing one did (its blocks within 5%): "
-                                                 "the reference began {} {} (the optimizer's state or gradients): its rest may make "
-                                                 "{} than the failing unit's will", format_bytes(p.kind_difference_bytes),
-                                                 p.over_bytes >= p.kind_difference_bytes ? "lower" : "higher",
-                                                 p.over_bytes >= p.kind_difference_bytes ? "blocks the failing unit already holds, more"
-                                                                                        : "fewer blocks"));
+    d.add_evidence(
+        "reference_kind",
+        fmt::format(
+            "no earlier unit began holding what the failing one did (its blocks within 5%): "
+            "the reference began {} {} (the optimizer's state or gradients): its rest may make "
+            "{} than the failing unit's will",
+            format_bytes(p.kind_difference_bytes), p.over_bytes >= p.kind_difference_bytes ? "lower" : "higher",
+            p.over_bytes >= p.kind_difference_bytes ? "blocks the failing unit already holds, more" : "fewer blocks"));
   if (p.unmatched_free_bytes)
-    d.add_evidence("unmatched", fmt::format("{} that the reference freed has no counterpart in the failing unit: the projection "
-                                            "keeps it", format_bytes(p.unmatched_free_bytes)));
-  d.trigger = p.eval_units ? fmt::format("eval batch {} of the trace ({})", p.earlier_units + 1, p.unit_statement)
-              : std::abs(p.scale - 1) >= 0.02
-                  ? fmt::format("a step ×{:.2f} the size of unit {} ({}), the most alike of the {} before it", p.scale,
-                                p.reference_unit, p.unit_statement, p.earlier_units)
-                  : fmt::format("a step the size of unit {} ({})", p.reference_unit, p.unit_statement);
+    d.add_evidence("unmatched",
+                   fmt::format("{} that the reference freed has no counterpart in the failing unit: the projection "
+                               "keeps it",
+                               format_bytes(p.unmatched_free_bytes)));
+  const std::string size =
+      std::abs(p.scale - 1) >= 0.02
+          ? fmt::format("its allocations ×{:.2f} those of unit {}, the most alike", p.scale, p.reference_unit)
+          : fmt::format("the size of unit {}", p.reference_unit);
+  d.trigger =
+      p.eval_units
+          ? fmt::format("unit {} of the trace's evaluation ({}), {}", p.earlier_units + 1, p.unit_statement, size)
+      : p.smaller_units == p.aligned_units && p.aligned_units > 0
+          ? fmt::format(
+                "the longest batch of the trace so far: larger than the {} earlier step(s) it aligns with ({}), {}",
+                p.aligned_units, p.unit_statement, size)
+          : fmt::format("training step {} of the trace ({}), {}", p.earlier_units + 1, p.unit_statement, size);
   const double upper = static_cast<double>(cap) * (1 + p.margin_to_fail);
   const double lower = static_cast<double>(cap) * (1 - p.margin_to_fit);
   const auto peak = static_cast<double>(p.projected_peak_bytes);
   const double next = peak + static_cast<double>(p.next_unit_extra_bytes);
   const auto undecided = [&] {
-    d.decide_with = {"one rerun with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True at the same memory: if it fails in the same "
-                     "step, the verdict is capacity",
-                     "a snapshot whose trace holds more steps like the failing one (a larger max_entries), so the fit can be "
-                     "checked on more of them",
-                     "or make room instead of deciding: activation checkpointing, or a smaller micro-batch with more accumulation"};
+    d.decide_with = {
+        "one rerun with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True at the same memory: if it fails in the same "
+        "step, the verdict is capacity",
+        "a snapshot whose trace holds more steps like the failing one (a larger max_entries), so the fit can be "
+        "checked on more of them",
+        "or make room instead of deciding: activation checkpointing, or a smaller micro-batch with more accumulation"};
     return Verdict::kUndetermined;
   };
   if (p.fit_error && *p.fit_error > kMaxFitError) {
-    d.add_evidence("fit_rejected", fmt::format("the projection misses the trace's own earlier units by up to {} (more than {}): it "
-                                               "does not fit its own history, so it decides nothing", pct(*p.fit_error),
-                                               pct(kMaxFitError)));
+    d.add_evidence("fit_rejected",
+                   fmt::format("the projection misses the trace's own earlier units by up to {} (more than {}): it "
+                               "does not fit its own history, so it decides nothing",
+                               pct(*p.fit_error), pct(kMaxFitError)));
     return undecided();
   }
   // Sizes recorded under roundup_power2_divisions are rounded up: what the step needs with
   // perfect packing at the sizes it asked for is less (the snapshot's live blocks tell by how much).
   const double asked = peak / inflation;
   if (inflation > 1.01)
-    d.add_evidence("rounding", fmt::format("the recorded setting rounds requests up: the snapshot's live blocks hold ×{:.3f} the bytes "
-                                           "they asked for, so at the sizes asked for the step needs about {}", inflation,
-                                           format_bytes(static_cast<std::uint64_t>(asked))));
+    d.add_evidence(
+        "rounding",
+        fmt::format("the recorded setting rounds requests up: the snapshot's live blocks hold ×{:.3f} the bytes "
+                    "they asked for, so at the sizes asked for the step needs about {}",
+                    inflation, format_bytes(static_cast<std::uint64_t>(asked))));
   if (asked > upper) {
     const auto needed = static_cast<std::uint64_t>(asked);
-    d.add_evidence("projection_vs_capacity", fmt::format("the step needs {} of live memory even with perfect packing; the device gives "
-                                                         "{} — short by {}, beyond the projection's margins",
-                                                         format_bytes(needed), format_bytes(cap), format_bytes(needed - cap)));
+    d.add_evidence("projection_vs_capacity",
+                   fmt::format("the step needs {} of live memory even with perfect packing; the device gives "
+                               "{} — short by {}, beyond the projection's margins",
+                               format_bytes(needed), format_bytes(cap), format_bytes(needed - cap)));
     return Verdict::kCapacity;
   }
 
@@ -304,13 +331,17 @@ Verdict judge_projected_step(ProjectedStep& step, const std::vector<replay::What
   for (const WhatIfLine& line : d.whatif)  // least reserved up to the OOM point first
     for (const ProjectedRun& run : p.runs)
       if (!best && run.conf == line.conf && run.runs_with_margin) best = &run;
-  const bool all_fail = std::all_of(p.runs.begin(), p.runs.end(), [](const ProjectedRun& r) { return r.fails_with_margin; });
+  const bool all_fail =
+      std::all_of(p.runs.begin(), p.runs.end(), [](const ProjectedRun& r) { return r.fails_with_margin; });
   if (best && next / inflation > lower) {
-    d.add_evidence("next_step", fmt::format("the failing step itself fits, but the unit after the reference began {} higher than it "
-                                            "did (what the steps after a zero_grad hold again): a batch as long as the failing one a "
-                                            "step later would need about {} of the {} the device gives. Whether a later batch is that "
-                                            "long is not in the trace", format_bytes(p.next_unit_extra_bytes),
-                                            format_bytes(static_cast<std::uint64_t>(next / inflation)), format_bytes(cap)));
+    d.add_evidence(
+        "next_step",
+        fmt::format("the failing step itself fits, but the unit after the reference began {} higher than it "
+                    "did (what the steps after a zero_grad hold again): a batch as long as the failing one a "
+                    "step later would need about {} of the {} the device gives. Whether a later batch is that "
+                    "long is not in the trace",
+                    format_bytes(p.next_unit_extra_bytes), format_bytes(static_cast<std::uint64_t>(next / inflation)),
+                    format_bytes(cap)));
     return undecided();
   }
   if (best) {
@@ -324,19 +355,25 @@ Verdict judge_projected_step(ProjectedStep& step, const std::vector<replay::What
     return Verdict::kFragmentation;
   }
   if (all_fail && !step.trace.starts_mid_run && !p.runs.empty() && inflation <= 1.01) {
-    d.add_evidence("projection_vs_capacity",
-                   fmt::format("the projected step needs {} live with perfect packing, but no allocator setting of the sweep runs "
-                               "it even at {} more than the {} the device gives: what a real allocator needs above the live "
-                               "bytes does not fit", format_bytes(p.projected_peak_bytes), pct(p.margin_to_fail), format_bytes(cap)));
+    d.add_evidence(
+        "projection_vs_capacity",
+        fmt::format("the projected step needs {} live with perfect packing, but no allocator setting of the sweep runs "
+                    "it even at {} more than the {} the device gives: what a real allocator needs above the live "
+                    "bytes does not fit",
+                    format_bytes(p.projected_peak_bytes), pct(p.margin_to_fail), format_bytes(cap)));
     return Verdict::kCapacity;
   }
-  d.add_evidence("too_close", fmt::format("the projected step needs {} live with perfect packing against {}{}: within the "
-                                          "margins the projection needs ({} below, {} above) of what decides it{}",
-                                          format_bytes(static_cast<std::uint64_t>(next)), format_bytes(cap),
-                                          best ? "" : fmt::format("; the settings that run it need more than {} less that margin", format_bytes(cap)),
-                                          pct(p.margin_to_fit), pct(p.margin_to_fail),
-                                          step.trace.starts_mid_run ? " (the trace starts mid-run: a setting replayed from its "
-                                                                      "state inherits pieces the job's start would not have made)" : ""));
+  d.add_evidence(
+      "too_close",
+      fmt::format(
+          "the projected step needs {} live with perfect packing against {}{}: within the "
+          "margins the projection needs ({} below, {} above) of what decides it{}",
+          format_bytes(static_cast<std::uint64_t>(next)), format_bytes(cap),
+          best ? "" : fmt::format("; the settings that run it need more than {} less that margin", format_bytes(cap)),
+          pct(p.margin_to_fit), pct(p.margin_to_fail),
+          step.trace.starts_mid_run ? " (the trace starts mid-run: a setting replayed from its "
+                                      "state inherits pieces the job's start would not have made)"
+                                    : ""));
   return undecided();
 }
 
@@ -395,12 +432,20 @@ Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemet
   }
   const TraceUnits units = find_trace_units(snap, trace.device, oom_index);
   d.memory_advice = memory_advice(snap, trace.device, oom_index, units, cap);
+  if (units.eval && !units.repeats() && !phase.repeats_step && d.phase != "eval") {
+    d.phase = "eval";
+    d.phase_source = fmt::format("the failing malloc is in an evaluation ({}) that did not run before in the trace",
+                                 units.eval_statement);
+    std::erase_if(d.evidence, [](const Evidence& e) { return e.key == "phase"; });
+    d.add_evidence("phase", fmt::format("phase {}: {}", d.phase, d.phase_source));
+  }
   if (units.repeats() && !phase.repeats_step && (d.phase == "unknown" || units.eval)) {
     // The program's own loop repeats where the statement-level view saw none (a trainer's
     // loop below one top-level call): the failing unit ran before.
     d.phase = units.eval ? "eval" : call_path.optimizer ? "optimizer" : "train";
-    d.phase_source = fmt::format("the failing unit's statement ({}) ran {} time(s) before in the trace: {} repeating",
-                                 units.statement, units.starts.size() - 1, units.eval ? "evaluation" : "the training step");
+    d.phase_source =
+        fmt::format("the failing unit's statement ({}) ran {} time(s) before in the trace: {} repeating",
+                    units.statement, units.starts.size() - 1, units.eval ? "evaluation" : "the training step");
     std::erase_if(d.evidence, [](const Evidence& e) { return e.key == "phase"; });
     d.add_evidence("phase", fmt::format("phase {}: {}", d.phase, d.phase_source));
   }
@@ -430,15 +475,21 @@ Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemet
                                              format_bytes(request), format_bytes(cap), format_bytes(curve.allocated[oom_index]),
                                              format_bytes(curve.allocated[oom_index] + request)));
   if (best)
-    d.add_evidence("replay_best", fmt::format("PYTORCH_CUDA_ALLOC_CONF={} passes the recorded OOM point at the same {}, reserving at most {} up to it",
-                                              best->config.conf.empty() ? "\"\"" : best->config.conf, format_bytes(cap),
-                                              format_bytes(best->at_capacity ? best->at_capacity->stats.peak_reserved_bytes
-                                                                             : best->unlimited.stats.peak_reserved_bytes)));
+    d.add_evidence(
+        "replay_best",
+        fmt::format(
+            "PYTORCH_CUDA_ALLOC_CONF={} passes the recorded OOM point at the same {}, reserving at most {} up to it",
+            best->config.conf.empty() ? "\"\"" : best->config.conf, format_bytes(cap),
+            format_bytes(best->at_capacity ? best->at_capacity->stats.peak_reserved_bytes
+                                           : best->unlimited.stats.peak_reserved_bytes)));
   else
-    d.add_evidence("replay_best", fmt::format("no allocator config of the sweep ({} configs) passes the recorded OOM point at {}", report.rows.size(), format_bytes(cap)));
+    d.add_evidence("replay_best",
+                   fmt::format("no allocator config of the sweep ({} configs) passes the recorded OOM point at {}",
+                               report.rows.size(), format_bytes(cap)));
 
   // Without telemetry that projects the step, the trace's own repeating units may.
-  const bool telemetry_projects = telemetry && phase.repeats_step && !d.projection.different_pass && d.projection.available;
+  const bool telemetry_projects =
+      telemetry && phase.repeats_step && !d.projection.different_pass && d.projection.available;
   if (!telemetry_projects) {
     if (units.repeats()) {
       ProjectedStep step = project_step_from_trace(prepared, snap, trace.device, curve, oom_index, units);
@@ -457,7 +508,9 @@ Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemet
     }
   }
   if (!phase.repeats_step || d.projection.different_pass)
-    return judge_unrecorded_pass(snap, trace.device, curve, oom_index, cap, call_path, steps, d);
+    return judge_unrecorded_pass(snap, trace.device, curve, oom_index, cap,
+                                 units.eval && !units.eval_statement.empty() ? units.eval_statement : call_path.statement,
+                                 steps, d);
   return judge_training_step(snap, trace.device, prepared.recorded_config, best, cap, telemetry, steps, d);
 }
 

@@ -52,6 +52,8 @@ json trace_projection_json(const diagnose::TraceStepProjection& p) {
           {"prefix_allocations", p.prefix_allocations},
           {"matched_allocations", p.matched_allocations},
           {"scale", p.scale},
+          {"aligned_units", p.aligned_units},
+          {"smaller_units", p.smaller_units},
           {"constant_bytes", p.constant_bytes},
           {"linear_bytes", p.linear_bytes},
           {"quadratic_bytes", p.quadratic_bytes},

@@ -6,10 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include "../fixture_support.h"
 #include "diagnose/doctor.h"
 #include "doctor_fixture_files.h"
 #include "field_recordings.h"
-#include "../fixture_support.h"
 
 namespace fragscope::diagnose {
 namespace {
@@ -30,8 +30,8 @@ std::vector<std::pair<std::string, std::vector<std::string>>> recordings() {
     std::erase_if(files, [](const std::string& f) { return f.ends_with("steps.jsonl"); });
     all.emplace_back(name + " without telemetry", files);
   }
-  for (const char* name : {"acc_edge", "ec_edge", "ec_lo", "fsdp_edge", "hfc_lo", "hft_edge", "hft_lo", "lit_edge",
-                           "rn_edge", "rn_lo"})
+  for (const char* name :
+       {"acc_edge", "ec_edge", "ec_lo", "fsdp_edge", "hfc_lo", "hft_edge", "hft_lo", "lit_edge", "rn_edge", "rn_lo"})
     all.emplace_back(name, field_user_files(name));
   return all;
 }
@@ -45,11 +45,13 @@ TEST(DoctorActions, NeverContradictTheVerdict) {
     const bool setting_may_help = d.verdict == Verdict::kFragmentation || d.verdict == Verdict::kOk;
     if (!setting_may_help) {
       EXPECT_TRUE(d.recommended_conf.empty()) << d.recommended_conf;
-      for (const Action& a : d.actions) EXPECT_EQ(a.setting.find("PYTORCH_CUDA_ALLOC_CONF"), std::string::npos) << a.title;
+      for (const Action& a : d.actions)
+        EXPECT_EQ(a.setting.find("PYTORCH_CUDA_ALLOC_CONF"), std::string::npos) << a.title;
     }
     for (const Action& dont : d.do_not) {
       for (const Action& a : d.actions) {
-        if (!a.setting.empty()) EXPECT_EQ(dont.title.find(a.setting), std::string::npos) << dont.title << " vs " << a.setting;
+        if (!a.setting.empty())
+          EXPECT_EQ(dont.title.find(a.setting), std::string::npos) << dont.title << " vs " << a.setting;
       }
       if (!d.recommended_conf.empty()) EXPECT_EQ(dont.title.find(d.recommended_conf), std::string::npos) << dont.title;
       if (d.verdict == Verdict::kInputBound) EXPECT_EQ(dont.title.find("MIG"), std::string::npos);

@@ -2,13 +2,13 @@
 // HF models trained by Accelerate and HF's Trainer, and a foreach AdamW that failed in its step.
 #include "diagnose/memory_advice.h"
 
-#include <algorithm>
-
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
+#include "../fixture_support.h"
 #include "field_recordings.h"
 #include "util/bytes.h"
-#include "../fixture_support.h"
 
 namespace fragscope::diagnose {
 namespace {

@@ -3,14 +3,14 @@
 // told apart is merged with a warning, never silently.
 #include "diagnose/rank_assignment.h"
 
-#include <filesystem>
-
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
+#include "../fixture_support.h"
 #include "diagnose/doctor.h"
 #include "doctor_fixture_files.h"
 #include "field_recordings.h"
-#include "../fixture_support.h"
 
 namespace fragscope::diagnose {
 namespace {
@@ -21,7 +21,8 @@ using fragscope::testing::field_dir;
 using fragscope::testing::fixtures_dir;
 
 /// `names`' user files copied to scratch/NAME_i/ (node-style folders without a rank in them).
-fs::path nodes(const std::string& scratch, const std::vector<std::string>& names, const std::vector<std::string>& folders) {
+fs::path nodes(const std::string& scratch, const std::vector<std::string>& names,
+               const std::vector<std::string>& folders) {
   const fs::path root = doctor_scratch_dir() / scratch;
   fs::remove_all(root);
   for (std::size_t i = 0; i < names.size(); ++i) {

@@ -1,15 +1,16 @@
 // Myers' alignment of two sequences: a longest common subsequence, or nothing beyond max_edits.
 #include "diagnose/sequence_alignment.h"
 
-#include <string>
-
 #include <gtest/gtest.h>
+
+#include <string>
 
 namespace fragscope::diagnose {
 namespace {
 
 std::optional<AlignedPairs> align(const std::string& a, const std::string& b, std::size_t max_edits = 100) {
-  return align_sequences(a.size(), b.size(), [&](std::size_t i, std::size_t j) { return a[i] == b[j]; }, max_edits);
+  return align_sequences(
+      a.size(), b.size(), [&](std::size_t i, std::size_t j) { return a[i] == b[j]; }, max_edits);
 }
 
 std::string common(const std::string& a, const AlignedPairs& pairs) {

@@ -6,11 +6,11 @@
 
 #include <gtest/gtest.h>
 
+#include "../fixture_support.h"
 #include "diagnose/doctor.h"
 #include "diagnose/recorded_curve.h"
 #include "field_recordings.h"
 #include "replay/prepared_trace.h"
-#include "../fixture_support.h"
 
 namespace fragscope::diagnose {
 namespace {

@@ -5,8 +5,8 @@
 
 #include <gtest/gtest.h>
 
-#include "field_recordings.h"
 #include "../fixture_support.h"
+#include "field_recordings.h"
 
 namespace fragscope::diagnose {
 namespace {
@@ -48,15 +48,16 @@ TEST(TraceUnits, CallsWithAPrefixOfTheFramesDoNotSplitSteps) {
   EXPECT_EQ(u.starts.size(), 9u);
 }
 
-// HF Trainer's eval at step 12 fails; the eval at step 6 ran before it: evaluation repeats,
-// and the failing eval batch began where its prediction_step did.
-TEST(TraceUnits, HfTrainerEvalPassesAreEvalUnits) {
+// HF Trainer's first eval (at step 6) fails in its first batch. `_maybe_log_save_evaluate` ran
+// before, at step 5, to log: that is no eval pass, so evaluation does not repeat; the failing
+// eval batch began where its prediction_step did.
+TEST(TraceUnits, HfTrainersFirstEvalIsNotItsLoggingRepeated) {
   const snapshot::Snapshot snap = read_field_snapshot("hfc_lo");
   const TraceUnits u = units_of(snap);
   EXPECT_TRUE(u.eval);
-  EXPECT_TRUE(u.repeats());
+  EXPECT_FALSE(u.repeats());
+  EXPECT_EQ(u.eval_statement, "trainer.py:1883 in _run_epoch");
   ASSERT_TRUE(u.eval_batch_start.has_value());
-  EXPECT_GT(*u.eval_batch_start, u.starts.back());
   EXPECT_LT(*u.eval_batch_start, last_oom(snap));
 }
 
