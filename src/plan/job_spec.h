@@ -86,8 +86,8 @@ struct TrainingConfig {
   /// With full checkpointing: how many blocks (the first ones) are checkpointed; all if unset.
   std::optional<std::uint64_t> checkpointed_layers;
   Attention attention = Attention::kSdpa;
-  /// Sequence lengths vary per micro-step up to seq_len (packing-free data): more allocator
-  /// headroom, and seq_len is the longest micro-step.
+  /// Sequence lengths vary per micro-step up to seq_len (packing-free data): the plan replays
+  /// draws from the distribution below, and seq_len is the longest micro-step.
   bool variable_length = false;
   /// The length distribution of a variable-length job (defaults: seq_len / 16, seq_len / 4,
   /// 0.6: the fixtures' recorder's shape).
