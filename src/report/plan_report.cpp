@@ -1,7 +1,5 @@
 #include "report/plan_report.h"
 
-#include <sstream>
-
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -193,9 +191,7 @@ void write_plan_text(std::ostream& out, const JobSpec& spec, const JobPlan& jp) 
         format_bytes(c.predicted_peak_reserved_bytes), plan::percent_text(c.predicted_hbm_fraction),
         c.peak_reserved_tolerance * 100, c.predicted_step_time_spread * 100, c.predicted_throughput_spread * 100);
     out << "acceptance criteria:\n";
-    std::ostringstream criteria;
-    inputs::write_acceptance_criteria(criteria, c.criteria);
-    out << criteria.str();
+    inputs::write_acceptance_criteria(out, c.criteria);
   } else if (jp.exit_status != 0 && jp.proposals && !jp.proposals->recommended) {
     out << "canary plan: none; no configuration is within the limits, so there is nothing to validate\n";
   }
@@ -271,8 +267,6 @@ void write_plan_json(std::ostream& out, const JobSpec& spec, const JobPlan& jp) 
     const CanaryPlan& c = *jp.canary;
     nlohmann::ordered_json steps = nlohmann::ordered_json::array();
     for (const auto& s : c.steps) steps.push_back({{"title", s.title}, {"detail", s.detail}});
-    std::ostringstream criteria;
-    inputs::write_acceptance_criteria(criteria, c.criteria);
     j["canary"] = {{"change", c.change},
                    {"micro_steps", c.micro_steps},
                    {"optimizer_steps", c.optimizer_steps},
@@ -282,7 +276,7 @@ void write_plan_json(std::ostream& out, const JobSpec& spec, const JobPlan& jp) 
                    {"predicted_step_time_spread", c.predicted_step_time_spread},
                    {"predicted_throughput_spread", c.predicted_throughput_spread},
                    {"steps", steps},
-                   {"criteria", nlohmann::ordered_json::parse(criteria.str())}};
+                   {"criteria", inputs::acceptance_criteria_json(c.criteria)}};
   }
   out << j.dump(2) << '\n';
 }

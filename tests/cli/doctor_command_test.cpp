@@ -12,7 +12,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "doctor_fixture_files.h"
+#include "../diagnose/doctor_fixture_files.h"
 
 namespace {
 

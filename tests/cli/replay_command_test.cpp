@@ -11,10 +11,14 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "fixture_util.h"
+#include "../fixture_support.h"
 
 namespace fragscope::replay {
 namespace {
+
+std::string fixture_path(const std::string& scenario) {
+  return (testing::fixtures_dir() / scenario / "snapshot.pickle.zst").string();
+}
 
 struct CliRun {
   int status = -1;
@@ -37,10 +41,10 @@ CliRun fragscope(const std::string& args, bool with_stderr = false) {
 }
 
 TEST(ReplayCliTest, OomReplayExitsOneWithTheRecordedIndex) {
-  const CliRun run = fragscope("replay --json " + testing::fixture_path("frag_oom_104"));
+  const CliRun run = fragscope("replay --json " + fixture_path("frag_oom_104"));
   ASSERT_EQ(run.status, 1) << run.out;
   const auto j = nlohmann::json::parse(run.out);
-  const auto truth = testing::read_truth("frag_oom_104");
+  const auto truth = testing::read_json(testing::fixtures_dir() / "frag_oom_104" / "truth.json");
   EXPECT_TRUE(j["oom"].get<bool>());
   EXPECT_EQ(j["oom_event_index"], truth["oom_event"]["index"]);
   EXPECT_EQ(j["peak_reserved_bytes"], truth["max_memory_reserved"]);
@@ -52,7 +56,7 @@ TEST(ReplayCliTest, OomReplayExitsOneWithTheRecordedIndex) {
 
 TEST(ReplayCliTest, WhatIfConfigThatSurvivesExitsZero) {
   const CliRun run = fragscope("replay --json --alloc-conf expandable_segments:True " +
-                            testing::fixture_path("frag_oom_104"));
+                            fixture_path("frag_oom_104"));
   ASSERT_EQ(run.status, 0) << run.out;
   const auto j = nlohmann::json::parse(run.out);
   EXPECT_FALSE(j["oom"].get<bool>());
@@ -61,7 +65,7 @@ TEST(ReplayCliTest, WhatIfConfigThatSurvivesExitsZero) {
 }
 
 TEST(ReplayCliTest, TextReportIsShortAndHasATimeline) {
-  const CliRun run = fragscope("replay " + testing::fixture_path("fid_default"));
+  const CliRun run = fragscope("replay " + fixture_path("fid_default"));
   ASSERT_EQ(run.status, 0) << run.out;
   EXPECT_NE(run.out.find("peak reserved"), std::string::npos);
   EXPECT_NE(run.out.find("49.23 GiB"), std::string::npos);  // 52865007616 bytes
@@ -71,23 +75,23 @@ TEST(ReplayCliTest, TextReportIsShortAndHasATimeline) {
 }
 
 TEST(ReplayCliTest, BadInputExitsTwoWithOneLine) {
-  CliRun run = fragscope("replay --alloc-conf max_split_size_mb:5 " + testing::fixture_path("fid_default"), true);
+  CliRun run = fragscope("replay --alloc-conf max_split_size_mb:5 " + fixture_path("fid_default"), true);
   EXPECT_EQ(run.status, 2);
   EXPECT_NE(run.out.find("max_split_size_mb"), std::string::npos);
   EXPECT_EQ(std::count(run.out.begin(), run.out.end(), '\n'), 1) << run.out;
   run = fragscope("replay /nonexistent/snapshot.pickle", true);
   EXPECT_EQ(run.status, 2);
   EXPECT_NE(run.out.find("/nonexistent/snapshot.pickle"), std::string::npos);
-  run = fragscope("replay --gpu Z9000 " + testing::fixture_path("fid_default"), true);
+  run = fragscope("replay --gpu Z9000 " + fixture_path("fid_default"), true);
   EXPECT_EQ(run.status, 2);
   EXPECT_NE(run.out.find("Z9000"), std::string::npos);
-  run = fragscope("whatif --capacity lots " + testing::fixture_path("fid_default"), true);
+  run = fragscope("whatif --capacity lots " + fixture_path("fid_default"), true);
   EXPECT_EQ(run.status, 2);
   EXPECT_NE(run.out.find("--capacity"), std::string::npos);
 }
 
 TEST(ReplayCliTest, WhatIfRecommendsAndBisects) {
-  const CliRun run = fragscope("whatif --json --min-capacity " + testing::fixture_path("frag_oom_104"));
+  const CliRun run = fragscope("whatif --json --min-capacity " + fixture_path("frag_oom_104"));
   ASSERT_EQ(run.status, 0) << run.out;
   const auto j = nlohmann::json::parse(run.out);
   EXPECT_EQ(j["recommended_alloc_conf"], "expandable_segments:True");
@@ -96,7 +100,7 @@ TEST(ReplayCliTest, WhatIfRecommendsAndBisects) {
     EXPECT_TRUE(row["min_capacity_bytes"].is_number()) << row;
     EXPECT_GE(row["min_capacity_bytes"].get<std::uint64_t>(), j["ideal_peak_bytes"].get<std::uint64_t>());
   }
-  const CliRun text = fragscope("whatif " + testing::fixture_path("frag_oom_104"));
+  const CliRun text = fragscope("whatif " + fixture_path("frag_oom_104"));
   EXPECT_NE(text.out.find("recommended: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"),
             std::string::npos)
       << text.out;
