@@ -8,8 +8,9 @@
 ///   `optimizer_step` true (records without the field are one step each). The first
 ///   `warmup_steps` steps are warm-up; *steady* records are the train records after them.
 /// - HBM: max reserved_bytes.all.peak (else .current) over all of a rank's records / device
-///   memory (telemetry device_total_bytes, else the criteria's device_memory_bytes, else
-///   nvidia-smi memory.total).
+///   memory: the criteria's device_memory_bytes (the card the plan was made for), else the
+///   telemetry's device_total_bytes, else nvidia-smi memory.total. When the telemetry's device
+///   differs from the planned card by more than kDeviceMismatch, a warning says so.
 /// - Data wait: data_wait_fraction over steady records.
 /// - GPU idle: per GPU of an nvidia-smi trace (≥ kMinTraceSamples samples): share of samples
 ///   below kIdleUtilizationPercent within the busy window; without a usable trace, each rank's
@@ -39,6 +40,9 @@ using inputs::AcceptanceCriteria;
 inline constexpr double kIdleUtilizationPercent = 10.0;
 inline constexpr std::size_t kMinTraceSamples = 10;
 inline constexpr std::size_t kMinSpreadSteps = 3;
+/// Relative difference between the telemetry's device and the planned card that is a different
+/// card (cudaMemGetInfo's total runs ~0.5% under nvidia-smi's memory.total on the same card).
+inline constexpr double kDeviceMismatch = 0.05;
 
 /// @brief The telemetry of one rank.
 struct RankTelemetry {
@@ -81,6 +85,7 @@ struct CheckInput {
 
 struct CheckReport {
   std::vector<CriterionResult> results;  ///< ranks in order, then GPUs, then run-wide rows
+  std::vector<std::string> warnings;     ///< what the verdict alone does not say
   std::size_t count(CriterionVerdict verdict) const;
   bool passed() const { return count(CriterionVerdict::kFail) == 0; }
 };

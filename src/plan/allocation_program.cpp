@@ -7,29 +7,46 @@ namespace fragscope::plan {
 
 std::string_view role_key(MemoryRole role) {
   switch (role) {
-    case MemoryRole::kParameters: return "parameters";
-    case MemoryRole::kGradients: return "gradients";
-    case MemoryRole::kOptimizerState: return "optimizer_state";
-    case MemoryRole::kOptimizerTemporaries: return "optimizer_temporaries";
-    case MemoryRole::kWeightCopies: return "weight_copies";
-    case MemoryRole::kActivations: return "activations";
-    case MemoryRole::kKvCache: return "kv_cache";
-    case MemoryRole::kLogitsAndLoss: return "logits_and_loss";
-    case MemoryRole::kTransients: return "transients";
-    case MemoryRole::kCommunication: return "communication_buffers";
-    case MemoryRole::kWorkspaces: return "cublas_workspace";
-    case MemoryRole::kBatch: return "batch";
+    case MemoryRole::kParameters:
+      return "parameters";
+    case MemoryRole::kGradients:
+      return "gradients";
+    case MemoryRole::kOptimizerState:
+      return "optimizer_state";
+    case MemoryRole::kOptimizerTemporaries:
+      return "optimizer_temporaries";
+    case MemoryRole::kWeightCopies:
+      return "weight_copies";
+    case MemoryRole::kActivations:
+      return "activations";
+    case MemoryRole::kKvCache:
+      return "kv_cache";
+    case MemoryRole::kLogitsAndLoss:
+      return "logits_and_loss";
+    case MemoryRole::kTransients:
+      return "transients";
+    case MemoryRole::kCommunication:
+      return "communication_buffers";
+    case MemoryRole::kWorkspaces:
+      return "cublas_workspace";
+    case MemoryRole::kBatch:
+      return "batch";
   }
   return "?";
 }
 
 std::string_view phase_name(Phase phase) {
   switch (phase) {
-    case Phase::kSetup: return "setup";
-    case Phase::kForward: return "forward";
-    case Phase::kBackward: return "backward";
-    case Phase::kOptimizerStep: return "optimizer step";
-    case Phase::kEval: return "eval";
+    case Phase::kSetup:
+      return "setup";
+    case Phase::kForward:
+      return "forward";
+    case Phase::kBackward:
+      return "backward";
+    case Phase::kOptimizerStep:
+      return "optimizer step";
+    case Phase::kEval:
+      return "eval";
   }
   return "?";
 }

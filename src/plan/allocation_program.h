@@ -24,14 +24,14 @@ enum class MemoryRole : std::uint8_t {
   kGradients,
   kOptimizerState,
   kOptimizerTemporaries,
-  kWeightCopies,        ///< autocast's low-precision weight casts, FSDP's gathered parameters
-  kActivations,         ///< tensors autograd keeps for the backward, checkpointed block inputs
+  kWeightCopies,  ///< autocast's low-precision weight casts, FSDP's gathered parameters
+  kActivations,   ///< tensors autograd keeps for the backward, checkpointed block inputs
   kKvCache,
   kLogitsAndLoss,
-  kTransients,          ///< intermediates of one op or one backward node
-  kCommunication,       ///< DDP buckets, FSDP reduce-scatter buffers
-  kWorkspaces,          ///< cuBLAS handles' workspaces
-  kBatch,               ///< input ids, labels, position tables
+  kTransients,     ///< intermediates of one op or one backward node
+  kCommunication,  ///< DDP buckets, FSDP reduce-scatter buffers
+  kWorkspaces,     ///< cuBLAS handles' workspaces
+  kBatch,          ///< input ids, labels, position tables
 };
 inline constexpr int kMemoryRoles = 12;
 
@@ -62,6 +62,9 @@ struct AllocationProgram {
   std::vector<ProgramEvent> events;
   std::vector<ProgramMark> marks;
   std::uint32_t tensors = 0;  ///< tensor ids are 0 … tensors − 1
+  /// What one decoder block keeps for its backward (its saved tensors and output), at the
+  /// longest micro-step: for people, not for the replay.
+  std::uint64_t block_activation_bytes = 0;
 };
 
 /// @brief Builds a program: tensors are handles; the tape checks the invariants above.

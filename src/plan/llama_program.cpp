@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 
-#include "plan/activation_model.h"
 #include "util/bytes.h"
 #include "util/gpu_catalog.h"
 
@@ -57,19 +56,19 @@ struct LlamaProgram::Impl {
     Tensor grad = kNone;
     bool view = false;
   };
-  struct Linear {  // what one projection keeps for its backward
+  struct Linear {           // what one projection keeps for its backward
     Tensor weight = kNone;  // autocast's cast (kNone when the parameter itself is multiplied)
     Tensor input = kNone;   // the saved input: autocast's cast, or the shared input
     bool input_cast = false;
     Tensor output = kNone;
   };
-  struct Norm {  // LlamaRMSNorm's saved tensors
-    Tensor x32 = kNone;     // the fp32 input (the input itself when it is fp32)
+  struct Norm {          // LlamaRMSNorm's saved tensors
+    Tensor x32 = kNone;  // the fp32 input (the input itself when it is fp32)
     Tensor rstd = kNone;
     Tensor normed = kNone;  // what weight * (…) keeps
     Tensor out = kNone;
   };
-  struct Core {  // the attention core's saved tensors
+  struct Core {                              // the attention core's saved tensors
     Tensor q = kNone, k = kNone, v = kNone;  // as the kernel saw them (casts under autocast)
     Tensor out = kNone, lse = kNone;
     Tensor probs = kNone, probs_cast = kNone;  // eager: softmax output and its cast
@@ -102,19 +101,23 @@ struct LlamaProgram::Impl {
   AllocationTape& tape;
   ComputeMode mode;
   bool autocast, fsdp, ddp, zero;
-  std::uint64_t ce;  // element size of matmul inputs and outputs
-  std::uint64_t re;  // element size of the residual stream (and of the embedding output)
+  bool offload_optimizer, offload_parameters;  // state (and shards) in host memory
+  std::uint64_t ce;                            // element size of matmul inputs and outputs
+  std::uint64_t re;                            // element size of the residual stream (and of the embedding output)
   std::uint64_t ranks;
   std::uint64_t h, kv, inter, vocab, heads, kv_heads, head_dim, layers, batch;
   int sms;
 
   std::vector<std::uint32_t> refs;  // Python + saved-tensor references per tensor
-  bool saving = true;               // false inside a checkpointed block's forward and in eval
-  std::vector<Tensor> autocast_cache;
+  std::vector<bool> activation;     // allocated as MemoryRole::kActivations
+  std::uint64_t live_activations = 0;
+  std::uint64_t block_activation_bytes = 0;  // what one block keeps for its backward (the largest seen)
+  bool saving = true;                        // false inside a checkpointed block's forward and in eval
+  std::vector<std::pair<const void*, Tensor>> autocast_cache;  // parameter → its cached cast
   std::vector<Param> params;
-  std::vector<Tensor> group_grads;  // FSDP: one reduce-scatter output per group holds the grads
-  Tensor reduce_input = kNone;      // FSDP: the last group's reduce-scatter input
-  std::vector<Tensor> flat_buffers; // DDP buckets, ZeRO's flat copies
+  std::vector<Tensor> group_grads;   // FSDP: one reduce-scatter output per group holds the grads
+  Tensor reduce_input = kNone;       // FSDP: the last group's reduce-scatter input
+  std::vector<Tensor> flat_buffers;  // DDP buckets, ZeRO's flat copies
   Tensor cublas_forward = kNone, cublas_backward = kNone;
   Tensor rotary_cos = kNone, rotary_sin = kNone;  // kept by the rotary muls for the backward
   std::vector<Block> blocks;
@@ -129,6 +132,8 @@ struct LlamaProgram::Impl {
     ddp = strategy == Strategy::kDdp;
     zero = strategy == Strategy::kZero1 || strategy == Strategy::kZero2 || strategy == Strategy::kZero3;
     ranks = spec.parallel.world_size;
+    offload_optimizer = spec.training.cpu_offload != CpuOffload::kNone;
+    offload_parameters = spec.training.cpu_offload == CpuOffload::kParameters;
     ce = mode == ComputeMode::kFp32 ? 4 : 2;
     re = mode == ComputeMode::kLowPrecision ? 2 : 4;
     const ModelShape& m = spec.model;
@@ -149,13 +154,18 @@ struct LlamaProgram::Impl {
     const Tensor t = tape.alloc(bytes, role, stream);
     if (refs.size() <= t) refs.resize(t + 1, 0);
     refs[t] = 1;
+    if (role == MemoryRole::kActivations) live_activations += bytes;
+    if (activation.size() <= t) activation.resize(t + 1, false);
+    activation[t] = role == MemoryRole::kActivations;
     return t;
   }
   void hold(Tensor t) {
     if (t != kNone) ++refs[t];
   }
   void drop(Tensor t) {
-    if (t != kNone && --refs[t] == 0) tape.free(t);
+    if (t == kNone || --refs[t] != 0) return;
+    if (activation[t]) live_activations -= tape.bytes(t);
+    tape.free(t);
   }
   void save(Tensor t) {
     if (saving) hold(t);
@@ -165,19 +175,25 @@ struct LlamaProgram::Impl {
   std::uint64_t block_param_elements(std::uint32_t which) const {
     switch (which) {
       case kQ:
-      case kO: return h * h;
+      case kO:
+        return h * h;
       case kK:
-      case kV: return h * kv;
+      case kV:
+        return h * kv;
       case kGate:
       case kUp:
-      case kDown: return h * inter;
-      default: return h;
+      case kDown:
+        return h * inter;
+      default:
+        return h;
     }
   }
   Param& block_param(std::uint64_t layer, std::uint32_t which) { return params[1 + layer * kBlockParams + which]; }
   Param& final_norm() { return params[1 + layers * kBlockParams]; }
   Param& lm_head() { return spec.model.tied_embeddings ? params[0] : params[2 + layers * kBlockParams]; }
-  std::uint64_t param_bytes() const { return mode == ComputeMode::kLowPrecision && !fsdp && !zero ? 2 : 4; }
+  /// Element size of the parameters as built and as the optimizer holds them (fp32 master
+  /// weights except under pure bf16).
+  std::uint64_t param_bytes() const { return spec.training.precision == Precision::kBf16 ? 2 : 4; }
 
   // --- model construction ---------------------------------------------------------------------
   void construct() {
@@ -191,7 +207,7 @@ struct LlamaProgram::Impl {
     add(vocab * h, 0);  // embed_tokens
     for (std::uint64_t l = 0; l < layers; ++l)
       for (std::uint32_t w = 0; w < kBlockParams; ++w) add(block_param_elements(w), static_cast<std::uint32_t>(1 + l));
-    add(h, 0);  // final norm
+    add(h, 0);                                           // final norm
     if (!spec.model.tied_embeddings) add(vocab * h, 0);  // lm_head
     if (fsdp) shard_parameters();
     if (ddp) allocate_ddp_buckets();
@@ -209,7 +225,8 @@ struct LlamaProgram::Impl {
       for (auto& p : params) {
         if (p.group != group) continue;
         originals.push_back(p.storage);
-        p.storage = alloc(shard_elements(p.elements) * 4, MemoryRole::kParameters);
+        p.storage =
+            offload_parameters ? kNone : alloc(shard_elements(p.elements) * param_bytes(), MemoryRole::kParameters);
       }
       for (Tensor t : originals) drop(t);
     };
@@ -239,8 +256,13 @@ struct LlamaProgram::Impl {
     std::uint64_t total = 0;
     for (auto& p : params) total += p.elements, drop(p.storage), p.storage = kNone;
     const Strategy s = spec.parallel.strategy;
-    flat_buffers.push_back(alloc(ce * (s == Strategy::kZero3 ? ceil_div(total, ranks) : total), MemoryRole::kParameters));
-    flat_buffers.push_back(alloc(s == Strategy::kZero1 ? ce * total : 4 * ceil_div(total, ranks), MemoryRole::kGradients));
+    flat_buffers.push_back(
+        alloc(ce * (s == Strategy::kZero3 ? ceil_div(total, ranks) : total), MemoryRole::kParameters));
+    constexpr std::uint64_t kReduceBucketElements = 500'000'000;  // DeepSpeed's reduce_bucket_size
+    const std::uint64_t gradients = offload_optimizer       ? ce * std::min(total, kReduceBucketElements)
+                                    : s == Strategy::kZero1 ? ce * total
+                                                            : 4 * ceil_div(total, ranks);
+    flat_buffers.push_back(alloc(gradients, MemoryRole::kGradients));
   }
 
   // --- FSDP2: unshard, reshard, reduce --------------------------------------------------------
@@ -302,8 +324,10 @@ struct LlamaProgram::Impl {
       }
     }
     const Tensor output = alloc(ceil_div(elements, ranks) * 4, MemoryRole::kGradients, kReduceScatterStream);
-    if (group_grads[group] == kNone) group_grads[group] = output;
-    else drop(output);
+    if (group_grads[group] == kNone && !offload_parameters)
+      group_grads[group] = output;
+    else
+      drop(output);  // added to .grad, or copied to the host's gradient shard
   }
 
   // --- gradients ------------------------------------------------------------------------------
@@ -329,8 +353,10 @@ struct LlamaProgram::Impl {
   /// AccumulateGrad: the first gradient becomes .grad, later ones are added to it.
   void accumulate(Param& p, Tensor grad) {
     if (fsdp) {
-      if (p.pending_grad == kNone) p.pending_grad = grad;
-      else drop(grad);  // tied embeddings: the second gradient is added
+      if (p.pending_grad == kNone)
+        p.pending_grad = grad;
+      else
+        drop(grad);  // tied embeddings: the second gradient is added
       return;
     }
     if (zero || p.grad != kNone) {
@@ -343,12 +369,14 @@ struct LlamaProgram::Impl {
   /// autocast's cached low-precision cast of an fp32 parameter (kNone outside autocast).
   Tensor weight_cast(const Param& p) {
     if (!autocast) return kNone;
+    for (const auto& [param, cast] : autocast_cache)
+      if (param == &p) return cast;
     const Tensor cast = alloc(p.elements * 2, MemoryRole::kWeightCopies);  // its reference is the cache's
-    autocast_cache.push_back(cast);
+    autocast_cache.emplace_back(&p, cast);
     return cast;
   }
   void release_autocast_cache() {
-    for (Tensor t : autocast_cache) drop(t);
+    for (const auto& entry : autocast_cache) drop(entry.second);
     autocast_cache.clear();
   }
 
@@ -376,23 +404,25 @@ struct LlamaProgram::Impl {
   Norm rms_norm(Tensor x, std::uint64_t x_bytes) {
     Norm n;
     const bool upcast = x_bytes != 4;
-    if (upcast) n.x32 = alloc(4 * tokens * h, MemoryRole::kActivations);
-    else n.x32 = x, hold(x);
+    if (upcast)
+      n.x32 = alloc(4 * tokens * h, MemoryRole::kActivations);
+    else
+      n.x32 = x, hold(x);
     save(n.x32);                                           // pow keeps its input
     drop(alloc(4 * tokens * h, MemoryRole::kTransients));  // pow(2), consumed by mean
     const Tensor variance = alloc(4 * tokens, MemoryRole::kTransients);
     const Tensor shifted = alloc(4 * tokens, MemoryRole::kTransients);  // variance + eps
     n.rstd = alloc(4 * tokens, MemoryRole::kActivations);
-    save(n.rstd);                                          // rsqrt keeps its result
+    save(n.rstd);  // rsqrt keeps its result
     drop(shifted);
-    save(n.x32);                                           // x * rstd keeps both
+    save(n.x32);  // x * rstd keeps both
     save(n.rstd);
     const Tensor normed32 = alloc(4 * tokens * h, MemoryRole::kActivations);
     drop(n.rstd);
     if (upcast) {
       drop(n.x32);
       n.normed = alloc(x_bytes * tokens * h, MemoryRole::kActivations);  // .to(input_dtype)
-      save(n.normed);                                      // weight * (…) keeps it
+      save(n.normed);                                                    // weight * (…) keeps it
       n.out = alloc(x_bytes * tokens * h, MemoryRole::kActivations);
       drop(n.normed);
       drop(normed32);
@@ -785,8 +815,7 @@ struct LlamaProgram::Impl {
     const bool cast_down = ce != re;
     if (cast_down) g_down = alloc(ce * tokens * h, MemoryRole::kTransients);
     if (b.checkpointed) recompute(b, layer);
-    const Tensor g_product =
-        linear_backward(b.down, g_down, inter, h, block_param(layer, kDown), false, cast_down);
+    const Tensor g_product = linear_backward(b.down, g_down, inter, h, block_param(layer, kDown), false, cast_down);
     // act * up
     const Tensor g_up = alloc(ce * tokens * inter, MemoryRole::kTransients);
     const Tensor g_act = alloc(ce * tokens * inter, MemoryRole::kTransients);
@@ -809,8 +838,10 @@ struct LlamaProgram::Impl {
     const Tensor g_core = linear_backward(b.o, g_o, h, h, block_param(layer, kO), false, cast_o);
     if (spec.training.checkpointing == Checkpointing::kSelective) recompute_core(b);
     GradSlot q_slot, k_slot, v_slot;
-    if (spec.training.attention == Attention::kEager) eager_backward(b.core, g_core, q_slot, k_slot, v_slot);
-    else sdpa_backward(b.core, g_core, q_slot, k_slot, v_slot);
+    if (spec.training.attention == Attention::kEager)
+      eager_backward(b.core, g_core, q_slot, k_slot, v_slot);
+    else
+      sdpa_backward(b.core, g_core, q_slot, k_slot, v_slot);
     Tensor g_v = take(v_slot);
     if (b.value_bytes != ce) {  // the fp32 value cache hands its slice back to the bf16 projection
       const Tensor cast = alloc(ce * tokens * kv, MemoryRole::kTransients);
@@ -879,13 +910,11 @@ struct LlamaProgram::Impl {
     const Tensor positions = alloc(8 * seq, MemoryRole::kBatch);  // cache_position, position_ids
     transient(8 * seq);
     Tensor mask = kNone;  // eager: create_causal_mask's 4-D mask in the model's dtype
-    if (spec.training.attention == Attention::kEager)
-      mask = alloc(re * batch * seq * seq, MemoryRole::kActivations);
+    if (spec.training.attention == Attention::kEager) mask = alloc(re * batch * seq * seq, MemoryRole::kActivations);
     const Rotary rot = rotary_tables();
     blocks.assign(layers, Block{});
     // HF turns the cache off when training with gradient checkpointing
-    const bool cache = spec.training.use_cache &&
-                       (!training || spec.training.checkpointing != Checkpointing::kFull);
+    const bool cache = spec.training.use_cache && (!training || spec.training.checkpointing != Checkpointing::kFull);
     Tensor x = embedded;
     hold(embedded);  // inputs_embeds stays referenced until the model's forward returns
     for (std::uint64_t l = 0; l < layers; ++l) {
@@ -894,7 +923,11 @@ struct LlamaProgram::Impl {
       unshard(static_cast<std::uint32_t>(1 + l));
       saving = training && !b.checkpointed;
       if (b.checkpointed) hold(x);  // the checkpoint keeps its input
+      const std::uint64_t before = live_activations;
       const Tensor next = block_forward(b, l, x, cache);
+      // a middle block: the first keeps inputs_embeds referenced, which frees nothing
+      if (training && l == std::min<std::uint64_t>(1, layers - 1))
+        block_activation_bytes = std::max(block_activation_bytes, live_activations - before);
       saving = true;
       reshard(static_cast<std::uint32_t>(1 + l));
       drop(x);  // the loop rebinds hidden_states
@@ -908,6 +941,139 @@ struct LlamaProgram::Impl {
     drop(embedded);
     drop(mask);
     rotary_cos = rot.cos, rotary_sin = rot.sin;
+  }
+
+  // --- the loss head ------------------------------------------------------------------------
+  struct LossHead {
+    Linear head;
+    Tensor logits = kNone;  // the model output's logits (standard loss), dropped with the output
+    Tensor shifted = kNone, log_probs = kNone;
+    Tensor grad_input = kNone, grad_weight = kNone;               // fused: computed during the forward
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> chunks;  // chunked: (first token, tokens)
+  };
+
+  LossHead loss_forward(Norm& final) {
+    LossHead loss;
+    const Tensor padded = alloc(8 * batch * (seq + 1), MemoryRole::kBatch);  // labels padded with -100
+    loss.shifted = alloc(8 * tokens, MemoryRole::kBatch);                    // shifted; kept by nll_loss
+    switch (spec.training.loss) {
+      case Loss::kStandard: {
+        // lm_head, then ForCausalLMLoss: logits.float(), log_softmax, nll_loss
+        loss.head = linear(final.out, h, vocab, lm_head(), re == 4);
+        loss.logits = loss.head.output;
+        tape.retag(loss.logits, MemoryRole::kLogitsAndLoss);
+        Tensor logits32 = loss.logits;
+        if (ce != 4)
+          logits32 = alloc(4 * tokens * vocab, MemoryRole::kLogitsAndLoss);
+        else
+          hold(loss.logits);
+        loss.log_probs = alloc(4 * tokens * vocab, MemoryRole::kLogitsAndLoss);  // kept by log_softmax
+        drop(logits32);
+        break;
+      }
+      case Loss::kChunked: {
+        // torch.split(hidden, chunk) then per chunk checkpoint(lm_head + cross_entropy): only
+        // the chunk's logits exist at a time; the checkpoints keep the hidden states.
+        hold(final.out);
+        for (std::uint64_t first = 0; first < tokens; first += spec.training.loss_chunk_tokens)
+          loss.chunks.emplace_back(first, std::min(spec.training.loss_chunk_tokens, tokens - first));
+        const bool was = saving;
+        saving = false;
+        for (const auto& [first, n] : loss.chunks) chunk_loss(n, /*keep=*/false);
+        saving = was;
+        break;
+      }
+      case Loss::kFused: {
+        // LigerFusedLinearCrossEntropy: per chunk of 2^⌈log2(T / ⌈V/h⌉)⌉ tokens, logits in fp32,
+        // the loss's gradient in place, grad_input and grad_weight accumulated during the forward.
+        loss.grad_input = alloc(re * tokens * h, MemoryRole::kLogitsAndLoss);
+        loss.grad_weight = alloc(vocab * h * (autocast ? 4 : ce), MemoryRole::kLogitsAndLoss);
+        const std::uint64_t per = ceil_div(tokens, ceil_div(vocab, h));
+        std::uint64_t chunk = 1;
+        while (chunk < per) chunk *= 2;
+        weight_cast(lm_head());
+        for (std::uint64_t first = 0; first < tokens; first += chunk) {
+          const std::uint64_t n = std::min(chunk, tokens - first);
+          const Tensor x = autocast && re == 4 ? alloc(2 * n * h, MemoryRole::kTransients) : kNone;
+          const Tensor logits = alloc(ce * n * vocab, MemoryRole::kLogitsAndLoss);
+          const Tensor logits32 = ce != 4 ? alloc(4 * n * vocab, MemoryRole::kLogitsAndLoss) : kNone;
+          drop(logits);
+          const Tensor grad_chunk = alloc(re * n * h, MemoryRole::kTransients);
+          drop(grad_chunk);
+          drop(logits32);
+          drop(x);
+        }
+        break;
+      }
+    }
+    drop(padded);
+    return loss;
+  }
+
+  /// One chunk of a chunked loss: lm_head, .float(), log_softmax; `keep` (its recomputation in
+  /// the backward) keeps what autograd saves and returns the chunk's hidden-state gradient.
+  Tensor chunk_loss(std::uint64_t n, bool keep) {
+    const std::uint64_t full = tokens;
+    tokens = n;
+    Linear head = linear(kNone, h, vocab, lm_head(), re == 4);
+    if (!autocast || re != 4) head.input = kNone;  // the slice of the hidden states is a view
+    Tensor logits32 = head.output;
+    if (ce != 4)
+      logits32 = alloc(4 * n * vocab, MemoryRole::kLogitsAndLoss);
+    else
+      hold(head.output);
+    drop(head.output);
+    const Tensor log_probs = alloc(4 * n * vocab, MemoryRole::kLogitsAndLoss);
+    save(log_probs);
+    drop(logits32);
+    drop(log_probs);
+    Tensor grad = kNone;
+    if (keep) {
+      const Tensor g_nll = alloc(4 * n * vocab, MemoryRole::kLogitsAndLoss);
+      const Tensor g_lsm = alloc(4 * n * vocab, MemoryRole::kLogitsAndLoss);
+      drop(g_nll);
+      drop(log_probs);
+      Tensor g_logits = g_lsm;
+      if (ce != 4) g_logits = alloc(ce * n * vocab, MemoryRole::kLogitsAndLoss), drop(g_lsm);
+      grad = linear_backward(head, g_logits, h, vocab, lm_head(), false, true);
+      release_autocast_cache();
+    }
+    tokens = full;
+    return grad;
+  }
+
+  /// The gradient of the final norm's output.
+  Tensor loss_backward(LossHead& loss, Norm& final) {
+    switch (spec.training.loss) {
+      case Loss::kStandard: {
+        const Tensor g_nll = alloc(4 * tokens * vocab, MemoryRole::kLogitsAndLoss);
+        drop(loss.shifted);
+        const Tensor g_lsm = alloc(4 * tokens * vocab, MemoryRole::kLogitsAndLoss);
+        drop(g_nll);
+        drop(loss.log_probs);
+        Tensor g_logits = g_lsm;
+        if (ce != 4) g_logits = alloc(ce * tokens * vocab, MemoryRole::kLogitsAndLoss), drop(g_lsm);
+        return linear_backward(loss.head, g_logits, h, vocab, lm_head(), false, true);
+      }
+      case Loss::kChunked: {
+        // each chunk recomputed and differentiated, last first; split's backward concatenates
+        std::vector<Tensor> pieces;
+        for (auto it = loss.chunks.rbegin(); it != loss.chunks.rend(); ++it)
+          pieces.push_back(chunk_loss(it->second, /*keep=*/true));
+        drop(loss.shifted);
+        const Tensor grad =
+            alloc(tape.bytes(pieces.front()) / loss.chunks.back().second * tokens, MemoryRole::kTransients);
+        for (Tensor p : pieces) drop(p);
+        drop(final.out);  // the checkpoints' hidden states
+        return grad;
+      }
+      case Loss::kFused: {
+        drop(loss.shifted);
+        accumulate(lm_head(), loss.grad_weight);
+        return loss.grad_input;
+      }
+    }
+    return kNone;
   }
 
   void drop_model_output(Tensor logits) {
@@ -924,33 +1090,15 @@ struct LlamaProgram::Impl {
     unshard(0);
     Norm final;
     forward_blocks(true, final);
-    // lm_head and ForCausalLMLoss: logits.float(), labels padded and shifted, cross_entropy
-    Linear head = linear(final.out, h, vocab, lm_head(), re == 4);
-    const Tensor logits = head.output;
-    tape.retag(logits, MemoryRole::kLogitsAndLoss);
-    Tensor logits32 = logits;
-    if (ce != 4) logits32 = alloc(4 * tokens * vocab, MemoryRole::kLogitsAndLoss);
-    else hold(logits);
-    const Tensor padded = alloc(8 * batch * (seq + 1), MemoryRole::kBatch);
-    const Tensor shifted = alloc(8 * tokens, MemoryRole::kBatch);  // kept by nll_loss
-    const Tensor log_probs = alloc(4 * tokens * vocab, MemoryRole::kLogitsAndLoss);  // kept by log_softmax
-    drop(logits32);
-    drop(padded);
+    LossHead loss = loss_forward(final);
     drop(final.out);
-    drop_model_output(logits);
+    drop_model_output(loss.logits);
     release_autocast_cache();
 
-    // backward: nll_loss, log_softmax, .float(), lm_head, the final norm, the blocks, embedding
+    // backward: the loss head, the final norm, the blocks, the embedding
     tape.mark(Phase::kBackward, micro_step);
-    const Tensor g_nll = alloc(4 * tokens * vocab, MemoryRole::kLogitsAndLoss);
-    drop(shifted);
-    const Tensor g_lsm = alloc(4 * tokens * vocab, MemoryRole::kLogitsAndLoss);
-    drop(g_nll);
-    drop(log_probs);
-    Tensor g_logits = g_lsm;
-    if (ce != 4) g_logits = alloc(ce * tokens * vocab, MemoryRole::kLogitsAndLoss), drop(g_lsm);
     GradSlot out_slot;
-    deliver(out_slot, linear_backward(head, g_logits, h, vocab, lm_head(), false, true));
+    deliver(out_slot, loss_backward(loss, final));
     GradSlot residual;
     rms_norm_backward(final, take(out_slot), re, final_norm(), residual);
     for (std::uint64_t l = layers; l-- > 0;) {
@@ -972,7 +1120,7 @@ struct LlamaProgram::Impl {
 
   void embedding_backward(Tensor grad) {
     Param& e = params[0];
-    const std::uint64_t grad_bytes = mode == ComputeMode::kLowPrecision ? 2 : 4;
+    const std::uint64_t grad_bytes = re;  // the embedding weight's dtype
     if (tokens <= kEmbeddingSortThreshold) {
       const Tensor g = alloc(grad_bytes * vocab * h, MemoryRole::kTransients);
       drop(grad);
@@ -1036,14 +1184,14 @@ struct LlamaProgram::Impl {
 
   std::vector<OptimizedTensor> optimized_tensors() const {
     std::vector<OptimizedTensor> out;
-    if (zero) {  // DeepSpeed: the fp32 master partition, one flat group
+    if (offload_optimizer) return out;  // the step runs on the host
+    if (zero) {                         // DeepSpeed: the fp32 master partition, one flat group
       std::uint64_t total = 0;
       for (const auto& p : params) total += p.elements;
-      out.push_back({ceil_div(total, ranks), 4});
+      out.push_back({ceil_div(total, ranks), param_bytes()});
       return out;
     }
-    for (const auto& p : params)
-      out.push_back(fsdp ? OptimizedTensor{shard_elements(p.elements), 4} : OptimizedTensor{p.elements, param_bytes()});
+    for (const auto& p : params) out.push_back({fsdp ? shard_elements(p.elements) : p.elements, param_bytes()});
     return out;
   }
 
@@ -1069,5 +1217,6 @@ std::vector<LlamaProgram::OptimizedTensor> LlamaProgram::optimized_tensors() con
   return impl_->optimized_tensors();
 }
 void LlamaProgram::release_gradients() { impl_->release_gradients(); }
+std::uint64_t LlamaProgram::block_activation_bytes() const { return impl_->block_activation_bytes; }
 
 }  // namespace fragscope::plan

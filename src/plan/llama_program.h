@@ -59,6 +59,9 @@ class LlamaProgram {
   std::vector<OptimizedTensor> optimized_tensors() const;
   /// @brief optimizer.zero_grad(set_to_none=True).
   void release_gradients();
+  /// @brief The activations one block keeps for its backward (its saved tensors and output;
+  /// not autocast's weight casts nor the KV cache), the largest over the micro-steps so far.
+  std::uint64_t block_activation_bytes() const;
 
  private:
   struct Impl;

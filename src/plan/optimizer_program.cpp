@@ -3,7 +3,7 @@
 namespace fragscope::plan {
 namespace {
 
-constexpr std::uint64_t kMin8bitElements = 4096;  // bitsandbytes' min_8bit_size
+constexpr std::uint64_t kMin8bitElements = 4096;   // bitsandbytes' min_8bit_size
 constexpr std::uint64_t kBlockwiseElements = 256;  // bitsandbytes' blockwise quantization block
 
 }  // namespace
@@ -37,8 +37,8 @@ void OptimizerProgram::step(std::span<const LlamaProgram::OptimizedTensor> tenso
                                          MemoryRole::kOptimizerState));
           }
           break;
-        case Optimizer::kSgd:    // momentum_buffer = clone(grad)
-        case Optimizer::kLion:   // exp_avg
+        case Optimizer::kSgd:   // momentum_buffer = clone(grad)
+        case Optimizer::kLion:  // exp_avg
           state_.push_back(tape_.alloc(bytes(t), MemoryRole::kOptimizerState));
           break;
       }

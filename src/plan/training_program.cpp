@@ -24,30 +24,37 @@ std::vector<std::uint64_t> draw_lengths(const JobSpec& spec, std::size_t count, 
     const double u1 = 1.0 - uniform();
     const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * uniform());
     const double x = median * std::exp(sigma * z);
-    const auto clipped = static_cast<std::uint64_t>(std::clamp(x, static_cast<double>(shortest), static_cast<double>(longest)));
+    const auto clipped =
+        static_cast<std::uint64_t>(std::clamp(x, static_cast<double>(shortest), static_cast<double>(longest)));
     out.push_back(std::max<std::uint64_t>(clipped / 8 * 8, std::min<std::uint64_t>(shortest, 8)));
   }
   return out;
 }
 
-TrainingSchedule planning_schedule(const JobSpec& spec) {
+std::vector<TrainingSchedule> planning_schedules(const JobSpec& spec) {
   const std::uint64_t ga = spec.training.grad_accum;
-  TrainingSchedule s;
+  std::vector<TrainingSchedule> out;
   if (spec.training.variable_length) {
-    const std::uint64_t steps = std::max<std::uint64_t>(kVariableLengthOptimizerSteps, (64 + ga - 1) / ga);
-    s.seq_lens = draw_lengths(spec, steps * ga, kLengthSeed);
-    s.seq_lens.back() = spec.training.seq_len;
+    const std::uint64_t steps = std::max<std::uint64_t>(8, (kVariableLengthMicroSteps + ga - 1) / ga);
+    for (std::uint64_t k = 0; k < kLengthDraws; ++k) {
+      TrainingSchedule s;
+      s.seq_lens = draw_lengths(spec, steps * ga, kLengthSeed + k);
+      s.seq_lens.back() = spec.training.seq_len;
+      out.push_back(std::move(s));
+    }
   } else {
+    TrainingSchedule s;
     s.seq_lens.assign(kFixedLengthOptimizerSteps * ga, spec.training.seq_len);
+    out.push_back(std::move(s));
   }
   if (spec.eval) {
-    const std::uint64_t every = spec.eval->every;
-    const std::uint64_t steps = s.seq_lens.size() / ga;
-    for (std::uint64_t k = 1; k <= steps; ++k)
-      if (k % every == 0 || k == steps) s.eval_after.push_back(static_cast<std::uint32_t>(k * ga - 1));
-    s.eval_after.erase(std::unique(s.eval_after.begin(), s.eval_after.end()), s.eval_after.end());
+    for (auto& s : out) {
+      const std::uint64_t steps = s.seq_lens.size() / ga;
+      for (std::uint64_t k = 1; k <= steps; ++k)
+        if (k % spec.eval->every == 0 || k == steps) s.eval_after.push_back(static_cast<std::uint32_t>(k * ga - 1));
+    }
   }
-  return s;
+  return out;
 }
 
 AllocationProgram build_training_program(const JobSpec& spec, const TrainingSchedule& schedule) {
@@ -72,7 +79,9 @@ AllocationProgram build_training_program(const JobSpec& spec, const TrainingSche
       model.eval_pass(spec.eval->micro_batch_size, spec.eval->seq_len);
     }
   }
-  return tape.take();
+  AllocationProgram program = tape.take();
+  program.block_activation_bytes = model.block_activation_bytes();
+  return program;
 }
 
 }  // namespace fragscope::plan

@@ -65,6 +65,7 @@ void write_check_table(std::ostream& out, const CheckReport& report, std::string
     previous_subject = rows[i][0];
     out << line << report.results[i].detail << '\n';
   }
+  for (const auto& w : report.warnings) out << "warning: " << w << '\n';
   const auto failed = report.count(CriterionVerdict::kFail);
   const auto skipped = report.count(CriterionVerdict::kNotEvaluated);
   out << fmt::format("result: {} ({} passed, {} failed, {} not evaluated)\n", failed ? "FAIL" : "PASS",
@@ -79,6 +80,7 @@ void write_check_json(std::ostream& out, const CheckReport& report, const Accept
   doc["failed"] = report.count(CriterionVerdict::kFail);
   doc["not_evaluated"] = report.count(CriterionVerdict::kNotEvaluated);
   doc["criteria_source"] = criteria_source;
+  doc["warnings"] = report.warnings;
   std::ostringstream criteria_json;
   inputs::write_acceptance_criteria(criteria_json, criteria);
   doc["criteria"] = nlohmann::ordered_json::parse(criteria_json.str());

@@ -209,6 +209,27 @@ TEST(AcceptanceCheck, SyntheticTwoRankRunWithPhasesOomsAndRetries) {
   EXPECT_TRUE(check_acceptance(lenient, input).passed());
 }
 
+TEST(AcceptanceCheck, HbmIsJudgedAgainstThePlannedCard) {
+  // The issue: check measured HBM against the telemetry's 140 GiB device instead of the planned
+  // 80 GiB card, without a word.
+  CheckInput input;
+  input.ranks = group_by_rank({{"rank0.jsonl", synthetic_rank(0, 0, 0)}});
+  for (auto& record : input.ranks[0].records)
+    record.device_total_bytes = 140 * static_cast<std::int64_t>(fragscope::kGiB);
+  AcceptanceCriteria planned;
+  planned.device_memory_bytes = 80 * fragscope::kGiB;
+  const auto report = check_acceptance(planned, input);
+  const auto& hbm = find(report, "max_hbm_fraction");
+  EXPECT_DOUBLE_EQ(*hbm.measured, 40.0 / 80.0);
+  EXPECT_NE(hbm.detail.find("the planned card"), std::string::npos);
+  ASSERT_EQ(report.warnings.size(), 1u);
+  EXPECT_NE(report.warnings[0].find("140.00 GiB"), std::string::npos);
+  EXPECT_NE(report.warnings[0].find("80.00 GiB"), std::string::npos);
+  // The same card as planned (cudaMemGetInfo's total vs memory.total): no warning.
+  planned.device_memory_bytes = 141 * fragscope::kGiB;
+  EXPECT_TRUE(check_acceptance(planned, input).warnings.empty());
+}
+
 TEST(AcceptanceCheck, GroupingByFileAndByRankField) {
   const auto by_file = group_by_rank({telemetry("input_bound"), telemetry("input_fixed")});
   ASSERT_EQ(by_file.size(), 2u);

@@ -24,13 +24,13 @@ struct RecordedRun {
   std::uint64_t params = 0;             ///< sum(p.numel()) as the recorder printed it; 0 if absent
   std::uint64_t max_memory_allocated = 0;
   std::uint64_t max_memory_reserved = 0;
-  std::string alloc_conf;              ///< PYTORCH_CUDA_ALLOC_CONF of the run
-  TrainingSchedule schedule;           ///< the run's micro-steps (and the failing one) and evals
-  std::uint64_t num_alloc_retries = 0; ///< the run's own count, where truth.json has it
+  std::string alloc_conf;               ///< PYTORCH_CUDA_ALLOC_CONF of the run
+  TrainingSchedule schedule;            ///< the run's micro-steps (and the failing one) and evals
+  std::uint64_t num_alloc_retries = 0;  ///< the run's own count, where truth.json has it
   bool oom = false;
   std::uint32_t oom_step = 0;
-  std::string oom_phase;               ///< "train" or "eval"
-  std::uint64_t oom_request = 0;       ///< "Tried to allocate" (two decimals)
+  std::string oom_phase;          ///< "train" or "eval"
+  std::uint64_t oom_request = 0;  ///< "Tried to allocate" (two decimals)
   /// What this process could reserve: PyTorch's reserved bytes plus the driver's free bytes
   /// at the OOM (from the OOM message; exact to its two decimals).
   std::optional<std::uint64_t> capacity;

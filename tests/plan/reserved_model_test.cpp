@@ -28,8 +28,8 @@ double relative_error(std::uint64_t predicted, std::uint64_t measured) {
 }
 
 ReplayedRun replay(const RecordedRun& run, std::optional<std::uint64_t> capacity = std::nullopt) {
-  return replay_program(build_training_program(run.spec, run.schedule), alloc::parse_alloc_conf(run.alloc_conf), capacity,
-                        kH200Total);
+  return replay_program(build_training_program(run.spec, run.schedule), alloc::parse_alloc_conf(run.alloc_conf),
+                        capacity, kH200Total);
 }
 
 void expect_close(const RecordedRun& run, const ReplayedRun& r, double tolerance) {
@@ -41,9 +41,9 @@ void expect_close(const RecordedRun& run, const ReplayedRun& r, double tolerance
 
 TEST(ReservedModel, TheTenMeasuredShapesWithinOnePercentOfReserved) {
   // docs/PLAN_ACCURACY.md: the issue asks for 3%; every shape replays within 0.03%.
-  for (const fs::path& dir : {kFixtures / "plan_p1", kFixtures / "plan_p2", kRecorded / "p3", kRecorded / "p4",
-                              kRecorded / "p5", kRecorded / "p6", kRecorded / "p7", kRecorded / "p8", kRecorded / "p9",
-                              kRecorded / "p10"}) {
+  for (const fs::path& dir :
+       {kFixtures / "plan_p1", kFixtures / "plan_p2", kRecorded / "p3", kRecorded / "p4", kRecorded / "p5",
+        kRecorded / "p6", kRecorded / "p7", kRecorded / "p8", kRecorded / "p9", kRecorded / "p10"}) {
     const RecordedRun run = load_recorded_run(dir);
     const ReplayedRun r = replay(run);
     expect_close(run, r, 0.01);
@@ -79,8 +79,8 @@ TEST(ReservedModel, HeldOutRunsRunOutOfMemoryWhereTheyDid) {
   // OOM message gives, the replay fails in the same micro-step asking for the same bytes, or
   // survives where the run survived.
   std::vector<RecordedRun> runs;
-  for (const char* name : {"A_mid", "B_frag", "C_frag", "E_1.02", "E_1.06", "E_eval", "F7_frag", "S_exp_round2", "cap",
-                           "eval", "frag"})
+  for (const char* name :
+       {"A_mid", "B_frag", "C_frag", "E_1.02", "E_1.06", "E_eval", "F7_frag", "S_exp_round2", "cap", "eval", "frag"})
     runs.push_back(load_recorded_run(kHeldOut / name));
   runs.push_back(load_recorded_run(kFixtures / "eval_spike"));
   for (const auto& run : runs) {

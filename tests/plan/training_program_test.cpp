@@ -29,9 +29,12 @@ std::map<MemoryRole, std::uint64_t> live_at_end(const AllocationProgram& p) {
   std::vector<bool> live(p.tensors, false);
   std::vector<std::uint64_t> bytes(p.tensors, 0);
   for (const auto& e : p.events) {
-    if (e.kind == ProgramEvent::Kind::kAlloc) live[e.tensor] = true, roles[e.tensor] = e.role, bytes[e.tensor] = e.bytes;
-    else if (e.kind == ProgramEvent::Kind::kFree) live[e.tensor] = false;
-    else roles[e.tensor] = e.role;
+    if (e.kind == ProgramEvent::Kind::kAlloc)
+      live[e.tensor] = true, roles[e.tensor] = e.role, bytes[e.tensor] = e.bytes;
+    else if (e.kind == ProgramEvent::Kind::kFree)
+      live[e.tensor] = false;
+    else
+      roles[e.tensor] = e.role;
   }
   std::map<MemoryRole, std::uint64_t> out;
   for (std::uint32_t t = 0; t < p.tensors; ++t)
@@ -44,8 +47,8 @@ TEST(TrainingProgram, EveryRegimeBuildsAndLeavesOnlyWhatOutlivesAStep) {
   // optimizer state, the cuBLAS workspaces, DDP's buckets, ZeRO's flat copies and the FSDP
   // root's gathered parameters are left: no activation, gradient or transient leaks.
   const Precision precisions[] = {Precision::kAmpBf16, Precision::kMixedBf16, Precision::kBf16, Precision::kFp32};
-  const Strategy strategies[] = {Strategy::kNone, Strategy::kDdp, Strategy::kFsdp, Strategy::kZero1, Strategy::kZero2,
-                                 Strategy::kZero3};
+  const Strategy strategies[] = {Strategy::kNone,  Strategy::kDdp,   Strategy::kFsdp,
+                                 Strategy::kZero1, Strategy::kZero2, Strategy::kZero3};
   const Checkpointing ckpts[] = {Checkpointing::kNone, Checkpointing::kSelective, Checkpointing::kFull};
   const Optimizer optimizers[] = {Optimizer::kAdamW, Optimizer::kAdamW8bit, Optimizer::kSgd, Optimizer::kLion};
   const OptimizerImpl impls[] = {OptimizerImpl::kForeach, OptimizerImpl::kFused, OptimizerImpl::kSingleTensor};
@@ -55,7 +58,8 @@ TEST(TrainingProgram, EveryRegimeBuildsAndLeavesOnlyWhatOutlivesAStep) {
       for (Checkpointing ckpt : ckpts)
         for (Attention attention : {Attention::kSdpa, Attention::kEager})
           for (bool cache : {true, false}) {
-            if (precision == Precision::kMixedBf16 && (strategy == Strategy::kNone || strategy == Strategy::kDdp)) continue;
+            if (precision == Precision::kMixedBf16 && (strategy == Strategy::kNone || strategy == Strategy::kDdp))
+              continue;
             JobSpec s = tiny_spec();
             s.training.precision = precision;
             s.training.checkpointing = ckpt;
@@ -72,8 +76,8 @@ TEST(TrainingProgram, EveryRegimeBuildsAndLeavesOnlyWhatOutlivesAStep) {
             TrainingSchedule schedule;
             schedule.seq_lens = {64, 48, 64, 32};
             if (s.eval) schedule.eval_after = {1, 3};
-            const std::string what = std::string(to_string(precision)) + " " + std::string(to_string(strategy)) +
-                                     " " + std::string(to_string(ckpt)) + " " + std::string(to_string(attention)) +
+            const std::string what = std::string(to_string(precision)) + " " + std::string(to_string(strategy)) + " " +
+                                     std::string(to_string(ckpt)) + " " + std::string(to_string(attention)) +
                                      (cache ? " cache " : " no-cache ") + std::string(to_string(s.training.optimizer)) +
                                      " " + std::string(to_string(s.training.optimizer_impl)) +
                                      (s.model.tied_embeddings ? " tied" : "") + (s.eval ? " eval" : "");
@@ -88,11 +92,12 @@ TEST(TrainingProgram, EveryRegimeBuildsAndLeavesOnlyWhatOutlivesAStep) {
             EXPECT_FALSE(r.oom);
             EXPECT_GT(r.peak_allocated_bytes, 0u);
             for (const auto& [role, bytes] : live_at_end(program)) {
-              const bool persistent = role == MemoryRole::kParameters || role == MemoryRole::kOptimizerState ||
-                                      role == MemoryRole::kWorkspaces || role == MemoryRole::kCommunication ||
-                                      (role == MemoryRole::kGradients && s.parallel.strategy != Strategy::kNone &&
-                                       s.parallel.strategy != Strategy::kDdp && s.parallel.strategy != Strategy::kFsdp) ||
-                                      (role == MemoryRole::kWeightCopies && strategy == Strategy::kFsdp);
+              const bool persistent =
+                  role == MemoryRole::kParameters || role == MemoryRole::kOptimizerState ||
+                  role == MemoryRole::kWorkspaces || role == MemoryRole::kCommunication ||
+                  (role == MemoryRole::kGradients && s.parallel.strategy != Strategy::kNone &&
+                   s.parallel.strategy != Strategy::kDdp && s.parallel.strategy != Strategy::kFsdp) ||
+                  (role == MemoryRole::kWeightCopies && strategy == Strategy::kFsdp);
               EXPECT_TRUE(persistent) << role_key(role) << " " << bytes << " bytes left: " << what;
             }
           }
@@ -102,27 +107,32 @@ TEST(TrainingProgram, EveryRegimeBuildsAndLeavesOnlyWhatOutlivesAStep) {
 TEST(TrainingProgram, FixedLengthsRunThreeOptimizerSteps) {
   JobSpec s = tiny_spec();
   s.training.grad_accum = 4;
-  const TrainingSchedule schedule = planning_schedule(s);
-  EXPECT_EQ(schedule.seq_lens, std::vector<std::uint64_t>(12, 64));
-  EXPECT_TRUE(schedule.eval_after.empty());
+  const std::vector<TrainingSchedule> schedules = planning_schedules(s);
+  ASSERT_EQ(schedules.size(), 1u);
+  EXPECT_EQ(schedules[0].seq_lens, std::vector<std::uint64_t>(12, 64));
+  EXPECT_TRUE(schedules[0].eval_after.empty());
   s.eval = EvalConfig{8, 128, 2};
-  EXPECT_EQ(planning_schedule(s).eval_after, (std::vector<std::uint32_t>{7, 11}));  // every 2 steps, and the last
+  EXPECT_EQ(planning_schedules(s)[0].eval_after, (std::vector<std::uint32_t>{7, 11}));  // every 2 steps, and the last
 }
 
-TEST(TrainingProgram, VariableLengthsAreASeededDrawEndingOnTheLongest) {
+TEST(TrainingProgram, VariableLengthsAreSeededDrawsEndingOnTheLongest) {
   JobSpec s = tiny_spec();
   s.training.seq_len = 4096;
   s.training.variable_length = true;
   s.training.min_seq_len = 256;
   s.training.median_seq_len = 1097;
-  const TrainingSchedule a = planning_schedule(s), b = planning_schedule(s);
-  EXPECT_EQ(a.seq_lens, b.seq_lens);
-  EXPECT_EQ(a.seq_lens.size(), 64u);  // at least 64 micro-steps, whole optimizer steps
-  EXPECT_EQ(a.seq_lens.back(), 4096u);
-  for (auto len : a.seq_lens) {
-    EXPECT_GE(len, 256u);
-    EXPECT_LE(len, 4096u);
-    EXPECT_EQ(len % 8, 0u);
+  const std::vector<TrainingSchedule> draws = planning_schedules(s);
+  ASSERT_EQ(draws.size(), kLengthDraws);
+  EXPECT_EQ(draws[0].seq_lens, planning_schedules(s)[0].seq_lens);  // seeded: the same every time
+  EXPECT_NE(draws[0].seq_lens, draws[1].seq_lens);
+  for (const auto& a : draws) {
+    EXPECT_EQ(a.seq_lens.size(), 128u);  // whole optimizer steps, at least 8
+    EXPECT_EQ(a.seq_lens.back(), 4096u);
+    for (auto len : a.seq_lens) {
+      EXPECT_GE(len, 256u);
+      EXPECT_LE(len, 4096u);
+      EXPECT_EQ(len % 8, 0u);
+    }
   }
   // The recorder's distribution: median e^7 ≈ 1097, σ 0.6.
   std::vector<std::uint64_t> many = draw_lengths(s, 4001, 7);
