@@ -431,6 +431,13 @@ Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemet
   }
   const TraceUnits units = find_trace_units(snap, trace.device, oom_index);
   d.memory_advice = memory_advice(snap, trace.device, oom_index, units, cap);
+  if (!units.repeats() && !units.eval && !phase.repeats_step && d.phase == "unknown" && !units.program_frame.empty()) {
+    d.phase_source = fmt::format("no statement of the program's loop ran more than once before the OOM: the run failed in "
+                                 "its first step (at {}), so there is no earlier step to compare with",
+                                 units.program_frame);
+    std::erase_if(d.evidence, [](const Evidence& e) { return e.key == "phase"; });
+    d.add_evidence("phase", fmt::format("phase {}: {}", d.phase, d.phase_source));
+  }
   if (units.eval && !units.repeats() && !phase.repeats_step && d.phase != "eval") {
     d.phase = "eval";
     d.phase_source = fmt::format("the failing malloc is in an evaluation ({}) that did not run before in the trace",

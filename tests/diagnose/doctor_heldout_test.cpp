@@ -104,8 +104,8 @@ TEST_P(WithoutTelemetry, VerdictIsTheLabelOrUndetermined) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Recordings, WithoutTelemetry,
-                         ::testing::Values("frag", "cap", "eval", "input", "B_frag", "B_cap", "C_frag", "A_frac", "A_mid",
-                                           "D_frag", "E_1.02", "E_1.06", "E_eval", "S_exp_round2", "F7_frag"));
+                         ::testing::Values("frag", "cap", "eval", "input", "B_frag", "B_cap", "C_frag", "A_frac",
+                                           "A_mid", "D_frag", "E_1.02", "E_1.06", "E_eval", "S_exp_round2", "F7_frag"));
 
 // These the trace alone decides. B_frag has one micro-step per optimizer step and only Python
 // stacks: its backward pass's allocations have no frames and are aligned by size. S_exp_round2
