@@ -344,6 +344,14 @@ Verdict judge_projected_step(ProjectedStep& step, const std::vector<replay::What
                     format_bytes(cap)));
     return undecided();
   }
+  if (best && p.longest_unit && static_cast<double>(p.longest_peak_bytes) / inflation > lower) {
+    d.add_evidence("longest_batch",
+                   fmt::format("the failing step itself fits, but unit {} of the trace was a longer batch; one that long "
+                               "begun as the failing step began would need about {} live of the {} the device gives. "
+                               "The job makes such batches; whether the run meets one again is not in the trace",
+                               *p.longest_unit, format_bytes(p.longest_peak_bytes), format_bytes(cap)));
+    return undecided();
+  }
   if (best) {
     d.recommended_conf = best->conf;
     const auto needed = static_cast<std::uint64_t>(next / inflation);

@@ -55,6 +55,8 @@ json trace_projection_json(const diagnose::TraceStepProjection& p) {
           {"scale", p.scale},
           {"aligned_units", p.aligned_units},
           {"smaller_units", p.smaller_units},
+          {"longest_unit", optional_json(p.longest_unit)},
+          {"longest_peak_bytes", p.longest_peak_bytes},
           {"constant_bytes", p.constant_bytes},
           {"linear_bytes", p.linear_bytes},
           {"quadratic_bytes", p.quadratic_bytes},
