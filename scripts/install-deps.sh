@@ -7,6 +7,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev libfmt-dev libzstd-dev zlib1g-dev libtomlplusplus-dev
   prometheus-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev libabsl-dev
   python3 python3-yaml python3-kubernetes python3-venv python3-setuptools python3-wheel zstd prometheus chromium
+  zsh groff-base
   mmdebstrap buildah podman runc
 )
 missing=()

@@ -41,12 +41,15 @@ void add_check_command(CLI::App& app, RunState& state) {
                                           "criteria; exit 0 only when all pass");
   cmd->add_option("TELEMETRY", options->telemetry,
                   "step telemetry JSONL: one file per rank (in rank order), or files with a rank field")
+      ->type_name("FILE")
       ->required();
   cmd->add_option("--criteria", options->criteria,
-                  "acceptance criteria JSON (fragscope plan --canary); defaults when omitted");
+                  "acceptance criteria JSON (fragscope plan --canary); defaults when omitted")
+      ->type_name("FILE");
   cmd->add_option("--smi", options->smi,
                   "nvidia-smi --query-gpu=timestamp,index,utilization.gpu,memory.used,memory.total "
-                  "--format=csv -lms 100 output: GPU idle and device memory");
+                  "--format=csv -lms 100 output: GPU idle and device memory")
+      ->type_name("FILE");
   cmd->add_flag("--json", options->json, "print one JSON object (for CI) instead of the table");
   cmd->callback([options, &state] { run_check(*options, state); });
 }

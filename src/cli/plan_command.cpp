@@ -6,7 +6,9 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "inputs/acceptance_criteria.h"
+#include "plan/canary_plan.h"
 #include "plan/job_plan.h"
 #include "plan/job_spec.h"
 #include "report/plan_report.h"
@@ -52,16 +54,20 @@ void add_plan_command(CLI::App& app, RunState& state) {
   auto options = std::make_shared<PlanOptions>();
   auto* cmd = app.add_subcommand("plan", "Per-GPU memory of a training job from its TOML spec: breakdown, "
                                          "fits or not, proposals, canary plan (exit 1: does not fit)");
-  cmd->add_option("JOB", options->job, "job spec (TOML; see docs/plan.md and examples/*.toml)")->required();
+  cmd->add_option("JOB", options->job, "job spec (TOML; see docs/plan.md and examples/*.toml)")
+      ->type_name("FILE")
+      ->required();
   cmd->add_flag("--json", options->json, "print one JSON object instead of the text report");
   cmd->add_flag("--propose", options->propose,
                 "evaluate alternatives: checkpointing, micro-batch, more GPUs, MIG slices, expandable_segments");
   cmd->add_option("--global-batch", options->global_batch,
                   "target sequences per optimizer step for the proposals (implies --propose)")
-      ->check(CLI::PositiveNumber);
+      ->type_name("N")
+      ->check(whole_number(1, 1'000'000'000));
   cmd->add_flag("--canary", options->canary, "print the canary validation plan and its acceptance criteria");
   cmd->add_option("--criteria-out", options->criteria_out,
-                  "write the acceptance criteria file for `fragscope check --criteria` (implies --canary)");
+                  "write the acceptance criteria file for `fragscope check --criteria` (implies --canary)")
+      ->type_name("FILE");
   cmd->callback([options, &state] { run_plan(*options, state); });
 }
 

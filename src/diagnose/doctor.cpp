@@ -430,6 +430,7 @@ Diagnosis run_doctor(const DoctorInputs& in, const DoctorOptions& options) {
       const replay::Capacity capacity = replay::resolve_capacity(prepared, {});
       replay::WhatIfOptions whatif_options;
       whatif_options.threads = options.threads;
+      whatif_options.progress = options.progress;
       fill_whatif(replay::sweep_at_capacity(prepared, capacity, whatif_options), d);
     }
     if (pipeline.data_wait_fraction)

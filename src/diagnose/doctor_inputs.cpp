@@ -81,13 +81,14 @@ std::optional<int> rank_from_path(const std::string& path) {
   return rank;
 }
 
-DoctorInputs collect_doctor_inputs(const std::vector<std::string>& paths) {
+DoctorInputs collect_doctor_inputs(const std::vector<std::string>& paths, const Progress& progress) {
   DoctorInputs inputs;
   for (const fs::path& file : expand(paths)) {
     const std::string path = file.string();
     switch (inputs::detect_input_kind_file(file)) {
       case inputs::InputKind::kSnapshotPickle: {
-        SnapshotInput s{path, rank_from_path(path), snapshot::read_snapshot_file(path)};
+        SnapshotInput s{path, rank_from_path(path),
+                        snapshot::read_snapshot_file(path, snapshot::read_progress(progress, path))};
         s.device = snapshot::busiest_device(s.snapshot);
         s.oom_index = snapshot::last_oom_index(s.snapshot, s.device);
         inputs.snapshots.push_back(std::move(s));

@@ -20,6 +20,7 @@
 #include "inputs/oom_message.h"
 #include "inputs/step_telemetry.h"
 #include "snapshot/snapshot.h"
+#include "util/progress.h"
 
 namespace fragscope::diagnose {
 
@@ -79,8 +80,9 @@ std::optional<int> rank_from_path(const std::string& path);
 
 /// @brief Recognises and reads every file in `paths` (files, or folders walked as above), and
 /// gives rank-less inputs their ranks (rank_assignment.h).
+/// `progress` hears of each snapshot read, a task "reading PATH" counted in bytes.
 /// @throws InputError naming the path when one does not exist or cannot be read, or a
 ///         recognised file is malformed.
-DoctorInputs collect_doctor_inputs(const std::vector<std::string>& paths);
+DoctorInputs collect_doctor_inputs(const std::vector<std::string>& paths, const Progress& progress = {});
 
 }  // namespace fragscope::diagnose

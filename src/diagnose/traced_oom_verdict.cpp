@@ -400,6 +400,7 @@ Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemet
 
   replay::WhatIfOptions whatif_options;
   whatif_options.threads = options.threads;
+  whatif_options.progress = options.progress;
   const replay::WhatIfReport report = replay::sweep_at_capacity(prepared, capacity, whatif_options);
   fill_whatif(report, d);
 

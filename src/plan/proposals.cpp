@@ -210,7 +210,7 @@ ProposalSet propose(const JobSpec& spec, std::optional<std::uint64_t> target_glo
     set.proposals.push_back(plain.make(
         fmt::format("global batch {}: grad_accum {}", target, s.training.grad_accum),
         fmt::format("[training] grad_accum = {}", s.training.grad_accum), s, 1.0,
-        fmt::format("none per token; {}× the steps' wall time per optimizer step",
+        fmt::format("none per token; {:.2f}× the steps' wall time per optimizer step",
                     static_cast<double>(target) / static_cast<double>(set.current_global_batch))));
     if (exact) base = s;
   }

@@ -20,6 +20,7 @@
 #include "replay/capacity.h"
 #include "replay/prepared_trace.h"
 #include "replay/replay_engine.h"
+#include "util/progress.h"
 
 namespace fragscope::replay {
 
@@ -57,6 +58,10 @@ struct WhatIfOptions {
   bool min_capacity = false;
   unsigned threads = 0;  ///< 0 = std::thread::hardware_concurrency()
   bool use_recorded_addresses = true;
+  /// Hears of two tasks counted in trace events: the replays without a limit, then those at the
+  /// capacity and the bisections (the replays a bisection can take at most; it adds those it
+  /// did not need when it ends).
+  Progress progress;
 };
 
 /// @brief Replays `trace` under every config of `configs`.
@@ -75,8 +80,12 @@ WhatIfReport sweep_at_capacity(const PreparedTrace& trace, const Capacity& capac
                                std::vector<WhatIfConfig> extra = {});
 
 /// @brief Smallest capacity (multiple of 2 MiB) at which `config` survives the trace.
+/// `base.progress` counts max_bisection_replays(floor, ceiling) replays of the trace.
 std::uint64_t find_min_capacity(const PreparedTrace& trace, ModelKind kind,
                                 const alloc::AllocConfig& config, const ReplayOptions& base,
                                 std::uint64_t floor, std::uint64_t ceiling);
+
+/// @brief The most replays find_min_capacity(…, floor, ceiling) runs.
+std::uint64_t max_bisection_replays(std::uint64_t floor, std::uint64_t ceiling);
 
 }  // namespace fragscope::replay

@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "report/json_header.h"
+
 namespace fragscope::report {
 
 using diagnose::CheckReport;
@@ -72,6 +74,7 @@ void write_check_table(std::ostream& out, const CheckReport& report, std::string
 void write_check_json(std::ostream& out, const CheckReport& report, const AcceptanceCriteria& criteria,
                       std::string_view criteria_source) {
   nlohmann::ordered_json doc;
+  add_json_header(doc, kCheckJsonSchema);
   doc["passed"] = report.passed();
   doc["failed"] = report.count(CriterionVerdict::kFail);
   doc["not_evaluated"] = report.count(CriterionVerdict::kNotEvaluated);

@@ -1,5 +1,7 @@
 #include "report/doctor_report.h"
 
+#include "report/json_header.h"
+
 namespace fragscope::report {
 namespace {
 
@@ -120,7 +122,7 @@ json doctor_json(const diagnose::Diagnosis& d) {
     ranks.push_back({{"rank", r.rank}, {"oom", r.oom}, {"peak_reserved_bytes", optional_json(r.peak_reserved_bytes)},
                      {"peak_allocated_bytes", optional_json(r.peak_allocated_bytes)},
                      {"data_wait_fraction", optional_json(r.data_wait_fraction)}, {"sources", r.sources}});
-  return {{"verdict", std::string(diagnose::to_string(d.verdict))},
+  json doc = {{"verdict", std::string(diagnose::to_string(d.verdict))},
           {"headline", d.headline},
           {"phase", d.phase},
           {"phase_source", d.phase_source},
@@ -148,6 +150,8 @@ json doctor_json(const diagnose::Diagnosis& d) {
           {"rank_spread", d.rank_spread},
           {"inputs_used", d.inputs_used},
           {"inputs_missing", d.inputs_missing}};
+  add_json_header(doc, kDoctorJsonSchema);
+  return doc;
 }
 
 }  // namespace fragscope::report

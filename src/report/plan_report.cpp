@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "report/json_header.h"
 #include "util/bytes.h"
 
 namespace fragscope::report {
@@ -143,7 +144,10 @@ void write_plan_text(std::ostream& out, const JobSpec& spec, const MemoryEstimat
 
 void write_plan_json(std::ostream& out, const JobSpec& spec, const MemoryEstimate& e, const ProposalSet* proposals,
                      const CanaryPlan* canary) {
-  nlohmann::ordered_json j = estimate_json(e);
+  nlohmann::ordered_json j;
+  add_json_header(j, kPlanJsonSchema);
+  nlohmann::ordered_json estimate = estimate_json(e);
+  for (auto& [key, value] : estimate.items()) j[key] = std::move(value);
   nlohmann::ordered_json phases = nlohmann::ordered_json::array();
   for (const auto& p : e.phases) phases.push_back({{"phase", p.phase}, {"bytes", p.bytes}});
   j["phases"] = phases;

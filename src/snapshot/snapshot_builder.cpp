@@ -324,8 +324,11 @@ TypedRef SnapshotBuilder::make_segment(Machine& m, const Fields& f) {
   Segment s;
   s.address = uint_field(m, f, kAddress, what);
   s.total_size = uint_field(m, f, kTotalSize, what);
-  if (f.has(kDevice)) s.device = static_cast<int>(int_field(m, f, kDevice, what));
-  if (s.device < 0 || s.device > 4096) m.fail(fmt::format("segment: device {} out of range", s.device));
+  if (f.has(kDevice)) {
+    const std::int64_t device = int_field(m, f, kDevice, what);  // checked before narrowing to int
+    if (device < 0 || device > 4096) m.fail(fmt::format("segment: device {} out of range", device));
+    s.device = static_cast<int>(device);
+  }
   if (f.has(kStream)) s.stream = bits_field(m, f, kStream, what);
   if (f.has(kSegmentType)) s.pool = string_field(m, f, kSegmentType, what) == type_small_ ? PoolKind::kSmall : PoolKind::kLarge;
   if (f.has(kIsExpandable)) s.is_expandable = f.value[kIsExpandable].kind() == Kind::kBool && f.value[kIsExpandable].payload();
@@ -430,7 +433,11 @@ void SnapshotBuilder::read_annotations(Machine& m, Value list) {
       if (items[i].kind() != Kind::kString) continue;
       const StringId key = static_cast<StringId>(items[i].payload());
       const Value v = items[i + 1];
-      if (key == key_ids_[kDevice] && is_int(v)) a.device = static_cast<int>(m.to_int(v));
+      if (key == key_ids_[kDevice] && is_int(v)) {
+        const std::int64_t device = m.to_int(v);
+        if (device < 0 || device > 4096) m.fail(fmt::format("external annotation: device {} out of range", device));
+        a.device = static_cast<int>(device);
+      }
       else if (key == key_ids_[kTimeUs] && is_int(v)) a.time_us = m.to_int(v);
       else a.fields.emplace_back(key, v.kind() == Kind::kString ? static_cast<StringId>(v.payload()) : out_.strings.intern(text_of(m, v)));
     }

@@ -4,8 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <mutex>
+
+#include <fmt/format.h>
+
 #include "fixture_util.h"
 #include "util/error.h"
+#include "replay/replay_summary.h"
 
 namespace fragscope::replay {
 namespace {
@@ -86,6 +92,70 @@ TEST(WhatIfTest, MinCapacityIsTheEdgeOfSurvival) {
       EXPECT_GT(need, *capacity.bytes);  // the default config needs more than the device had
     }
   }
+}
+
+/// Every report of every task, as a progress display would get them.
+struct ProgressLog {
+  std::mutex mutex;
+  std::map<std::string, std::vector<ProgressTick>> ticks;  // by task
+  Progress progress() {
+    return [this](const ProgressTick& t) {
+      const std::lock_guard lock(mutex);
+      ticks[std::string(t.task)].push_back(t);
+    };
+  }
+};
+
+TEST(WhatIfTest, ProgressCountsEveryReplayAndEndsEachTaskAtItsTotal) {
+  const PreparedTrace trace = testing::prepare_fixture("frag_oom_104");
+  const Capacity capacity = resolve_capacity(trace, {});
+  const auto configs = standard_sweep(trace, false);
+  ProgressLog log;
+  WhatIfOptions options;
+  options.threads = 2;
+  options.min_capacity = true;
+  options.progress = log.progress();
+  const WhatIfReport report = run_whatif(trace, configs, capacity, options);
+  ASSERT_EQ(log.ticks.size(), 2u);
+  const std::uint64_t events = trace.ops.size();
+  const auto& demand = log.ticks.at(fmt::format("what-if: {} configs, no memory limit", configs.size()));
+  EXPECT_EQ(demand.front().total, (configs.size() + 1) * events);  // every config and the ideal packer
+  const auto& limits = log.ticks.at(fmt::format("what-if: {} configs at the capacity, least capacity", configs.size()));
+  std::uint64_t bisections = 0;
+  for (const WhatIfRow& row : report.rows)
+    bisections +=
+        max_bisection_replays(report.ideal.stats.peak_reserved_bytes, row.unlimited.stats.peak_reserved_bytes);
+  EXPECT_EQ(limits.front().total, (configs.size() + bisections) * events);
+  for (const auto& [task, ticks] : log.ticks) {
+    EXPECT_EQ(ticks.front().done, 0u) << task;  // the task announces itself before any work
+    std::uint64_t most = 0;
+    for (const ProgressTick& t : ticks) {
+      EXPECT_EQ(t.unit, "events");
+      EXPECT_LE(t.done, t.total) << task;
+      most = std::max(most, t.done);
+    }
+    EXPECT_EQ(most, ticks.front().total) << task;  // the last replay brings it to its total
+  }
+}
+
+TEST(WhatIfTest, MaxBisectionReplaysBoundsTheBisection) {
+  constexpr std::uint64_t kStep = 2ull << 20;
+  EXPECT_EQ(max_bisection_replays(10 * kStep, 10 * kStep), 1u);      // only the floor is tried
+  EXPECT_EQ(max_bisection_replays(10 * kStep, 11 * kStep), 1u);      // one step: the floor decides
+  EXPECT_EQ(max_bisection_replays(10 * kStep, 12 * kStep), 2u);
+  EXPECT_EQ(max_bisection_replays(10 * kStep, 15 * kStep), 1u + 3);  // 5 steps: ceil(log2 5) halvings
+  EXPECT_EQ(max_bisection_replays(0, 1024 * kStep), 1u + 10);
+}
+
+TEST(ReplaySummaryTest, ProgressCountsBothReplays) {
+  const PreparedTrace trace = testing::prepare_fixture("frag_oom_104");
+  ProgressLog log;
+  summarize_replay(trace, std::nullopt, resolve_capacity(trace, {}), log.progress());
+  ASSERT_EQ(log.ticks.size(), 1u);
+  const auto& [task, ticks] = *log.ticks.begin();
+  EXPECT_EQ(task, "replaying " + trace.source);
+  EXPECT_EQ(ticks.back().done, 2 * trace.ops.size());  // one thread: in order
+  EXPECT_EQ(ticks.back().total, 2 * trace.ops.size());
 }
 
 }  // namespace

@@ -210,6 +210,16 @@ TEST(SnapshotReader, ReadsLegacySegmentListWithHistory) {
   }
 }
 
+// Issue 16: a device of 2^32 + 1 was cut to 32 bits (device 1) before the range check.
+TEST(SnapshotReader, DeviceIsCheckedBeforeItIsNarrowed) {
+  try {
+    read_snapshot_file(kData + "device_past_32_bits.pickle");
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("segment: device 4294967297 out of range"), std::string::npos) << e.what();
+  }
+}
+
 TEST(SnapshotReader, MissingFileNamesThePath) {
   try {
     read_snapshot_file("/nonexistent/rank3.pickle");
