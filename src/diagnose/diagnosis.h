@@ -111,6 +111,10 @@ struct TraceStepProjection {
   double scale = 1.0;  ///< the failing unit's allocation sizes / the reference's
   std::size_t aligned_units = 0;  ///< earlier units its prefix aligned with (any kind)
   std::size_t smaller_units = 0;  ///< of them, those the failing unit is larger than (by 2%)
+  /// The longest of them when one is longer than the failing unit (1-based), and the live peak
+  /// of a step that long begun as the failing one began (its held blocks, its kind).
+  std::optional<std::size_t> longest_unit;
+  std::uint64_t longest_peak_bytes = 0;
   /// The reference's allocations after the aligned one, by how their size follows the scale.
   std::uint64_t constant_bytes = 0;
   std::uint64_t linear_bytes = 0;

@@ -320,6 +320,7 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
   Pairs reference_pairs;  // (position in reference, position in failing)
   std::size_t aligned_position = 0;
   bool reference_of_its_kind = false;
+  double longest_scale = 1.0;  // the failing unit's sizes against the longest unit's
   for (std::size_t k = unit.size() - 1; k-- > 0;) {  // newest first: ties go to the most recent
     const Unit& candidate = unit[k];
     const std::size_t window = std::min(candidate.allocs.size(), failing.allocs.size() * 5 / 4 + 64);
@@ -337,6 +338,10 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
     if (!sized) continue;  // nothing the failing unit allocated so far tells its size
     ++p.aligned_units;
     if (scale > 1.02) ++p.smaller_units;
+    if (scale < 1 / 1.02 && (!p.longest_unit || scale < longest_scale)) {  // a longer batch than the failing one
+      p.longest_unit = first_unit + k + 1;
+      longest_scale = scale;
+    }
     // Another kind only when none of its own aligns; among one kind, the scale nearest 1.
     const bool its_kind = same_kind(candidate);
     if (reference && (reference_of_its_kind && !its_kind)) continue;
@@ -411,6 +416,8 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
     if (!alike(after, ref) && after.start_level > ref.start_level)
       p.next_unit_extra_bytes = after.start_level - ref.start_level;
   }
+  if (p.longest_unit)  // a step as long as the longest seen, begun as the failing one began
+    p.longest_peak_bytes = projected_peak(trace, ref, fit, kNone, p.scale / longest_scale, failing);
 
   // The synthetic trace: the recorded ops to the failing malloc, then the reference's rest.
   std::vector<std::uint32_t> op_of_event(trace.size(), kNone);

@@ -18,6 +18,7 @@ using snapshot::TraceAction;
 /// Frames below which a statement repeats within one pass (per layer, per parameter).
 bool inside_a_pass(std::string_view torch_file) {
   return torch_file.starts_with("nn/modules/module.py") || torch_file.starts_with("autograd/") ||
+         torch_file.starts_with("_tensor.py") ||  // Tensor.backward
          torch_file.starts_with("optim/") || torch_file.starts_with("utils/checkpoint.py");
 }
 
@@ -73,9 +74,10 @@ TraceUnits find_trace_units(const snapshot::Snapshot& snapshot, int device, std:
       program_depth = d;
       break;
     }
-    const bool by_name = inside.empty() && names_evaluation(snapshot.strings.view(snapshot.stacks.frame(anchor[d]).name));
-    const bool by_file =
-        inside.empty() && names_evaluation(file.substr(file.rfind('/') == std::string_view::npos ? 0 : file.rfind('/')));
+    const bool by_name =
+        inside.empty() && names_evaluation(snapshot.strings.view(snapshot.stacks.frame(anchor[d]).name));
+    const bool by_file = inside.empty() &&
+                         names_evaluation(file.substr(file.rfind('/') == std::string_view::npos ? 0 : file.rfind('/')));
     if (by_name) eval_depth = d + 1;
     if ((by_name || by_file) && !units.eval) {
       least_depth = d + 1;
@@ -84,6 +86,7 @@ TraceUnits find_trace_units(const snapshot::Snapshot& snapshot, int device, std:
     units.eval |= by_name || by_file;
   }
   if (program_depth == 0) return units;
+  units.program_frame = describe_frame(snapshot, anchor[program_depth - 1]);
 
   std::unordered_map<StackId, Relation> relation_of;
   const auto relation = [&](StackId stack) {

@@ -14,9 +14,9 @@
 ///
 /// The unit is the depth with the most episodes (the shallowest of them), among the frames of
 /// the program's own loops: above the first frame in torch.nn.Module, torch.autograd,
-/// torch.optim or torch.utils.checkpoint, below which a statement repeats per layer or per
-/// parameter. When the anchor's frames name evaluation (eval / valid / predict in a function or
-/// file name outside torch), the unit holds the shallowest such frame: HF's
+/// Tensor.backward, torch.optim or torch.utils.checkpoint, below which a statement repeats per
+/// layer or per parameter. When the anchor's frames name evaluation (eval / valid / predict in
+/// a function or file name outside torch), the unit holds the shallowest such frame: HF's
 /// `_maybe_log_save_evaluate` also logs at other steps, and its logging is not an eval pass.
 /// Each episode starts a unit; the failing unit is the last.
 /// Thread-safety: a pure function.
@@ -34,6 +34,7 @@ struct TraceUnits {
   std::size_t anchor = 0;     ///< trace index of the allocation whose frames define the units
   bool anchor_is_oom = true;  ///< false: the failing malloc has no Python frames
   std::string statement;      ///< the unit's frame: "trainer.py:1842 in _run_epoch"
+  std::string program_frame;  ///< the anchor's innermost frame of the program: "trainer.py:2044 in training_step"
   std::size_t depth = 0;      ///< Python frames a unit's allocations share with the anchor
   /// Where each unit began (its first allocation), the failing unit last.
   std::vector<std::size_t> starts;

@@ -344,6 +344,14 @@ Verdict judge_projected_step(ProjectedStep& step, const std::vector<replay::What
                     format_bytes(cap)));
     return undecided();
   }
+  if (best && p.longest_unit && static_cast<double>(p.longest_peak_bytes) / inflation > lower) {
+    d.add_evidence("longest_batch",
+                   fmt::format("the failing step itself fits, but unit {} of the trace was a longer batch; one that long "
+                               "begun as the failing step began would need about {} live of the {} the device gives. "
+                               "The job makes such batches; whether the run meets one again is not in the trace",
+                               *p.longest_unit, format_bytes(p.longest_peak_bytes), format_bytes(cap)));
+    return undecided();
+  }
   if (best) {
     d.recommended_conf = best->conf;
     const auto needed = static_cast<std::uint64_t>(next / inflation);
@@ -432,6 +440,13 @@ Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemet
   }
   const TraceUnits units = find_trace_units(snap, trace.device, oom_index);
   d.memory_advice = memory_advice(snap, trace.device, oom_index, units, cap);
+  if (!units.repeats() && !units.eval && !phase.repeats_step && d.phase == "unknown" && !units.program_frame.empty()) {
+    d.phase_source = fmt::format("no statement of the program's loop ran more than once before the OOM: the run failed in "
+                                 "its first step (at {}), so there is no earlier step to compare with",
+                                 units.program_frame);
+    std::erase_if(d.evidence, [](const Evidence& e) { return e.key == "phase"; });
+    d.add_evidence("phase", fmt::format("phase {}: {}", d.phase, d.phase_source));
+  }
   if (units.eval && !units.repeats() && !phase.repeats_step && d.phase != "eval") {
     d.phase = "eval";
     d.phase_source = fmt::format("the failing malloc is in an evaluation ({}) that did not run before in the trace",

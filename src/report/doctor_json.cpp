@@ -39,7 +39,10 @@ json trace_projection_json(const diagnose::TraceStepProjection& p) {
   if (!p.available) return {{"available", false}, {"reason", p.unavailable_reason}};
   json runs = json::array();
   for (const auto& r : p.runs)
-    runs.push_back({{"conf", r.conf}, {"recorded", r.recorded}, {"runs", r.runs}, {"runs_with_margin", r.runs_with_margin},
+    runs.push_back({{"conf", r.conf},
+                    {"recorded", r.recorded},
+                    {"runs", r.runs},
+                    {"runs_with_margin", r.runs_with_margin},
                     {"fails_with_margin", r.fails_with_margin}});
   return {{"available", true},
           {"unit_statement", p.unit_statement},
@@ -54,6 +57,8 @@ json trace_projection_json(const diagnose::TraceStepProjection& p) {
           {"scale", p.scale},
           {"aligned_units", p.aligned_units},
           {"smaller_units", p.smaller_units},
+          {"longest_unit", optional_json(p.longest_unit)},
+          {"longest_peak_bytes", p.longest_peak_bytes},
           {"constant_bytes", p.constant_bytes},
           {"linear_bytes", p.linear_bytes},
           {"quadratic_bytes", p.quadratic_bytes},
@@ -100,14 +105,18 @@ json doctor_json(const diagnose::Diagnosis& d) {
   for (const auto& a : d.do_not) do_not.push_back(action_json(a));
   json whatif = json::array();
   for (const auto& w : d.whatif)
-    whatif.push_back({{"conf", w.conf}, {"recorded", w.recorded}, {"peak_reserved_bytes", w.peak_reserved_bytes},
+    whatif.push_back({{"conf", w.conf},
+                      {"recorded", w.recorded},
+                      {"peak_reserved_bytes", w.peak_reserved_bytes},
                       {"peak_reserved_at_capacity_bytes", optional_json(w.peak_reserved_at_capacity_bytes)},
                       {"at_capacity", whatif_at_capacity(w)},
-                      {"passes_oom_point", optional_json(w.passes_oom_point)}, {"fits", optional_json(w.fits)},
+                      {"passes_oom_point", optional_json(w.passes_oom_point)},
+                      {"fits", optional_json(w.fits)},
                       {"runs_projected_step", optional_json(w.runs_projected_step)}});
   json advice = json::array();
   for (const auto& a : d.memory_advice)
-    advice.push_back({{"key", a.key}, {"title", a.title}, {"setting", a.setting}, {"evidence", a.evidence}, {"bytes", a.bytes}});
+    advice.push_back(
+        {{"key", a.key}, {"title", a.title}, {"setting", a.setting}, {"evidence", a.evidence}, {"bytes", a.bytes}});
   json ranks = json::array();
   for (const auto& r : d.ranks)
     ranks.push_back({{"rank", r.rank}, {"oom", r.oom}, {"peak_reserved_bytes", optional_json(r.peak_reserved_bytes)},

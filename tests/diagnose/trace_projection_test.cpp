@@ -62,6 +62,19 @@ TEST(ProjectedFromTheTrace, AStepThatNeedsMoreThanTheDeviceIsCapacity) {
   for (const Action& a : d.actions) EXPECT_EQ(a.setting.find("PYTORCH_CUDA_ALLOC_CONF"), std::string::npos) << a.title;
 }
 
+// HF Trainer's step 0 padded its batch to 2048 tokens, the longest the job makes; step 2 failed
+// at 1957. A step of 2048 tokens begun as step 2 began (the optimizer's state held) is what the
+// calibration run peaked at, 26084083712 bytes.
+TEST(ProjectedFromTheTrace, TheLongestBatchSeenIsProjectedInTheFailingStepsState) {
+  const Diagnosis d = diagnose("hft_edge");
+  const TraceStepProjection& p = d.trace_projection;
+  ASSERT_TRUE(p.available) << p.unavailable_reason;
+  ASSERT_TRUE(p.longest_unit.has_value());
+  EXPECT_EQ(*p.longest_unit, 1u);
+  EXPECT_NEAR(static_cast<double>(p.longest_peak_bytes), 26084083712.0, 0.01 * 26084083712.0);
+  EXPECT_GT(p.longest_peak_bytes, p.projected_peak_bytes);
+}
+
 // The reference unit's rest, synthesised after the failing malloc: the recorded operations up to
 // it are kept (the failing malloc now served) and the recorded OOM entry is gone.
 TEST(ProjectedFromTheTrace, SynthesisedTraceKeepsTheRecordedPrefix) {
