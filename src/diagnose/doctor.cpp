@@ -354,6 +354,7 @@ Diagnosis run_doctor(const DoctorInputs& in, const DoctorOptions& options) {
                      "; give snapshots, steps.jsonl, memory_stats JSON, nvidia-smi CSV, memory_summary text or a log with the OOM message");
   }
   Diagnosis d;
+  d.warnings = in.warnings;
   const OomSignals oom = gather_oom_signals(in);
   d.oom = oom.any();
   describe_inputs(in, d.oom, d);
@@ -472,6 +473,9 @@ Diagnosis run_doctor(const DoctorInputs& in, const DoctorOptions& options) {
       d.headline = "Nothing wrong: no OOM and the GPU is not waiting for data.";
       break;
   }
+  // Only a setting that runs the failing step is recommended: not one that merely passes the
+  // failing malloc when the step needs more than the device (capacity) or cannot be told.
+  if (d.verdict == Verdict::kCapacity || d.verdict == Verdict::kUndetermined) d.recommended_conf.clear();
   rank_actions(d);
   return d;
 }

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "diagnose/rank_assignment.h"
 #include "inputs/input_kind.h"
 #include "inputs/memory_stats_reader.h"
 #include "inputs/oom_message_parser.h"
@@ -121,6 +122,7 @@ DoctorInputs collect_doctor_inputs(const std::vector<std::string>& paths) {
         break;
     }
   }
+  assign_ranks(inputs);
   return inputs;
 }
 

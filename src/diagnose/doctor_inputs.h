@@ -67,6 +67,7 @@ struct DoctorInputs {
   std::vector<SummaryInput> summaries;
   std::vector<LogInput> logs;
   std::vector<std::string> unrecognised;  ///< files that are none of the known kinds
+  std::vector<std::string> warnings;      ///< how ranks were told apart, and what stays merged
 
   /// @brief True when at least one input was recognised.
   bool any() const;
@@ -76,7 +77,8 @@ struct DoctorInputs {
 /// file name or its folders, case-insensitive. nullopt when there is none.
 std::optional<int> rank_from_path(const std::string& path);
 
-/// @brief Recognises and reads every file in `paths` (files, or folders walked as above).
+/// @brief Recognises and reads every file in `paths` (files, or folders walked as above), and
+/// gives rank-less inputs their ranks (rank_assignment.h).
 /// @throws InputError naming the path when one does not exist or cannot be read, or a
 ///         recognised file is malformed.
 DoctorInputs collect_doctor_inputs(const std::vector<std::string>& paths);

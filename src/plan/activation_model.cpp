@@ -3,13 +3,14 @@
 namespace fragscope::plan {
 
 ComputeMode compute_mode(const JobSpec& spec) {
-  const Precision p = spec.training.precision;
-  if (p == Precision::kFp32) return ComputeMode::kFp32;
-  if (p == Precision::kBf16) return ComputeMode::kLowPrecision;
-  // amp-*: FSDP2's MixedPrecisionPolicy and DeepSpeed's bf16 engine compute in bf16 parameters
-  // instead of autocasting fp32 ones (the fsdp fixtures run with autocast disabled).
-  const Strategy s = spec.parallel.strategy;
-  return (s == Strategy::kNone || s == Strategy::kDdp) ? ComputeMode::kAutocast : ComputeMode::kLowPrecision;
+  switch (spec.training.precision) {
+    case Precision::kFp32: return ComputeMode::kFp32;
+    case Precision::kBf16:
+    case Precision::kMixedBf16: return ComputeMode::kLowPrecision;
+    case Precision::kAmpBf16:
+    case Precision::kAmpFp16: return ComputeMode::kAutocast;
+  }
+  return ComputeMode::kAutocast;
 }
 
 namespace {

@@ -38,6 +38,7 @@ struct Choice {
 
 constexpr Choice<Precision> kPrecisions[] = {{"amp-bf16", Precision::kAmpBf16},
                                              {"amp-fp16", Precision::kAmpFp16},
+                                             {"mixed-bf16", Precision::kMixedBf16},
                                              {"bf16", Precision::kBf16},
                                              {"fp32", Precision::kFp32}};
 constexpr Choice<Optimizer> kOptimizers[] = {{"adamw", Optimizer::kAdamW},
@@ -45,6 +46,9 @@ constexpr Choice<Optimizer> kOptimizers[] = {{"adamw", Optimizer::kAdamW},
                                              {"adamw-8bit", Optimizer::kAdamW8bit},
                                              {"sgd", Optimizer::kSgd},
                                              {"lion", Optimizer::kLion}};
+constexpr Choice<OptimizerImpl> kOptimizerImpls[] = {{"foreach", OptimizerImpl::kForeach},
+                                                     {"fused", OptimizerImpl::kFused},
+                                                     {"single-tensor", OptimizerImpl::kSingleTensor}};
 constexpr Choice<Checkpointing> kCheckpointings[] = {{"none", Checkpointing::kNone},
                                                      {"selective", Checkpointing::kSelective},
                                                      {"full", Checkpointing::kFull}};
@@ -165,7 +169,9 @@ TrainingConfig read_training(TableReader& t) {
   if (auto v = t.count("grad_accum")) c.grad_accum = *v;
   if (auto v = t.choice("precision", kPrecisions)) c.precision = *v;
   if (auto v = t.choice("optimizer", kOptimizers)) c.optimizer = *v;
+  if (auto v = t.choice("optimizer_impl", kOptimizerImpls)) c.optimizer_impl = *v;
   if (auto v = t.choice("activation_checkpointing", kCheckpointings)) c.checkpointing = *v;
+  if (auto v = t.count("checkpointed_layers")) c.checkpointed_layers = *v;
   if (auto v = t.choice("attention", kAttentions)) c.attention = *v;
   if (auto v = t.flag("variable_length")) c.variable_length = *v;
   if (auto v = t.flag("use_cache")) c.use_cache = *v;
@@ -199,6 +205,7 @@ HardwareConfig read_hardware(TableReader& t) {
 
 std::string_view to_string(Precision value) { return name_of(kPrecisions, value); }
 std::string_view to_string(Optimizer value) { return name_of(kOptimizers, value); }
+std::string_view to_string(OptimizerImpl value) { return name_of(kOptimizerImpls, value); }
 std::string_view to_string(Checkpointing value) { return name_of(kCheckpointings, value); }
 std::string_view to_string(Attention value) { return name_of(kAttentions, value); }
 std::string_view to_string(Strategy value) { return name_of(kStrategies, value); }
@@ -214,6 +221,10 @@ void validate(const JobSpec& spec) {
   if (m.num_kv_heads == 0 || m.num_attention_heads % m.num_kv_heads != 0)
     fail("[model].num_kv_heads", fmt::format("({}) must divide num_attention_heads ({})", m.num_kv_heads,
                                              m.num_attention_heads));
+  const Strategy strategy = spec.parallel.strategy;
+  if (spec.training.precision == Precision::kMixedBf16 && (strategy == Strategy::kNone || strategy == Strategy::kDdp))
+    fail("[training].precision", "\"mixed-bf16\" (bf16 compute copies of fp32 master weights) needs strategy fsdp or "
+                                 "zero*; on one GPU or DDP use \"amp-bf16\" (autocast) or \"bf16\"");
   if (spec.parallel.strategy == Strategy::kNone && spec.parallel.world_size != 1)
     fail("[parallel].world_size", fmt::format("is {} but strategy is \"none\" (one GPU); use ddp, fsdp or zero*",
                                               spec.parallel.world_size));

@@ -15,14 +15,23 @@
 
 namespace fragscope::plan {
 
-enum class Precision { kAmpBf16, kAmpFp16, kBf16, kFp32 };
+/// amp-*: torch.autocast over fp32 parameters (any strategy); mixed-bf16: bf16 compute
+/// parameters with fp32 master weights and fp32 gradient reduction (FSDP2
+/// MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32), DeepSpeed bf16), no autocast;
+/// bf16: bf16 parameters, gradients and optimizer state; fp32: no autocast.
+enum class Precision { kAmpBf16, kAmpFp16, kMixedBf16, kBf16, kFp32 };
 enum class Optimizer { kAdamW, kAdam, kAdamW8bit, kSgd, kLion };
+/// How torch.optim runs the update: foreach (PyTorch's default on CUDA: one batched kernel per
+/// op, with per-step temporaries for every tensor), fused (one kernel, no temporaries), or one
+/// tensor at a time (foreach=False).
+enum class OptimizerImpl { kForeach, kFused, kSingleTensor };
 enum class Checkpointing { kNone, kSelective, kFull };
 enum class Attention { kSdpa, kFlash, kEager };
 enum class Strategy { kNone, kDdp, kFsdp, kZero1, kZero2, kZero3 };
 
 std::string_view to_string(Precision value);
 std::string_view to_string(Optimizer value);
+std::string_view to_string(OptimizerImpl value);
 std::string_view to_string(Checkpointing value);
 std::string_view to_string(Attention value);
 std::string_view to_string(Strategy value);
@@ -56,15 +65,30 @@ struct TrainingConfig {
   std::uint64_t grad_accum = 1;
   Precision precision = Precision::kAmpBf16;
   Optimizer optimizer = Optimizer::kAdamW;
+  OptimizerImpl optimizer_impl = OptimizerImpl::kForeach;
   Checkpointing checkpointing = Checkpointing::kNone;
+  /// With full checkpointing: how many blocks (the first ones) are checkpointed; all if unset.
+  std::optional<std::uint64_t> checkpointed_layers;
   Attention attention = Attention::kSdpa;
   /// Sequence lengths vary per micro-step up to seq_len (packing-free data): more allocator
   /// headroom, and seq_len is the longest micro-step.
   bool variable_length = false;
+  /// The length distribution of a variable-length job (defaults: seq_len / 16, seq_len / 4,
+  /// 0.6: the fixtures' recorder's shape).
+  std::optional<std::uint64_t> min_seq_len;
+  std::optional<std::uint64_t> median_seq_len;
+  std::optional<double> length_sigma;
   /// HF `use_cache` left on while training (transformers' default without checkpointing): the
   /// forward pass builds a DynamicCache of every layer's keys and values.
   bool use_cache = true;
   std::optional<std::uint64_t> global_batch;  ///< target sequences per optimizer step
+};
+
+/// An evaluation pass run during training (model.eval(), no_grad, logits upcast).
+struct EvalConfig {
+  std::uint64_t micro_batch_size = 0;
+  std::uint64_t seq_len = 0;
+  std::uint64_t every = 1;  ///< optimizer steps between eval passes
 };
 
 struct ParallelConfig {
@@ -82,6 +106,7 @@ struct JobSpec {
   std::string source;  ///< file name, for messages
   ModelShape model;
   TrainingConfig training;
+  std::optional<EvalConfig> eval;
   ParallelConfig parallel;
   HardwareConfig hardware;
 

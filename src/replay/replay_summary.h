@@ -20,6 +20,9 @@ struct ReplaySummary {
   Capacity capacity;
   ReplayResult result;
   ReplayResult ideal;
+  /// With capacity over time and the recorded OOM reproduced: the same replay at the capacity
+  /// the run started with (does the OOM follow from non-PyTorch memory's growth?).
+  std::optional<ReplayResult> at_start_capacity;
 };
 
 /// @brief Replays `trace` under `conf` (nullopt = the recorded allocator_settings) at

@@ -15,6 +15,7 @@ ReplayOptions options_for(const Capacity& capacity, std::optional<std::uint64_t>
                           bool use_recorded_addresses) {
   ReplayOptions options = replay_options_for(capacity);
   options.capacity = bytes;
+  if (!bytes) options.capacity_steps.clear();  // demand: no limit at any time
   options.use_recorded_addresses = use_recorded_addresses;
   return options;
 }
@@ -59,6 +60,7 @@ std::uint64_t find_min_capacity(const PreparedTrace& trace, ModelKind kind,
                                 std::uint64_t floor, std::uint64_t ceiling) {
   ReplayOptions options = base;
   options.timeline_points = 0;
+  options.capacity_steps.clear();  // one capacity for the whole run
   auto survives = [&](std::uint64_t capacity) {
     options.capacity = capacity;
     return !run_replay(trace, kind, config, options).oom;

@@ -102,7 +102,7 @@ TEST(JobSpec, ImpossibleValuesNameTheKey) {
                 "[hardware].mig \"3g.40gb\" is not a MIG profile of H200; its profiles: 1g.18gb"),
             std::string::npos);
   EXPECT_NE(error_of(replace(kValid, "grad_accum = 2", "grad_accum = 2\nprecision = \"fp8\"")).find(
-                "[training].precision is \"fp8\"; expected one of amp-bf16, amp-fp16, bf16, fp32"),
+                "[training].precision is \"fp8\"; expected one of amp-bf16, amp-fp16, mixed-bf16, bf16, fp32"),
             std::string::npos);
   EXPECT_EQ(error_of(replace(kValid, "seq_len = 2048", "seq_len = 1099511627776")),
             "job.toml: [model]/[training] has a size beyond 16 Mi; not a real training job");
