@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
 #include <fmt/format.h>
 
@@ -13,7 +14,15 @@
 namespace fragscope::cli {
 namespace {
 
-constexpr auto kShowAfter = std::chrono::milliseconds(100);
+// A task shorter than this draws nothing. FRAGSCOPE_PROGRESS_AFTER_MS sets it (the pty test sets 0, so that a
+// fast read on an idle machine still draws).
+std::chrono::milliseconds show_after() {
+  static const std::chrono::milliseconds value = [] {
+    const char* text = std::getenv("FRAGSCOPE_PROGRESS_AFTER_MS");
+    return std::chrono::milliseconds(text ? std::strtol(text, nullptr, 10) : 100);
+  }();
+  return value;
+}
 constexpr auto kRedrawEvery = std::chrono::milliseconds(100);
 constexpr auto kEtaAfter = std::chrono::milliseconds(500);  // before, the rate is mostly start-up
 constexpr int kBarWidth = 16;
@@ -93,7 +102,7 @@ void ProgressBar::report(const ProgressTick& tick) {
     erase();
     return;
   }
-  if (now - task_start_ < kShowAfter || (drawn_ && now - last_draw_ < kRedrawEvery)) return;
+  if (now - task_start_ < show_after() || (drawn_ && now - last_draw_ < kRedrawEvery)) return;
   draw(tick, now);
 }
 

@@ -257,7 +257,8 @@ void whatif_table(std::ostream& out, const Diagnosis& d) {
       << "</th><th>at capacity</th>" << (projected ? "<th>projected step</th>" : "") << "</tr>\n";
   for (const auto& w : d.whatif) {
     const bool recommended = !d.recommended_conf.empty() && w.conf == d.recommended_conf;
-    const std::uint64_t reserved = at_capacity ? w.peak_reserved_at_capacity_bytes.value_or(w.peak_reserved_bytes) : w.peak_reserved_bytes;
+    const std::uint64_t reserved =
+        at_capacity ? w.peak_reserved_at_capacity_bytes.value_or(w.peak_reserved_bytes) : w.peak_reserved_bytes;
     out << "<tr" << (recommended ? " class=\"rec\"" : "") << "><td><code>" << escape(w.conf.empty() ? "(defaults)" : w.conf) << "</code>"
         << (w.recorded ? " (recorded)" : "") << (recommended ? " ← recommended" : "") << "</td><td class=\"num\">"
         << escape(format_bytes(reserved)) << "</td><td>" << escape(whatif_at_capacity(w)) << "</td>";

@@ -201,7 +201,8 @@ void write_plan_text(std::ostream& out, const JobSpec& spec, const JobPlan& jp) 
 void write_plan_json(std::ostream& out, const JobSpec& spec, const JobPlan& jp) {
   nlohmann::ordered_json j;
   add_json_header(j, kPlanJsonSchema);
-  for (auto& [key, value] : estimate_json(jp.estimate).items()) j[key] = std::move(value);
+  nlohmann::ordered_json estimate = estimate_json(jp.estimate);  // a named value: items() refers into it
+  for (auto& [key, value] : estimate.items()) j[key] = std::move(value);
   j["verdict"] = jp.verdict;
   j["exit_status"] = jp.exit_status;
   nlohmann::ordered_json assumed = nlohmann::ordered_json::array();

@@ -20,7 +20,7 @@ BIN = os.environ["FRAGSCOPE_BIN"]
 FIXTURES = os.environ["FRAGSCOPE_FIXTURES_DIR"]
 BIG = "big/snapshot.pickle.zst"  # 104.78 MiB of pickle, 1.13 M trace events; run in FIXTURES
 # The one-thread reader: reading then takes long enough (> 0.1 s) to be drawn on any machine.
-ENV = dict(os.environ, FRAGSCOPE_READER_PARTS="1")
+ENV = dict(os.environ, FRAGSCOPE_READER_PARTS="1", FRAGSCOPE_PROGRESS_AFTER_MS="0")  # every task draws, however fast
 BAR = r" \[[# ]{16}\] +\d+% of "
 
 

@@ -79,7 +79,7 @@ TEST(DoctorHtml, HoleOutlineIsTheLargestFreeRunOfItsSegment) {
   d.verdict = diagnose::Verdict::kFragmentation;
   d.segment_map_at_oom = true;
   // One 7 MiB segment: 1 MiB free, 2 MiB allocated, 4 MiB free; an 8 MiB request failed.
-  d.segment_map.push_back({0, 0x7f0000000000, 7 * kMiB, 5 * kMiB, 4 * kMiB,
+  d.segment_map.push_back({0, 0x7f0000000000, {0, 0}, 7 * kMiB, 5 * kMiB, 4 * kMiB,
                            {{RunKind::kFree, 0, kMiB, 0}, {RunKind::kAllocated, kMiB, 2 * kMiB, 2 * kMiB},
                             {RunKind::kFree, 3 * kMiB, 4 * kMiB, 0}}});
   diagnose::OomContext oom;
@@ -115,7 +115,11 @@ TEST(DoctorHtml, WhatIfTableMarksOneRecordedAndOneRecommendedRow) {
   EXPECT_EQ(count(rows, "(recorded)"), 1u);
   EXPECT_EQ(count(rows, "class=\"rec\""), 1u);
   EXPECT_NE(rows.find(d.recommended_conf + "</code> ← recommended"), std::string::npos);
-  for (const auto& w : d.whatif) EXPECT_NE(rows.find(format_bytes(w.peak_reserved_bytes)), std::string::npos) << w.conf;
+  for (const auto& w : d.whatif) {  // at a known capacity: what the setting reserved under it
+    const std::uint64_t reserved = d.capacity_bytes ? w.peak_reserved_at_capacity_bytes.value_or(w.peak_reserved_bytes)
+                                                    : w.peak_reserved_bytes;
+    EXPECT_NE(rows.find(format_bytes(reserved)), std::string::npos) << w.conf;
+  }
 }
 
 TEST(DoctorHtml, StepTimesAreOneBarPairPerTelemetryRecord) {
