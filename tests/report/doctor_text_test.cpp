@@ -114,13 +114,19 @@ TEST(DoctorText, AtCapacityColumnSaysWhatTheReplayFound) {
   d.verdict = diagnose::Verdict::kFragmentation;
   d.capacity_bytes = 40 * kGiB;
   d.recommended_conf = "expandable_segments:True";
-  d.whatif = {{.conf = "", .recorded = true, .peak_reserved_bytes = 46 * kGiB, .oom_event = 9,
-               .passes_oom_point = false, .fits = false},
-              {.conf = "expandable_segments:True", .peak_reserved_bytes = 37 * kGiB, .passes_oom_point = true,
-               .fits = true},
-              {.conf = "max_split_size_mb:512", .peak_reserved_bytes = 45 * kGiB, .passes_oom_point = true,
-               .fits = false},
-              {.conf = "roundup_power2_divisions:4", .peak_reserved_bytes = 44 * kGiB}};
+  const auto row = [](std::string conf, std::uint64_t reserved, std::optional<bool> passes, std::optional<bool> fits) {
+    WhatIfLine w;
+    w.conf = std::move(conf);
+    w.peak_reserved_bytes = reserved;
+    w.passes_oom_point = passes;
+    w.fits = fits;
+    return w;
+  };
+  d.whatif = {row("", 46 * kGiB, false, false), row("expandable_segments:True", 37 * kGiB, true, true),
+              row("max_split_size_mb:512", 45 * kGiB, true, false),
+              row("roundup_power2_divisions:4", 44 * kGiB, std::nullopt, std::nullopt)};
+  d.whatif[0].recorded = true;
+  d.whatif[0].oom_event = 9;
   const std::string text = render(d);
   EXPECT_TRUE(contains(row_of(text, "(defaults)"), "OOM"));
   EXPECT_TRUE(contains(row_of(text, "expandable_segments:True"), "fits"));
