@@ -93,6 +93,9 @@ struct ProjectedRun {
   bool runs = false;               ///< completes the projected step at the capacity
   bool runs_with_margin = false;   ///< ... at the capacity less margin_to_fit
   bool fails_with_margin = false;  ///< fails even at the capacity plus margin_to_fail
+  /// Replayed from a mid-run trace's live blocks re-laid as this setting holds them
+  /// (replay::relays_initial_state): it must leave relaid_start_margin more.
+  bool relaid_start = false;
 };
 
 /// @brief The failing step projected from the trace alone, without step telemetry.
@@ -134,6 +137,7 @@ struct TraceStepProjection {
   double fit_margin = 0;      ///< the fit's error as a fraction, at least 1% (5% when unchecked)
   double margin_to_fit = 0;   ///< fraction of the capacity a setting must leave: fit_margin + under
   double margin_to_fail = 0;  ///< fraction the step must exceed it by: fit_margin + over
+  double relaid_start_margin = 0;  ///< what a run from a re-laid start leaves beyond margin_to_fit
   std::uint64_t start_level_bytes = 0;     ///< live when the failing unit began
   std::uint64_t live_at_oom_bytes = 0;     ///< live + the failing request
   std::uint64_t projected_peak_bytes = 0;  ///< the ideal packer's peak over the projected step

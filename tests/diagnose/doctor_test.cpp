@@ -101,12 +101,16 @@ TEST(Doctor, MemoryFractionCapIsTheCapacityAndPinnedPiecesAreFragmentation) {
   const auto recorded = std::find_if(d.whatif.begin(), d.whatif.end(), [](const WhatIfLine& w) { return w.recorded; });
   ASSERT_NE(recorded, d.whatif.end());
   EXPECT_FALSE(recorded->passes_oom_point.value_or(true));
-  // The step fits with perfect packing, but the pieces the trace starts with stay whatever the setting.
+  // The step fits with perfect packing. The pieces the trace starts with stay under every setting
+  // of the recording's kind; expandable segments hold the pinning tensors back to back (the
+  // trace's live blocks re-laid), and their free pages go back: that setting runs it.
   EXPECT_EQ(d.verdict, Verdict::kFragmentation);
-  EXPECT_FALSE(d.setting_fixes_it);
-  for (const WhatIfLine& w : d.whatif) EXPECT_FALSE(w.passes_oom_point.value_or(false)) << w.conf;
+  EXPECT_TRUE(d.setting_fixes_it);
+  EXPECT_EQ(d.recommended_conf, "expandable_segments:True");
+  for (const WhatIfLine& w : d.whatif)
+    if (w.conf.find("expandable_segments") == std::string::npos)
+      EXPECT_FALSE(w.passes_oom_point.value_or(false)) << w.conf;
   ASSERT_FALSE(d.actions.empty());
-  EXPECT_NE(d.headline.find("no allocator setting undoes"), std::string::npos);
 }
 
 TEST(Doctor, NothingUsableIsAnInputError) {
