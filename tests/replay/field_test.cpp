@@ -63,6 +63,27 @@ TEST(FieldTest, PlainTrainingLoopsReplayExactly) {
   for (const char* name : {"acc_edge", "fsdp_edge", "hfc_lo", "hft_edge", "hft_lo"}) expect_exact(name);
 }
 
+TEST(FieldTest, SecondBatchReplaysExactly) {
+  // torch.compile's default mode, the HF Trainer on GPT-NeoX from mid-run, a ring of 6,000
+  // entries, DeepLabV3 at varying sizes, the nn.Transformer tutorial dumped by the OOM observer.
+  for (const char* name : {"cmp_edge", "hfn_edge", "ring_edge", "seg_edge", "tut_edge", "tut_lo"}) expect_exact(name);
+  EXPECT_TRUE(load("ring_edge").trace.starts_mid_run);
+}
+
+TEST(FieldTest, FsdpFromMidRunReplaysExactlyWithinItsTrace) {
+  // History from step 3: the run retried once before the trace began (num_alloc_retries 5, 4 in
+  // the trace); within the trace every segment event, the peak and the OOM are as recorded.
+  const Recording r = load("fs2_edge");
+  ReplayOptions options = replay_options_for(resolve_capacity(r.trace, {}));
+  options.self_check = true;
+  const ReplayResult result = run_replay(r.trace, ModelKind::kCaching, r.trace.recorded_config, options);
+  EXPECT_EQ(result.segment_mismatches, 0u);
+  EXPECT_EQ(result.stats.peak_reserved_bytes, r.truth["max_memory_reserved"].get<std::uint64_t>());
+  EXPECT_EQ(result.stats.num_alloc_retries, 4u);
+  ASSERT_TRUE(result.oom);
+  EXPECT_TRUE(result.oom_matches_recorded);
+}
+
 TEST(FieldTest, UserEmptyCacheCallsReplayAsFlushes) {
   // llama_loop.py calls torch.cuda.empty_cache() every 3 steps; Lightning flushes after the OOM.
   for (const char* name : {"ec_edge", "lit_edge"}) expect_exact(name);
