@@ -451,7 +451,7 @@ Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemet
   std::vector<double> step_ms;
   for (const auto& r : steps) step_ms.push_back(r.step_time_or_sum_ms());
   const OomCallPath call_path = analyze_oom_call_path(snap, trace.device, oom_index, quantile(step_ms, 0.5));
-  const OomPhase phase = decide_oom_phase(&snap, trace.device, oom_index, &call_path, steps);
+  OomPhase phase = decide_oom_phase(&snap, trace.device, oom_index, &call_path, steps);
   d.phase = phase.phase;
   d.phase_source = phase.source;
   d.add_evidence("phase", fmt::format("phase {}: {}", phase.phase, phase.source));
@@ -470,10 +470,14 @@ Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemet
     std::erase_if(d.evidence, [](const Evidence& e) { return e.key == "phase"; });
     d.add_evidence("phase", fmt::format("phase {}: {}", d.phase, d.phase_source));
   }
-  if (units.eval && !units.repeats() && !phase.repeats_step && d.phase != "eval") {
+  if (units.eval && !units.repeats() && d.phase != "eval") {
+    // The statement that repeated (a trainer's train(), holding its steps and its evals) is not
+    // the pass that failed: the evaluation inside it ran for the first time in the trace.
     d.phase = "eval";
-    d.phase_source = fmt::format("the failing malloc is in an evaluation ({}) that did not run before in the trace",
-                                 units.eval_statement);
+    d.phase_source = fmt::format("the failing malloc is in an evaluation ({}) that did not run before in the trace{}",
+                                 units.eval_statement,
+                                 phase.repeats_step ? fmt::format(", below {}, which did", call_path.statement) : "");
+    phase.repeats_step = false;
     std::erase_if(d.evidence, [](const Evidence& e) { return e.key == "phase"; });
     d.add_evidence("phase", fmt::format("phase {}: {}", d.phase, d.phase_source));
   }
