@@ -481,6 +481,15 @@ Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemet
     std::erase_if(d.evidence, [](const Evidence& e) { return e.key == "phase"; });
     d.add_evidence("phase", fmt::format("phase {}: {}", d.phase, d.phase_source));
   }
+  if (units.repeats() && !units.anchor_is_oom && !units.eval && phase.repeats_step && d.phase == "train") {
+    // The failing malloc has no Python frames (autograd's thread): its innermost C++ frame
+    // repeats per op and says nothing of the program; the unit's statement does.
+    d.phase_source = fmt::format("the failing unit's statement ({}) ran {} time(s) before in the trace: the training "
+                                 "step repeating (the failing malloc, on autograd's thread, has no Python frames)",
+                                 units.statement, units.starts.size() - 1);
+    std::erase_if(d.evidence, [](const Evidence& e) { return e.key == "phase"; });
+    d.add_evidence("phase", fmt::format("phase {}: {}", d.phase, d.phase_source));
+  }
   if (units.repeats() && !phase.repeats_step && (d.phase == "unknown" || units.eval)) {
     // The program's own loop repeats where the statement-level view saw none (a trainer's
     // loop below one top-level call): the failing unit ran before.

@@ -99,6 +99,17 @@ TEST(FieldVerdicts, AStepThatFailedInItsBackwardIsProjectedFromTheStepBefore) {
   EXPECT_EQ(d.recommended_conf, "expandable_segments:True");
 }
 
+// The tutorial's OOM at 0.9 × its peak is in loss.backward(), on autograd's thread: the failing
+// malloc has only C++ frames. Its phase is told by the program's repeating statement, not by
+// the C++ frame that repeats per op.
+TEST(FieldVerdicts, ABackwardOomsPhaseNamesTheProgramsStatement) {
+  const Diagnosis d = diagnose("tut_lo");
+  EXPECT_EQ(d.verdict, Verdict::kCapacity);
+  EXPECT_EQ(d.phase, "train");
+  EXPECT_NE(d.phase_source.find("tutorial_transformer.py:108 in <module>"), std::string::npos) << d.phase_source;
+  EXPECT_EQ(d.phase_source.find("operator()"), std::string::npos) << d.phase_source;
+}
+
 // FSDP2 from mid-run: expandable segments replay from the trace's live blocks re-laid and run the
 // failing step, but with 1.25% of the capacity to spare where such a start needs 2% (the fit's
 // 1% and 1% for the re-laid start): undetermined, and the evidence says why.
