@@ -481,12 +481,15 @@ Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemet
     std::erase_if(d.evidence, [](const Evidence& e) { return e.key == "phase"; });
     d.add_evidence("phase", fmt::format("phase {}: {}", d.phase, d.phase_source));
   }
-  if (units.repeats() && !units.anchor_is_oom && !units.eval && phase.repeats_step && d.phase == "train") {
-    // The failing malloc has no Python frames (autograd's thread): its innermost C++ frame
-    // repeats per op and says nothing of the program; the unit's statement does.
+  if (units.repeats() && !units.eval && phase.repeats_step && d.phase == "train" &&
+      units.statement != call_path.statement) {
+    // The unit names the program's own statement where the call path's outermost divergence
+    // may not: a C++ frame that repeats per op (the failing malloc on autograd's thread has no
+    // Python frames), or a launcher's frame (runpy, for `python -m`).
     d.phase_source = fmt::format("the failing unit's statement ({}) ran {} time(s) before in the trace: the training "
-                                 "step repeating (the failing malloc, on autograd's thread, has no Python frames)",
-                                 units.statement, units.starts.size() - 1);
+                                 "step repeating{}",
+                                 units.statement, units.starts.size() - 1,
+                                 units.anchor_is_oom ? "" : " (the failing malloc, on autograd's thread, has no Python frames)");
     std::erase_if(d.evidence, [](const Evidence& e) { return e.key == "phase"; });
     d.add_evidence("phase", fmt::format("phase {}: {}", d.phase, d.phase_source));
   }
@@ -562,7 +565,13 @@ Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemet
     return judge_unrecorded_pass(snap, trace.device, curve, oom_index, cap,
                                  units.eval && !units.eval_statement.empty() ? units.eval_statement : call_path.statement,
                                  steps, d);
-  return judge_training_step(snap, trace.device, prepared.recorded_config, best, cap, telemetry, steps, d);
+  const Verdict verdict = judge_training_step(snap, trace.device, prepared.recorded_config, best, cap, telemetry, steps, d);
+  if (verdict == Verdict::kUndetermined && prepared.starts_mid_run && !d.trace_projection.available)
+    d.decide_with.insert(d.decide_with.begin(),
+                         "a snapshot whose history holds a whole step like the failing one before it: this trace starts "
+                         "mid-run (a ring of max_entries, or history started late) and no earlier step in it can be "
+                         "projected from; a larger max_entries, or history from the run's start");
+  return verdict;
 }
 
 }  // namespace fragscope::diagnose

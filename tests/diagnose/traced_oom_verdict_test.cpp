@@ -110,6 +110,17 @@ TEST(FieldVerdicts, ABackwardOomsPhaseNamesTheProgramsStatement) {
   EXPECT_EQ(d.phase_source.find("operator()"), std::string::npos) << d.phase_source;
 }
 
+// A ring of 6,000 entries holds the failing step and the end of the one before: nothing to
+// project from. The phase names the program's forward line, not the launcher's frame (the job
+// ran under runpy, as `python -m` runs one), and a longer history is what would decide it.
+TEST(FieldVerdicts, ARingShorterThanTwoStepsAsksForALongerHistory) {
+  const Diagnosis d = diagnose("ring_edge");
+  EXPECT_EQ(d.verdict, Verdict::kUndetermined);
+  EXPECT_NE(d.phase_source.find("llama_loop.py:44 in <module>"), std::string::npos) << d.phase_source;
+  ASSERT_FALSE(d.decide_with.empty());
+  EXPECT_NE(d.decide_with.front().find("max_entries"), std::string::npos) << d.decide_with.front();
+}
+
 // FSDP2 from mid-run: expandable segments replay from the trace's live blocks re-laid and run the
 // failing step, but with 1.25% of the capacity to spare where such a start needs 2% (the fit's
 // 1% and 1% for the re-laid start): undetermined, and the evidence says why.
