@@ -27,6 +27,7 @@ TEST(WebPage, InvalidUtf8InTheDataDoesNotThrow) {
 TEST(WebPage, ShellInlinesTheBundleUnderAPolicyThatFetchesNothing) {
   const web::WebBundle bundle = web::report_bundle();
   ASSERT_NE(bundle.script.find("fragscope-data"), std::string_view::npos) << "web/common/page.js reads the data";
+  EXPECT_NE(bundle.script.find("u-over"), std::string_view::npos) << "uPlot is bundled, not fetched";
   ASSERT_GT(bundle.style.size(), 100u) << "uPlot's style sheet";
   EXPECT_EQ(bundle.script.find("</script"), std::string_view::npos);
   const nlohmann::json data = {{"verdict", "ok"}};
