@@ -1,6 +1,7 @@
 #include "report/doctor_page_data.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -88,12 +89,43 @@ json curve_json(const Diagnosis& d) {
   return curve;
 }
 
+/// The runs as flat triples: kind (0 allocated, 1 pending free, 2 free), offset, size.
 json runs_json(const metrics::SegmentRow& row) {
-  json runs = json::array();  // kind (0 allocated, 1 pending free, 2 free), offset, size: flat
-  for (const auto& run : row.runs) {
-    runs.push_back(static_cast<int>(run.kind));
-    runs.push_back(run.offset);
-    runs.push_back(run.size);
+  json runs = json::array();
+  auto add = [&](metrics::RunKind kind, std::uint64_t offset, std::uint64_t size) {
+    const auto n = runs.size();
+    if (n >= 3 && runs[n - 3] == static_cast<int>(kind)) {  // the same kind as the last: one run
+      runs[n - 1] = runs[n - 1].get<std::uint64_t>() + size;
+      return;
+    }
+    runs.push_back(static_cast<int>(kind));
+    runs.push_back(offset);
+    runs.push_back(size);
+  };
+  if (row.runs.size() <= kPageRunsPerSegment || row.total_size == 0) {
+    for (const auto& run : row.runs) add(run.kind, run.offset, run.size);
+    return runs;
+  }
+  // Too many to draw: equal slices, each drawn as its allocated, pending and free bytes in that
+  // order, so every kind keeps its exact bytes and its place to within a slice.
+  std::size_t next = 0;
+  for (std::size_t slice = 0; slice < kPageRunsPerSegment; ++slice) {
+    const std::uint64_t begin = row.total_size * slice / kPageRunsPerSegment;
+    const std::uint64_t end = row.total_size * (slice + 1) / kPageRunsPerSegment;
+    std::array<std::uint64_t, 3> bytes{};
+    while (next < row.runs.size() && row.runs[next].offset < end) {
+      const auto& run = row.runs[next];
+      const std::uint64_t lo = std::max(begin, run.offset), hi = std::min(end, run.offset + run.size);
+      if (hi > lo) bytes[static_cast<std::size_t>(run.kind)] += hi - lo;
+      if (run.offset + run.size > end) break;  // it goes on into the next slice
+      ++next;
+    }
+    std::uint64_t at = begin;
+    for (const auto kind : {metrics::RunKind::kAllocated, metrics::RunKind::kPendingFree, metrics::RunKind::kFree}) {
+      const std::uint64_t size = bytes[static_cast<std::size_t>(kind)];
+      if (size > 0) add(kind, at, size);
+      at += size;
+    }
   }
   return runs;
 }

@@ -16,6 +16,10 @@ namespace fragscope::report {
 /// @brief Points a series of the page keeps at most (the curve keeps what the doctor made).
 inline constexpr std::size_t kPageSeriesPoints = 4096;
 
+/// @brief Slices a segment of more runs than this is drawn in: each slice as its allocated,
+/// pending and free bytes in that order (each kind's bytes stay exact, their places to a slice).
+inline constexpr std::size_t kPageRunsPerSegment = 512;
+
 /// @brief The page's data for `diagnosis`.
 nlohmann::json doctor_page_data(const diagnose::Diagnosis& diagnosis);
 

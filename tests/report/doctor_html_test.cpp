@@ -125,6 +125,30 @@ TEST(DoctorHtml, LongSeriesAreReducedKeepingTheirExtremes) {
   EXPECT_LT(page(d).size(), 1'000'000u);
 }
 
+TEST(DoctorHtml, ASegmentOfMoreRunsThanPixelsIsDrawnInSlicesKeepingEachKindsBytes) {
+  using metrics::RunKind;
+  Diagnosis d;
+  metrics::SegmentRow row;
+  row.total_size = 20000 * kMiB;
+  for (std::uint64_t i = 0; i < 20000; ++i)  // 1 MiB runs: allocated, free, allocated, ...
+    row.runs.push_back({i % 2 ? RunKind::kFree : RunKind::kAllocated, i * kMiB, kMiB, 0});
+  row.free_bytes = 10000 * kMiB;
+  row.largest_free = kMiB;
+  d.segment_map.push_back(row);
+  const json slot = doctor_page_data(d)["segments"]["slots"][0];
+  const json& runs = slot["runs"];
+  ASSERT_LE(runs.size(), 3 * 3 * kPageRunsPerSegment);
+  std::uint64_t covered = 0, free_drawn = 0;
+  for (std::size_t i = 0; i < runs.size(); i += 3) {
+    EXPECT_EQ(runs[i + 1], covered) << "the slices tile the segment";
+    covered += runs[i + 2].get<std::uint64_t>();
+    if (runs[i] == static_cast<int>(RunKind::kFree)) free_drawn += runs[i + 2].get<std::uint64_t>();
+  }
+  EXPECT_EQ(covered, row.total_size);
+  EXPECT_EQ(free_drawn, row.free_bytes) << "half the segment is drawn free, as it is";
+  EXPECT_EQ(slot["free"], row.free_bytes) << "the totals stay exact";
+}
+
 TEST(DoctorHtml, TextFromTheUsersFilesIsEscaped) {
   Diagnosis d;
   d.verdict = diagnose::Verdict::kUndetermined;
