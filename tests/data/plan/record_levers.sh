@@ -40,7 +40,7 @@ one() {
   echo "== $name rc=$? $(tail -1 $R/$name.log)"
 }
 export -f one; export R
-grep -v '^#' levers.txt | grep . | timeout 200 xargs -P 4 -L 1 bash -c 'one "$@"' _ | tee $OUT/runs.txt
+grep -v '^#' levers.txt | grep . | timeout 170 xargs -P 4 -L 1 bash -c 'one "$@"' _ | tee $OUT/runs.txt
 tar czf $OUT/levers.tgz -C $R --exclude='snapshot.pickle' .
 (cd $R && ls */snapshot.pickle 2>/dev/null | tar cf - -T - | xz -T0 -6 > /tmp/snaps.tar.xz) && split -b 15m /tmp/snaps.tar.xz $OUT/snaps.tar.xz.
 ls -la $OUT
