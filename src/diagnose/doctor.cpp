@@ -462,7 +462,8 @@ Diagnosis run_doctor(const DoctorInputs& in, const DoctorOptions& options) {
     if (telemetry)
       for (const AlignedStep& a : align_steps_to_trace(telemetry->records, events, curve)) {
         const inputs::StepRecord& r = telemetry->records[a.record];
-        d.step_marks.push_back({r.step, a.trace_index, r.phase_or_default(), r.optimizer_step.value_or(true), a.by_figures});
+        d.step_marks.push_back(
+            {r.step, a.trace_index, r.phase_or_default(), r.optimizer_step.value_or(true), a.by_figures});
       }
     if (trace.oom_index) {
       const TraceUnits units = find_trace_units(trace.replay->snapshot, trace.device, *trace.oom_index);

@@ -16,11 +16,13 @@ namespace {
 using diagnose::Diagnosis;
 
 /// One key figure: its value as data (for programs and tests) and in words.
-void number(std::ostream& out, std::string_view id, std::string_view label, std::uint64_t bytes, std::string_view note = {}) {
-  out << fmt::format("<div class=\"number\" id=\"{}\" data-value=\"{}\"><span class=\"label\">{}</span>"
-                     "<span class=\"value\">{}</span>{}</div>",
-                     id, bytes, label, escape_html(format_bytes(bytes)),
-                     note.empty() ? std::string() : "<span class=\"note\">" + escape_html(note) + "</span>");
+void number(std::ostream& out, std::string_view id, std::string_view label, std::uint64_t bytes,
+            std::string_view note = {}) {
+  out << fmt::format(
+      "<div class=\"number\" id=\"{}\" data-value=\"{}\"><span class=\"label\">{}</span>"
+      "<span class=\"value\">{}</span>{}</div>",
+      id, bytes, label, escape_html(format_bytes(bytes)),
+      note.empty() ? std::string() : "<span class=\"note\">" + escape_html(note) + "</span>");
 }
 
 /// The figures a reader checks first: at the OOM when there was one.
@@ -40,9 +42,10 @@ void numbers(std::ostream& out, const Diagnosis& d) {
   }
   if (d.capacity_bytes) number(out, "n-capacity", "capacity", *d.capacity_bytes);
   if (d.data_wait_fraction)
-    out << fmt::format("<div class=\"number\" id=\"n-data-wait\" data-value=\"{:.4f}\"><span class=\"label\">data wait</span>"
-                       "<span class=\"value\">{:.1f}%</span><span class=\"note\">of step time</span></div>",
-                       *d.data_wait_fraction, 100 * *d.data_wait_fraction);
+    out << fmt::format(
+        "<div class=\"number\" id=\"n-data-wait\" data-value=\"{:.4f}\"><span class=\"label\">data wait</span>"
+        "<span class=\"value\">{:.1f}%</span><span class=\"note\">of step time</span></div>",
+        *d.data_wait_fraction, 100 * *d.data_wait_fraction);
   out << "</div>\n";
 }
 
@@ -60,7 +63,8 @@ void facts(std::ostream& out, const Diagnosis& d) {
   if (d.capacity_bytes) row("capacity", format_bytes(*d.capacity_bytes) + " — " + d.capacity_source);
   if (d.trace_projection.available)
     row("projected step peak", format_bytes(d.trace_projection.projected_peak_bytes) + " — from unit " +
-                                   std::to_string(d.trace_projection.reference_unit) + " of the trace, with perfect packing");
+                                   std::to_string(d.trace_projection.reference_unit) +
+                                   " of the trace, with perfect packing");
   if (d.projection.available) row("projected step peak", format_bytes(d.projection.projected_peak_bytes));
   if (d.projection.available && d.projection.returning_bytes > 0)
     row("projected next steps", format_bytes(d.projection.next_step_peak_bytes) + " — with " +
@@ -91,32 +95,35 @@ void action_list(std::ostream& out, std::string_view title, const std::vector<di
 
 /// A panel the script draws into: its title, one line on how to read it, the drawing's place.
 void panel(std::ostream& out, std::string_view id, std::string_view title, std::string_view how_to_read) {
-  out << "<section class=\"panel\" id=\"panel-" << id << "\"><h2>" << title << "</h2><p class=\"caption\">" << how_to_read
-      << "</p><div class=\"chart\" id=\"" << id << "\"></div></section>\n";
+  out << "<section class=\"panel\" id=\"panel-" << id << "\"><h2>" << title << "</h2><p class=\"caption\">"
+      << how_to_read << "</p><div class=\"chart\" id=\"" << id << "\"></div></section>\n";
 }
 
 void panels(std::ostream& out, const Diagnosis& d) {
   if (!d.segment_map.empty())
-    panel(out, "segment-lot", d.segment_map_at_oom ? "Where the free bytes were at the OOM" : "Where the free bytes are at the end of the trace",
-          "Every segment is a slot as long as its bytes, largest first, wrapped into lanes: blue allocated, green free, amber "
-          "waiting on another stream. Segments too small to see are grouped. Below: the free bytes by the size of their hole, "
-          "against the request that failed. Hover for details.");
+    panel(out, "segment-lot",
+          d.segment_map_at_oom ? "Where the free bytes were at the OOM" : "Where the free bytes are at the end",
+          "Every segment is a slot as long as its bytes, largest first, wrapped into lanes: blue allocated, "
+          "green free, amber waiting on another stream. Segments too small to see are grouped. Below: the free "
+          "bytes by the size of their hole, against the request that failed. Hover for details.");
   if (!d.timeline.empty())
     panel(out, "memory-curve", "Reserved and allocated over the trace",
-          "Each point is the highest (line) and lowest (band) level over its stretch of the trace. Steps are marked on the "
-          "top axis; the failing step is shaded. Drag to zoom, double-click to zoom out, hover for values.");
+          "Each point is the highest (line) and lowest (band) level over its stretch of the trace. Steps are "
+          "marked on the top axis; the failing step is shaded. Drag to zoom, double-click to zoom out, hover "
+          "for values.");
   if (!d.smi_trace.empty())
     panel(out, "smi-trace", "nvidia-smi: GPU utilisation and memory used",
-          "What the driver saw, sample by sample (its own clock). Long stretches near 0% while the job runs are the GPU "
-          "waiting. Drag to zoom.");
+          "What the driver saw, sample by sample (its own clock). Long stretches near 0% while the job runs "
+          "are the GPU waiting. Drag to zoom.");
   if (!d.step_times.empty())
     panel(out, "step-times", "Step time: waiting for data vs computing",
           "One bar per step: amber is the wait for the next batch, blue the step's compute. Drag to zoom.");
   if (d.ranks.size() >= 2)
     panel(out, "ranks", "Per rank",
-          "One small chart per rank on one scale: its recorded curve (or its steps' reserved bytes at each step's end), "
-          "its peak and data-wait share in its title. The worst rank (the one that ran out of memory, else the one "
-          "waiting for data, else the highest peak) is outlined; the pointer moves on all of them at once.");
+          "One small chart per rank on one scale: its recorded curve (or its steps' reserved bytes at each "
+          "step's end), its peak and data-wait share in its title. The worst rank (the one that ran out of "
+          "memory, else the one waiting for data, else the highest peak) is outlined; the pointer moves on all "
+          "of them at once.");
 }
 
 void whatif_table(std::ostream& out, const Diagnosis& d) {
@@ -125,21 +132,24 @@ void whatif_table(std::ostream& out, const Diagnosis& d) {
   const bool projected = d.trace_projection.available;
   out << "<h2>What if: the trace replayed per allocator setting"
       << (at_capacity ? " at " + escape_html(format_bytes(*d.capacity_bytes)) : std::string()) << "</h2>\n";
-  out << "<table id=\"whatif\"><tr><th>PYTORCH_CUDA_ALLOC_CONF</th><th>" << (at_capacity ? "reserved (to the OOM point)" : "peak reserved")
-      << "</th><th>at capacity</th>" << (projected ? "<th>projected step</th>" : "") << "</tr>\n";
+  out << "<table id=\"whatif\"><tr><th>PYTORCH_CUDA_ALLOC_CONF</th><th>"
+      << (at_capacity ? "reserved (to the OOM point)" : "peak reserved") << "</th><th>at capacity</th>"
+      << (projected ? "<th>projected step</th>" : "") << "</tr>\n";
   for (const auto& w : d.whatif) {
     const bool recommended = !d.recommended_conf.empty() && w.conf == d.recommended_conf;
     const std::uint64_t reserved =
         at_capacity ? w.peak_reserved_at_capacity_bytes.value_or(w.peak_reserved_bytes) : w.peak_reserved_bytes;
-    out << "<tr" << (recommended ? " class=\"rec\"" : "") << "><td><code>" << escape_html(w.conf.empty() ? "(defaults)" : w.conf) << "</code>"
-        << (w.recorded ? " (recorded)" : "") << (recommended ? " ← recommended" : "") << "</td><td class=\"num\">"
-        << escape_html(format_bytes(reserved)) << "</td><td>" << escape_html(whatif_at_capacity(w)) << "</td>";
-    if (projected) out << "<td>" << (!w.runs_projected_step ? "" : *w.runs_projected_step ? "runs it" : "OOM") << "</td>";
+    out << "<tr" << (recommended ? " class=\"rec\"" : "") << "><td><code>"
+        << escape_html(w.conf.empty() ? "(defaults)" : w.conf) << "</code>" << (w.recorded ? " (recorded)" : "")
+        << (recommended ? " ← recommended" : "") << "</td><td class=\"num\">" << escape_html(format_bytes(reserved))
+        << "</td><td>" << escape_html(whatif_at_capacity(w)) << "</td>";
+    if (projected)
+      out << "<td>" << (!w.runs_projected_step ? "" : *w.runs_projected_step ? "runs it" : "OOM") << "</td>";
     out << "</tr>\n";
   }
   if (d.ideal_peak_bytes)
-    out << "<tr><td>ideal packer (the floor)</td><td class=\"num\">" << escape_html(format_bytes(*d.ideal_peak_bytes)) << "</td><td></td>"
-        << (projected ? "<td></td>" : "") << "</tr>\n";
+    out << "<tr><td>ideal packer (the floor)</td><td class=\"num\">" << escape_html(format_bytes(*d.ideal_peak_bytes))
+        << "</td><td></td>" << (projected ? "<td></td>" : "") << "</tr>\n";
   out << "</table>\n";
 }
 
@@ -148,7 +158,8 @@ void whatif_table(std::ostream& out, const Diagnosis& d) {
 void write_doctor_html(std::ostream& page, const Diagnosis& d) {
   const std::string verdict(diagnose::to_string(d.verdict));
   std::ostringstream out;
-  out << "<h1><span class=\"verdict v-" << verdict << "\" id=\"verdict\">" << verdict << "</span>" << escape_html(d.headline) << "</h1>\n";
+  out << "<h1><span class=\"verdict v-" << verdict << "\" id=\"verdict\">" << verdict << "</span>"
+      << escape_html(d.headline) << "</h1>\n";
   numbers(out, d);
   list(out, "Warnings", d.warnings);
   facts(out, d);

@@ -35,7 +35,8 @@ class CurveAxis {
  public:
   explicit CurveAxis(const std::vector<TimelineSample>& timeline)
       : timeline_(timeline),
-        timed_(!timeline.empty() && std::all_of(timeline.begin(), timeline.end(), [](const auto& p) { return p.seconds.has_value(); })) {}
+        timed_(!timeline.empty() &&
+               std::all_of(timeline.begin(), timeline.end(), [](const auto& p) { return p.seconds.has_value(); })) {}
 
   bool timed() const { return timed_; }
 
@@ -47,7 +48,8 @@ class CurveAxis {
     if (it == timeline_.begin()) return *it->seconds;
     // Between two stretch ends, in proportion to the events.
     const auto& before = *(it - 1);
-    const double share = static_cast<double>(event - before.trace_index) / static_cast<double>(it->trace_index - before.trace_index);
+    const double share =
+        static_cast<double>(event - before.trace_index) / static_cast<double>(it->trace_index - before.trace_index);
     return microseconds(*before.seconds + share * (*it->seconds - *before.seconds));
   }
 
@@ -71,11 +73,22 @@ json curve_json(const Diagnosis& d) {
   }
   json steps = json::array();
   for (const auto& m : d.step_marks)
-    steps.push_back({{"step", m.step}, {"event", m.trace_index}, {"x", axis.x_of(m.trace_index)}, {"phase", m.phase},
+    steps.push_back({{"step", m.step},
+                     {"event", m.trace_index},
+                     {"x", axis.x_of(m.trace_index)},
+                     {"phase", m.phase},
                      {"optimizer_step", m.optimizer_step}});
-  json curve = {{"x_unit", axis.timed() ? "s" : "event"}, {"x", x}, {"event", event}, {"reserved", reserved},
-                {"reserved_min", reserved_min}, {"allocated", allocated}, {"allocated_min", allocated_min},
-                {"steps", steps}, {"capacity_bytes", optional_json(d.capacity_bytes)}, {"oom", nullptr}, {"failing", nullptr}};
+  json curve = {{"x_unit", axis.timed() ? "s" : "event"},
+                {"x", x},
+                {"event", event},
+                {"reserved", reserved},
+                {"reserved_min", reserved_min},
+                {"allocated", allocated},
+                {"allocated_min", allocated_min},
+                {"steps", steps},
+                {"capacity_bytes", optional_json(d.capacity_bytes)},
+                {"oom", nullptr},
+                {"failing", nullptr}};
   if (d.timeline_oom_index) {
     curve["oom"] = {{"event", *d.timeline_oom_index}, {"x", axis.x_of(*d.timeline_oom_index)}};
     // The failing step: from the unit's start the trace shows, else from the last step's end.
@@ -83,7 +96,9 @@ json curve_json(const Diagnosis& d) {
     if (!start && !d.step_marks.empty() && d.step_marks.back().trace_index < *d.timeline_oom_index)
       start = d.step_marks.back().trace_index;
     if (start)
-      curve["failing"] = {{"event", *start}, {"x", axis.x_of(*start)}, {"phase", d.phase},
+      curve["failing"] = {{"event", *start},
+                          {"x", axis.x_of(*start)},
+                          {"phase", d.phase},
                           {"step", d.step_marks.empty() ? json(nullptr) : json(d.step_marks.back().step + 1)}};
   }
   return curve;
@@ -135,8 +150,12 @@ json segments_json(const Diagnosis& d) {
   const SegmentLot lot = arrange_segment_lot(d.segment_map);
   json slots = json::array();
   for (const LotSlot& s : lot.slots) {
-    json slot = {{"count", s.segments}, {"size", s.total_bytes}, {"free", s.free_bytes}, {"pending", s.pending_free_bytes},
-                 {"largest_free", s.largest_free_bytes}, {"private", s.private_pool}};
+    json slot = {{"count", s.segments},
+                 {"size", s.total_bytes},
+                 {"free", s.free_bytes},
+                 {"pending", s.pending_free_bytes},
+                 {"largest_free", s.largest_free_bytes},
+                 {"private", s.private_pool}};
     if (s.row) {
       slot["address"] = fmt::format("0x{:x}", s.row->address);
       slot["runs"] = runs_json(*s.row);
@@ -147,7 +166,8 @@ json segments_json(const Diagnosis& d) {
     slots.push_back(std::move(slot));
   }
   json holes = json::array();
-  for (const HoleBucket& h : lot.holes) holes.push_back({{"low", h.low}, {"high", h.high}, {"holes", h.holes}, {"bytes", h.bytes}});
+  for (const HoleBucket& h : lot.holes)
+    holes.push_back({{"low", h.low}, {"high", h.high}, {"holes", h.holes}, {"bytes", h.bytes}});
   return {{"at_oom", d.segment_map_at_oom},
           {"segments", lot.totals.segments},
           {"reserved_bytes", lot.totals.reserved_bytes},
@@ -178,7 +198,8 @@ json steps_json(const std::vector<diagnose::StepTime>& times) {
     reserved.push_back(optional_json(end.reserved_bytes));
     allocated.push_back(optional_json(end.allocated_bytes));
   });
-  return {{"step", step}, {"wait_ms", wait}, {"compute_ms", compute}, {"t", t}, {"reserved", reserved}, {"allocated", allocated}};
+  return {{"step", step}, {"wait_ms", wait},      {"compute_ms", compute},
+          {"t", t},       {"reserved", reserved}, {"allocated", allocated}};
 }
 
 json smi_json(const Diagnosis& d) {
@@ -200,8 +221,9 @@ json smi_json(const Diagnosis& d) {
     high.push_back(optional_json(hi));
     used.push_back(optional_json(memory));
   });
-  return {{"gpu", optional_json(d.smi_gpu)}, {"seconds", seconds}, {"utilization_min", low}, {"utilization_max", high},
-          {"memory_used", used}, {"idle_fraction", optional_json(d.gpu_idle_fraction)}};
+  return {
+      {"gpu", optional_json(d.smi_gpu)}, {"seconds", seconds},  {"utilization_min", low},
+      {"utilization_max", high},         {"memory_used", used}, {"idle_fraction", optional_json(d.gpu_idle_fraction)}};
 }
 
 json ranks_json(const Diagnosis& d) {

@@ -24,7 +24,8 @@ void add_to(LotSlot& slot, const SegmentRow& row) {
   slot.free_bytes += row.free_bytes;
   slot.pending_free_bytes += pending_of(row);
   slot.largest_free_bytes = std::max(slot.largest_free_bytes, row.largest_free);
-  slot.smallest_segment_bytes = slot.segments == 1 ? row.total_size : std::min(slot.smallest_segment_bytes, row.total_size);
+  slot.smallest_segment_bytes =
+      slot.segments == 1 ? row.total_size : std::min(slot.smallest_segment_bytes, row.total_size);
   slot.largest_segment_bytes = std::max(slot.largest_segment_bytes, row.total_size);
 }
 
@@ -56,7 +57,8 @@ SegmentLot arrange_segment_lot(std::span<const SegmentRow> rows, std::size_t res
   for (const SegmentRow* row : order) {
     const bool small = row->total_size < visible;
     LotSlot* group = lot.slots.empty() ? nullptr : &lot.slots.back();
-    const bool joins = small && group && !group->row && group->private_pool == is_private(*row) && group->total_bytes < visible;
+    const bool joins =
+        small && group && !group->row && group->private_pool == is_private(*row) && group->total_bytes < visible;
     if (!joins) {
       lot.slots.push_back({});
       first_of_slot.push_back(row);

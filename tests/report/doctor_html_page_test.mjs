@@ -11,11 +11,23 @@ import { parseArgs } from 'node:util';
 
 import { formatBytes } from '../../web/common/format.js';
 import {
-  canvasColours, checker, dragChart, horizontalOverflow, launch, open, pngColours, xScale,
+  canvasColours,
+  checker,
+  dragChart,
+  horizontalOverflow,
+  launch,
+  open,
+  pngColours,
+  xScale,
 } from '../../web/test/browser.mjs';
 
 const { values: args } = parseArgs({
-  options: { fragscope: { type: 'string' }, fixtures: { type: 'string' }, out: { type: 'string' }, only: { type: 'string' } },
+  options: {
+    fragscope: { type: 'string' },
+    fixtures: { type: 'string' },
+    out: { type: 'string' },
+    only: { type: 'string' },
+  },
 });
 for (const key of ['fragscope', 'fixtures', 'out']) args[key] = resolve(args[key]);
 mkdirSync(args.out, { recursive: true });
@@ -25,9 +37,16 @@ const MAX_BIG_LOAD_MS = 2000;
 
 /** The files a user has for fixture `scenario` (as tests/diagnose/doctor_fixture_files.h). */
 function userFiles(dir, scenario) {
-  const files = readdirSync(dir).filter((name) =>
-    (name.startsWith('snapshot') && /\.pickle\.(zst|gz)$/.test(name)) || name === 'steps.jsonl' || name === 'stats.json' ||
-    (name.startsWith('smi') && name.endsWith('.csv')) || name === 'summary.txt').map((name) => join(dir, name));
+  const files = readdirSync(dir)
+    .filter(
+      (name) =>
+        (name.startsWith('snapshot') && /\.pickle\.(zst|gz)$/.test(name)) ||
+        name === 'steps.jsonl' ||
+        name === 'stats.json' ||
+        (name.startsWith('smi') && name.endsWith('.csv')) ||
+        name === 'summary.txt',
+    )
+    .map((name) => join(dir, name));
   const meta = JSON.parse(readFileSync(join(dir, 'meta.json'), 'utf8'));
   if (typeof meta.oom_message === 'string') {
     const log = join(args.out, `${scenario}-train.log`);
@@ -41,7 +60,10 @@ function userFiles(dir, scenario) {
 function twoRanks() {
   const dir = join(args.out, 'two-ranks');
   rmSync(dir, { recursive: true, force: true });
-  for (const [rank, scenario] of [['rank0', 'frag_oom_104'], ['rank1', 'frag_expandable_104']]) {
+  for (const [rank, scenario] of [
+    ['rank0', 'frag_oom_104'],
+    ['rank1', 'frag_expandable_104'],
+  ]) {
     mkdirSync(join(dir, rank), { recursive: true });
     for (const name of ['snapshot.pickle.zst', 'steps.jsonl', 'stats.json'])
       symlinkSync(join(args.fixtures, scenario, name), join(dir, rank, name));
@@ -50,7 +72,10 @@ function twoRanks() {
 }
 
 function doctor(inputs, extra) {
-  const r = spawnSync(args.fragscope, ['doctor', ...inputs, '--threads', '2', ...extra], { encoding: 'utf8', maxBuffer: 1 << 28 });
+  const r = spawnSync(args.fragscope, ['doctor', ...inputs, '--threads', '2', ...extra], {
+    encoding: 'utf8',
+    maxBuffer: 1 << 28,
+  });
   if (r.status !== 0 && r.status !== 1) throw new Error(`doctor exited ${r.status}: ${r.stderr}`);
   return r.stdout;
 }
@@ -83,25 +108,31 @@ for (const scenario of SCENARIOS) {
   check((await page.$$('.page-error')).length === 0, 'an error is shown on the page');
 
   // The key numbers: what doctor --json says, as data and in words.
-  const number = (id) => page.$eval(`#${id}`, (e) => ({ value: e.dataset.value, text: e.querySelector('.value').textContent }))
-    .catch(() => null);
+  const number = (id) =>
+    page
+      .$eval(`#${id}`, (e) => ({ value: e.dataset.value, text: e.querySelector('.value').textContent }))
+      .catch(() => null);
   const expectBytes = async (id, bytes) => {
     const n = await number(id);
     if (!check(n !== null, `#${id} missing (expected ${bytes})`)) return;
     check(n.value === String(bytes), `#${id} data-value ${n.value} != ${bytes}`);
     check(n.text === formatBytes(bytes), `#${id} text "${n.text}" != "${formatBytes(bytes)}"`);
   };
-  check(await page.$eval('#verdict', (e) => e.textContent) === json.verdict, 'verdict differs from --json');
+  check((await page.$eval('#verdict', (e) => e.textContent)) === json.verdict, 'verdict differs from --json');
   if (json.oom) {
     if (json.oom.reserved_bytes != null) await expectBytes('n-reserved', json.oom.reserved_bytes);
     if (json.oom.allocated_bytes != null) await expectBytes('n-allocated', json.oom.allocated_bytes);
     await expectBytes('n-request', json.oom.request_bytes);
-    if (json.oom.largest_free_block_bytes != null) await expectBytes('n-largest-hole', json.oom.largest_free_block_bytes);
+    if (json.oom.largest_free_block_bytes != null)
+      await expectBytes('n-largest-hole', json.oom.largest_free_block_bytes);
   }
   if (json.capacity_bytes != null) await expectBytes('n-capacity', json.capacity_bytes);
   if (json.data_wait_fraction != null) {
     const n = await number('n-data-wait');
-    check(n && Math.abs(Number(n.value) - json.data_wait_fraction) < 1e-4, `data wait ${n && n.value} != ${json.data_wait_fraction}`);
+    check(
+      n && Math.abs(Number(n.value) - json.data_wait_fraction) < 1e-4,
+      `data wait ${n && n.value} != ${json.data_wait_fraction}`,
+    );
   }
 
   // Every panel the data holds is drawn, inside the viewport.
@@ -110,13 +141,21 @@ for (const scenario of SCENARIOS) {
     expected.push('segment-lot-canvas', 'hole-chart');
     await expectBytes('n-free-in-segments', json.segment_map.free_bytes);
     const summary = await page.$eval('#lot-summary', (e) => ({ free: e.dataset.freeBytes, text: e.textContent }));
-    check(summary.free === String(json.segment_map.free_bytes), `lot summary free ${summary.free} != ${json.segment_map.free_bytes}`);
-    check(summary.text.includes(`${formatBytes(json.segment_map.free_bytes)} free in ${json.segment_map.segments} segments`),
-          `lot summary "${summary.text}"`);
+    check(
+      summary.free === String(json.segment_map.free_bytes),
+      `lot summary free ${summary.free} != ${json.segment_map.free_bytes}`,
+    );
+    check(
+      summary.text.includes(
+        `${formatBytes(json.segment_map.free_bytes)} free in ${json.segment_map.segments} segments`,
+      ),
+      `lot summary "${summary.text}"`,
+    );
   }
   const charts = await page.evaluate(() => Object.keys(window.fragscopeCharts));
   if (json.inputs_used.some((i) => i.startsWith('snapshot'))) check(charts.includes('memory-curve'), 'no memory curve');
-  if (json.inputs_used.some((i) => i.startsWith('telemetry'))) check(charts.includes('step-times'), 'no step-time chart');
+  if (json.inputs_used.some((i) => i.startsWith('telemetry')))
+    check(charts.includes('step-times'), 'no step-time chart');
   if (json.gpu_idle_fraction != null) check(charts.includes('smi-trace'), 'no nvidia-smi chart');
   if (scenario.ranks) {
     check(json.ranks.length === scenario.ranks, `--json has ${json.ranks.length} ranks`);
@@ -126,7 +165,9 @@ for (const scenario of SCENARIOS) {
   for (const name of charts) expected.push(`${name} canvas`);
   for (const selector of expected) {
     const [name, inChart] = selector.split(' ');
-    const canvas = inChart ? await page.evaluateHandle((n) => window.fragscopeCharts[n].ctx.canvas, name) : await page.$(`#${name}`);
+    const canvas = inChart
+      ? await page.evaluateHandle((n) => window.fragscopeCharts[n].ctx.canvas, name)
+      : await page.$(`#${name}`);
     const box = canvas && (await canvas.boundingBox());
     if (!check(box && box.width > 100 && box.height > 50, `${selector} is empty: ${JSON.stringify(box)}`)) continue;
     const colours = await canvasColours(canvas);
@@ -138,11 +179,19 @@ for (const scenario of SCENARIOS) {
   // Readable byte ticks on the curve: 2^k or 5 × 2^k of one unit, never 9.91 GiB.
   if (charts.includes('memory-curve')) {
     const ticks = await page.evaluate(() => window.fragscopeCharts['memory-curve'].axes[1]._values);
-    check(ticks && ticks.length >= 3 && ticks.every((t) => /^(0|\d+ (GiB|MiB|KiB|B))$/.test(t)), `y ticks ${JSON.stringify(ticks)}`);
+    check(
+      ticks && ticks.length >= 3 && ticks.every((t) => /^(0|\d+ (GiB|MiB|KiB|B))$/.test(t)),
+      `y ticks ${JSON.stringify(ticks)}`,
+    );
     const unit = ticks && ticks[1] && ticks[1].split(' ')[1];
-    const steps = ticks ? ticks.slice(1).map((t, i) => Number(t.split(' ')[0]) - Number(i === 0 ? 0 : ticks[i].split(' ')[0])) : [];
+    const steps = ticks
+      ? ticks.slice(1).map((t, i) => Number(t.split(' ')[0]) - Number(i === 0 ? 0 : ticks[i].split(' ')[0]))
+      : [];
     const isNice = (s) => [1, 2, 4, 5, 8, 10, 16, 20, 32, 40, 64, 80, 128, 160, 256, 320, 512, 640].includes(s);
-    check(steps.every((s) => s === steps[0] && isNice(s)), `y tick step ${steps} ${unit}`);
+    check(
+      steps.every((s) => s === steps[0] && isNice(s)),
+      `y tick step ${steps} ${unit}`,
+    );
   }
 
   // Zoom: a drag across the middle of the curve narrows x to what was dragged over; a
@@ -152,24 +201,37 @@ for (const scenario of SCENARIOS) {
     await dragChart(page, 'memory-curve', 0.3, 0.6);
     const after = await xScale(page, 'memory-curve');
     const span = before.max - before.min;
-    check(after.max - after.min < 0.4 * span && after.min > before.min + 0.25 * span && after.max < before.max - 0.35 * span,
-          `zoom ${JSON.stringify(before)} -> ${JSON.stringify(after)}`);
+    check(
+      after.max - after.min < 0.4 * span &&
+        after.min > before.min + 0.25 * span &&
+        after.max < before.max - 0.35 * span,
+      `zoom ${JSON.stringify(before)} -> ${JSON.stringify(after)}`,
+    );
     const box = await page.evaluate(() => {
       window.fragscopeCharts['memory-curve'].over.scrollIntoView({ block: 'center' });
       return window.fragscopeCharts['memory-curve'].over.getBoundingClientRect().toJSON();
     });
     await page.mouse.dblclick(box.x + box.width / 2, box.y + box.height / 2);
     const reset = await xScale(page, 'memory-curve');
-    check(Math.abs(reset.min - before.min) < 1e-9 && Math.abs(reset.max - before.max) < 1e-9, `double-click left ${JSON.stringify(reset)}`);
+    check(
+      Math.abs(reset.min - before.min) < 1e-9 && Math.abs(reset.max - before.max) < 1e-9,
+      `double-click left ${JSON.stringify(reset)}`,
+    );
     await page.mouse.move(box.x + box.width * 0.5, box.y + box.height * 0.5);
     const legend = await page.$$eval('#memory-curve .u-legend .u-value', (cells) => cells.map((c) => c.textContent));
-    check(legend.some((v) => / (GiB|MiB)$/.test(v)), `hover legend ${JSON.stringify(legend)}`);
+    check(
+      legend.some((v) => / (GiB|MiB)$/.test(v)),
+      `hover legend ${JSON.stringify(legend)}`,
+    );
     if (json.segment_map) {
       const lot = await page.$('#segment-lot-canvas');
       await lot.scrollIntoViewIfNeeded();
       const lotBox = await lot.boundingBox();
       await page.mouse.move(lotBox.x + lotBox.width * 0.3, lotBox.y + lotBox.height - 12);
-      const tip = await page.$eval('#segment-lot .tooltip', (e) => ({ shown: getComputedStyle(e).display, text: e.textContent }));
+      const tip = await page.$eval('#segment-lot .tooltip', (e) => ({
+        shown: getComputedStyle(e).display,
+        text: e.textContent,
+      }));
       check(tip.shown === 'block' && /segment/.test(tip.text), `lot tooltip ${JSON.stringify(tip)}`);
       await page.mouse.move(0, 0);
     }

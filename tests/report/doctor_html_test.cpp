@@ -27,7 +27,8 @@ std::string page(const Diagnosis& d) {
 /// The data-value of the key figure `id`, and its words.
 std::pair<std::string, std::string> figure(const std::string& html, const std::string& id) {
   std::smatch m;
-  const std::regex pattern("id=\"" + id + "\" data-value=\"([^\"]*)\"><span class=\"label\">[^<]*</span><span class=\"value\">([^<]*)<");
+  const std::regex pattern(
+      "id=\"" + id + "\" data-value=\"([^\"]*)\"><span class=\"label\">[^<]*</span><span class=\"value\">([^<]*)<");
   if (!std::regex_search(html, m, pattern)) return {};
   return {m[1], m[2]};
 }
@@ -44,9 +45,11 @@ TEST(DoctorHtml, KeyFiguresAreTheDiagnosis) {
   const std::string html = page(d);
   const auto& c = *d.oom_context;
   EXPECT_EQ(figure(html, "n-reserved"), std::pair(std::to_string(*c.reserved_bytes), format_bytes(*c.reserved_bytes)));
-  EXPECT_EQ(figure(html, "n-allocated"), std::pair(std::to_string(*c.allocated_bytes), format_bytes(*c.allocated_bytes)));
+  EXPECT_EQ(figure(html, "n-allocated"),
+            std::pair(std::to_string(*c.allocated_bytes), format_bytes(*c.allocated_bytes)));
   EXPECT_EQ(figure(html, "n-request"), std::pair(std::to_string(c.request_bytes), format_bytes(c.request_bytes)));
-  EXPECT_EQ(figure(html, "n-largest-hole"), std::pair(std::to_string(*c.largest_free_block), format_bytes(*c.largest_free_block)));
+  EXPECT_EQ(figure(html, "n-largest-hole"),
+            std::pair(std::to_string(*c.largest_free_block), format_bytes(*c.largest_free_block)));
   EXPECT_EQ(figure(html, "n-capacity").first, std::to_string(*d.capacity_bytes));
   std::uint64_t free_bytes = 0;
   for (const auto& row : d.segment_map) free_bytes += row.free_bytes;
@@ -65,7 +68,8 @@ TEST(DoctorHtml, CurveDataKeepsEveryExtremeAndPlacesStepsBeforeTheOom) {
   std::uint64_t peak = 0;
   for (const auto& p : d.timeline) peak = std::max(peak, p.reserved_bytes);
   EXPECT_EQ(*std::max_element(curve["reserved"].begin(), curve["reserved"].end()), peak);
-  for (std::size_t i = 1; i < curve["x"].size(); ++i) EXPECT_GE(curve["x"][i].get<double>(), curve["x"][i - 1].get<double>());
+  for (std::size_t i = 1; i < curve["x"].size(); ++i)
+    EXPECT_GE(curve["x"][i].get<double>(), curve["x"][i - 1].get<double>());
   // The OOM at its event's time; step 0 ended before the failing step began, which began before the OOM.
   EXPECT_EQ(curve["oom"]["event"], *d.timeline_oom_index);
   ASSERT_EQ(curve["steps"].size(), 1u);
@@ -114,7 +118,8 @@ TEST(DoctorHtml, TelemetryAndNvidiaSmiAreDrawnSampleBySample) {
 
 TEST(DoctorHtml, LongSeriesAreReducedKeepingTheirExtremes) {
   Diagnosis d;
-  for (int i = 0; i < 100000; ++i) d.step_times.push_back({i, i == 77777 ? 9000.0 : 5.0, 100.0, i * 0.1, std::nullopt, std::nullopt});
+  for (int i = 0; i < 100000; ++i)
+    d.step_times.push_back({i, i == 77777 ? 9000.0 : 5.0, 100.0, i * 0.1, std::nullopt, std::nullopt});
   for (int i = 0; i < 50000; ++i) d.smi_trace.push_back({i * 0.1, i == 123 ? 0.0 : 90.0, 1ull << 30});
   const json data = doctor_page_data(d);
   EXPECT_EQ(data["steps"]["step"].size(), kPageSeriesPoints);
@@ -173,7 +178,8 @@ TEST(DoctorHtml, TextFromTheUsersFilesIsEscaped) {
   EXPECT_EQ(html.find("<img"), std::string::npos);
   EXPECT_EQ(html.find("onerror=alert(1)>"), std::string::npos);
   EXPECT_GE(count(html, "&lt;img src=x onerror=alert(1)&gt;&amp;"), 7u);
-  EXPECT_NE(html.find("\\u003cimg src=x onerror=alert(1)\\u003e\\u0026"), std::string::npos) << "in the data, as JSON escapes";
+  EXPECT_NE(html.find("\\u003cimg src=x onerror=alert(1)\\u003e\\u0026"), std::string::npos)
+      << "in the data, as JSON escapes";
 }
 
 }  // namespace

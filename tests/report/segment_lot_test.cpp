@@ -13,7 +13,8 @@ namespace {
 using metrics::RunKind;
 using metrics::SegmentRow;
 
-SegmentRow segment(std::uint64_t address, std::uint64_t size, std::uint64_t free_at_end, std::pair<std::int64_t, std::int64_t> pool = {0, 0}) {
+SegmentRow segment(std::uint64_t address, std::uint64_t size, std::uint64_t free_at_end,
+                   std::pair<std::int64_t, std::int64_t> pool = {0, 0}) {
   SegmentRow row;
   row.address = address;
   row.pool_id = pool;

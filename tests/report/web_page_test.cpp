@@ -34,8 +34,9 @@ TEST(WebPage, ShellInlinesTheBundleUnderAPolicyThatFetchesNothing) {
   std::ostringstream out;
   write_web_page(out, {"a <title>", "h1{color:red}", "<h1>body</h1>", &data, bundle});
   const std::string page = out.str();
-  EXPECT_NE(page.find("content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\""),
-            std::string::npos);
+  EXPECT_NE(
+      page.find("content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\""),
+      std::string::npos);
   EXPECT_NE(page.find("<title>a &lt;title&gt;</title>"), std::string::npos);
   EXPECT_NE(page.find("<script type=\"application/json\" id=\"fragscope-data\">{\"verdict\":\"ok\"}</script>"),
             std::string::npos);

@@ -8,7 +8,7 @@ test('bytes as format_bytes writes them', () => {
   assert.equal(formatBytes(0), '0 bytes');
   assert.equal(formatBytes(1023), '1023 bytes');
   assert.equal(formatBytes(1024), '1.00 KiB');
-  assert.equal(formatBytes(41489384079), '38.64 GiB');  // frag_oom_104's reserved at the OOM
+  assert.equal(formatBytes(41489384079), '38.64 GiB'); // frag_oom_104's reserved at the OOM
   assert.equal(formatBytes(1066532864), '1017.12 MiB');
   assert.equal(formatBytes(null), '–');
 });

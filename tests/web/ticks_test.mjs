@@ -9,7 +9,10 @@ const GIB = 2 ** 30;
 
 test('the doctor report of issue 20: 0 to 39.63 GiB in 8 GiB steps, not 9.91 GiB', () => {
   const ticks = byteTicks(0, 39.63 * GIB, 6);
-  assert.deepEqual(ticks.map((t) => byteTickLabel(t, byteStep(0, 39.63 * GIB, 6))), ['0', '8 GiB', '16 GiB', '24 GiB', '32 GiB']);
+  assert.deepEqual(
+    ticks.map((t) => byteTickLabel(t, byteStep(0, 39.63 * GIB, 6))),
+    ['0', '8 GiB', '16 GiB', '24 GiB', '32 GiB'],
+  );
 });
 
 test('every step is 2^k or 5 × 2^k of GiB, MiB, KiB or bytes, and the count stays within the limit', () => {
@@ -28,5 +31,8 @@ test('every step is 2^k or 5 × 2^k of GiB, MiB, KiB or bytes, and the count sta
 });
 
 test('a range that does not start at 0 starts at the first step inside it', () => {
-  assert.deepEqual(byteTicks(30 * GIB, 40 * GIB, 5).map((t) => t / GIB), [30, 32, 34, 36, 38, 40]);
+  assert.deepEqual(
+    byteTicks(30 * GIB, 40 * GIB, 5).map((t) => t / GIB),
+    [30, 32, 34, 36, 38, 40],
+  );
 });

@@ -38,7 +38,8 @@ export function widthOf(container) {
 export function byteAxis(extra = {}) {
   return {
     size: 72,
-    splits: (u, axisIndex, min, max) => byteTicks(Math.max(0, min), max, Math.max(2, Math.floor(u.bbox.height / devicePixelRatio / 36))),
+    splits: (u, axisIndex, min, max) =>
+      byteTicks(Math.max(0, min), max, Math.max(2, Math.floor(u.bbox.height / devicePixelRatio / 36))),
     values: (u, splits) => {
       const step = splits.length > 1 ? splits[1] - splits[0] : byteStep(0, splits[0] || 1, 4);
       return splits.map((v) => byteTickLabel(v, step));
@@ -130,7 +131,8 @@ export function horizontalMarker(u, value, colour, label, scale = 'y') {
   ctx.stroke();
   // Below the line when there is no room above it.
   const room = y - u.bbox.top > 16 * devicePixelRatio;
-  if (label) labelInside(u, label, u.bbox.left + 6 * devicePixelRatio, y + (room ? -5 : 14) * devicePixelRatio, colour, 'left');
+  if (label)
+    labelInside(u, label, u.bbox.left + 6 * devicePixelRatio, y + (room ? -5 : 14) * devicePixelRatio, colour, 'left');
   ctx.restore();
 }
 
@@ -144,9 +146,14 @@ export function labelInside(u, text, x, y, colour, align = 'left') {
   let left = align === 'right' ? x - width - pad : x + pad;
   left = Math.max(u.bbox.left + pad, Math.min(left, u.bbox.left + u.bbox.width - width - pad));
   ctx.fillStyle = 'rgba(255,255,255,0.85)';
-  ctx.fillRect(left - 2 * devicePixelRatio, y - 11 * devicePixelRatio, width + 4 * devicePixelRatio, 14 * devicePixelRatio);
+  ctx.fillRect(
+    left - 2 * devicePixelRatio,
+    y - 11 * devicePixelRatio,
+    width + 4 * devicePixelRatio,
+    14 * devicePixelRatio,
+  );
   ctx.fillStyle = colour;
-  ctx.textAlign = 'left';  // uPlot leaves the axes' alignment set
+  ctx.textAlign = 'left'; // uPlot leaves the axes' alignment set
   ctx.textBaseline = 'alphabetic';
   ctx.fillText(text, left, y);
   ctx.restore();

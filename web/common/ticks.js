@@ -15,8 +15,9 @@ function stepsIn(unit, below) {
   return steps;
 }
 
-const CANDIDATES = [...new Set([...stepsIn(1, 1024), ...stepsIn(KIB, 1024), ...stepsIn(MIB, 1024), ...stepsIn(GIB, 2 ** 30)])]
-  .sort((a, b) => a - b);
+const CANDIDATES = [
+  ...new Set([...stepsIn(1, 1024), ...stepsIn(KIB, 1024), ...stepsIn(MIB, 1024), ...stepsIn(GIB, 2 ** 30)]),
+].sort((a, b) => a - b);
 
 /** The smallest candidate step that puts at most `maxTicks` intervals on [min, max]. */
 export function byteStep(min, max, maxTicks) {

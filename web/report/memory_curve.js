@@ -1,7 +1,15 @@
 // Reserved and allocated over the trace, as the doctor recorded them: each point the extremes
 // of its stretch, steps on the top axis, the failing step shaded, capacity and OOM marked.
 import {
-  COLOURS, byteAxis, bytesValue, horizontalMarker, labelRange, makeChart, shadeRange, verticalMarker, xAxis,
+  COLOURS,
+  byteAxis,
+  bytesValue,
+  horizontalMarker,
+  labelRange,
+  makeChart,
+  shadeRange,
+  verticalMarker,
+  xAxis,
 } from '../common/chart.js';
 import { formatBytes, formatSeconds } from '../common/format.js';
 
@@ -31,7 +39,13 @@ export function drawMemoryCurve(container, curve) {
   const ranges = [];
   for (let i = 1; i < steps.length; i++)
     if (steps[i].phase !== 'train')
-      ranges.push({ from: steps[i - 1].x, to: steps[i].x, fill: COLOURS.phase, label: steps[i].phase, colour: '#5b3fb3' });
+      ranges.push({
+        from: steps[i - 1].x,
+        to: steps[i].x,
+        fill: COLOURS.phase,
+        label: steps[i].phase,
+        colour: '#5b3fb3',
+      });
   if (curve.failing && curve.oom) {
     const label = `${curve.failing.step != null ? `step ${curve.failing.step}, ` : ''}${curve.failing.phase}: failed`;
     ranges.push({ from: curve.failing.x, to: curve.oom.x, fill: COLOURS.failing, label, colour: COLOURS.oom });
@@ -40,8 +54,17 @@ export function drawMemoryCurve(container, curve) {
     height: 340,
     scales: { x: { time: false }, y: { range: () => [0, top * 1.06] } },
     series: [
-      { label: timed ? 'time' : 'event', value: (u, v) => (v == null ? '–' : timed ? formatSeconds(v, 0.001) : `event ${v}`) },
-      { label: 'reserved (highest)', stroke: COLOURS.reserved, fill: COLOURS.reservedFill, width: 1.5, value: bytesValue },
+      {
+        label: timed ? 'time' : 'event',
+        value: (u, v) => (v == null ? '–' : timed ? formatSeconds(v, 0.001) : `event ${v}`),
+      },
+      {
+        label: 'reserved (highest)',
+        stroke: COLOURS.reserved,
+        fill: COLOURS.reservedFill,
+        width: 1.5,
+        value: bytesValue,
+      },
       { label: 'reserved (lowest)', stroke: 'rgba(125,155,208,0.5)', width: 1, value: bytesValue },
       { label: 'allocated (highest)', stroke: COLOURS.allocated, width: 1.5, value: bytesValue },
       { label: 'allocated (lowest)', stroke: 'rgba(61,111,182,0.45)', width: 1, value: bytesValue },
@@ -58,10 +81,11 @@ export function drawMemoryCurve(container, curve) {
         labelSize: 14,
         labelFont: '11px system-ui, sans-serif',
         splits: (u) => visibleSteps(u, steps, 26).map((s) => s.x),
-        values: (u, splits) => splits.map((x) => {
-          const s = steps.find((m) => m.x === x);
-          return s ? String(s.step) : '';
-        }),
+        values: (u, splits) =>
+          splits.map((x) => {
+            const s = steps.find((m) => m.x === x);
+            return s ? String(s.step) : '';
+          }),
         grid: { show: hasSteps, stroke: 'rgba(29,35,48,0.16)', dash: [2, 3], width: 1 },
         ticks: { show: false },
       },
@@ -72,8 +96,15 @@ export function drawMemoryCurve(container, curve) {
       draw: [
         (u) => {
           for (const r of ranges) labelRange(u, r.from, r.to, r.label, r.colour);
-          if (curve.capacity_bytes) horizontalMarker(u, curve.capacity_bytes, COLOURS.capacity, `capacity ${formatBytes(curve.capacity_bytes)}`);
-          if (curve.oom) verticalMarker(u, curve.oom.x, COLOURS.oom, `OOM (event ${curve.oom.event})`, { align: 'right' });
+          if (curve.capacity_bytes)
+            horizontalMarker(
+              u,
+              curve.capacity_bytes,
+              COLOURS.capacity,
+              `capacity ${formatBytes(curve.capacity_bytes)}`,
+            );
+          if (curve.oom)
+            verticalMarker(u, curve.oom.x, COLOURS.oom, `OOM (event ${curve.oom.event})`, { align: 'right' });
         },
       ],
     },

@@ -38,24 +38,36 @@ export function drawRanks(container, ranks) {
     grid.appendChild(cell);
     const s = seriesOf(r);
     if (!s) {
-      cell.appendChild(Object.assign(document.createElement('p'), { className: 'note', textContent: 'no memory series for this rank' }));
+      cell.appendChild(
+        Object.assign(document.createElement('p'), {
+          className: 'note',
+          textContent: 'no memory series for this rank',
+        }),
+      );
       continue;
     }
     const chartBox = document.createElement('div');
     cell.appendChild(chartBox);
     const xLabel = s.unit === 's' ? 'seconds' : s.unit === 'step' ? 'step' : 'trace event';
-    makeChart(`rank-${r.rank}`, chartBox, {
-      height: 150,
-      legend: { show: false },
-      cursor: { sync: { key: 'ranks' } },
-      scales: { x: { time: false }, y: { range: () => [0, top * 1.05] } },
-      series: [
-        { label: xLabel, value: (u, v) => (s.unit === 's' ? formatSeconds(v, 1) : String(v)) },
-        { label: 'reserved', stroke: COLOURS.reserved, fill: COLOURS.reservedFill, width: 1, value: bytesValue },
-        { label: 'allocated', stroke: COLOURS.allocated, width: 1, value: bytesValue },
-      ],
-      axes: [xAxis(s.unit === 's' ? 's' : 'event', s.unit === 'step' ? { values: (u, sp) => sp.map(String) } : {}),
-             byteAxis({ size: 60 })],
-    }, s.data);
+    makeChart(
+      `rank-${r.rank}`,
+      chartBox,
+      {
+        height: 150,
+        legend: { show: false },
+        cursor: { sync: { key: 'ranks' } },
+        scales: { x: { time: false }, y: { range: () => [0, top * 1.05] } },
+        series: [
+          { label: xLabel, value: (u, v) => (s.unit === 's' ? formatSeconds(v, 1) : String(v)) },
+          { label: 'reserved', stroke: COLOURS.reserved, fill: COLOURS.reservedFill, width: 1, value: bytesValue },
+          { label: 'allocated', stroke: COLOURS.allocated, width: 1, value: bytesValue },
+        ],
+        axes: [
+          xAxis(s.unit === 's' ? 's' : 'event', s.unit === 'step' ? { values: (u, sp) => sp.map(String) } : {}),
+          byteAxis({ size: 60 }),
+        ],
+      },
+      s.data,
+    );
   }
 }

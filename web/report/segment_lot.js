@@ -37,12 +37,15 @@ function laneBytes(reserved) {
 function slotDescription(slot) {
   const lines = [];
   if (slot.count > 1) {
-    lines.push(`${slot.count} segments of ${formatBytes(slot.smallest)} – ${formatBytes(slot.largest)} (grouped: each too small to see)`);
+    const sizes = `${formatBytes(slot.smallest)} – ${formatBytes(slot.largest)}`;
+    lines.push(`${slot.count} segments of ${sizes} (grouped: each too small to see)`);
   } else {
     lines.push(`segment ${slot.address}${slot.private ? ' (private pool)' : ''}: ${formatBytes(slot.size)}`);
   }
-  lines.push(`allocated ${formatBytes(slot.size - slot.free - slot.pending)}, free ${formatBytes(slot.free)}` +
-             (slot.pending ? `, pending free ${formatBytes(slot.pending)}` : ''));
+  lines.push(
+    `allocated ${formatBytes(slot.size - slot.free - slot.pending)}, free ${formatBytes(slot.free)}` +
+      (slot.pending ? `, pending free ${formatBytes(slot.pending)}` : ''),
+  );
   lines.push(`largest free block ${formatBytes(slot.largest_free)}`);
   return lines;
 }
@@ -81,7 +84,7 @@ export function drawSegmentLot(container, seg) {
 
   ctx.font = '11px system-ui, sans-serif';
   ctx.textBaseline = 'middle';
-  const pieces = [];  // hover: {x, y, w, h, slot, start}
+  const pieces = []; // hover: {x, y, w, h, slot, start}
 
   /** Fills bytes [from, to) of the lot (offset `origin` lanes down) in `colour`, lane by lane. */
   function fill(from, to, colour, laneTop, onPiece) {
@@ -126,13 +129,14 @@ export function drawSegmentLot(container, seg) {
       for (let r = 0; r < slot.runs.length; r += 3) {
         const [kind, offset, size] = [slot.runs[r], slot.runs[r + 1], slot.runs[r + 2]];
         if (kind !== 0) fill(start + offset, start + offset + size, RUN_COLOUR[kind], top);
-        if (kind === 2 && !hole && size === seg.largest_free_bytes) hole = { from: start + offset, to: start + offset + size };
+        if (kind === 2 && !hole && size === seg.largest_free_bytes)
+          hole = { from: start + offset, to: start + offset + size };
       }
     } else {
       // A group: its free share as a level from the bottom, hatched to say "many pieces".
       fill(start, start + slot.size, COLOURS.allocated, top, (x, y, w) => {
         record(x, y, w);
-        const level = LANE * (slot.free + slot.pending) / slot.size;
+        const level = (LANE * (slot.free + slot.pending)) / slot.size;
         ctx.fillStyle = COLOURS.free;
         ctx.fillRect(x, y + LANE - level, w, level);
         ctx.strokeStyle = 'rgba(255,255,255,0.55)';
@@ -175,18 +179,27 @@ export function drawSegmentLot(container, seg) {
       const offset = lane * perLane + (mx - LABEL) / scale - piece.start;
       for (let r = 0; r < slot.runs.length; r += 3)
         if (offset >= slot.runs[r + 1] && offset < slot.runs[r + 1] + slot.runs[r + 2])
-          lines.push(`here: ${RUN_NAME[slot.runs[r]]} ${formatBytes(slot.runs[r + 2])} at +${formatBytes(slot.runs[r + 1])}`);
+          lines.push(
+            `here: ${RUN_NAME[slot.runs[r]]} ${formatBytes(slot.runs[r + 2])} at +${formatBytes(slot.runs[r + 1])}`,
+          );
     }
     tip.textContent = lines.join('\n');
     tip.style.display = 'block';
     tip.style.left = `${Math.min(mx + 12, width - 320)}px`;
     tip.style.top = `${my + 14}px`;
   });
-  canvas.addEventListener('mouseleave', () => { tip.style.display = 'none'; });
+  canvas.addEventListener('mouseleave', () => {
+    tip.style.display = 'none';
+  });
 
   const legend = element('div', 'legend');
-  for (const [name, colour] of [['allocated', COLOURS.allocated], ['free (cached)', COLOURS.free], ['pending free', COLOURS.pending],
-                                ['failed request', COLOURS.oom], ['largest free block (outlined)', null]]) {
+  for (const [name, colour] of [
+    ['allocated', COLOURS.allocated],
+    ['free (cached)', COLOURS.free],
+    ['pending free', COLOURS.pending],
+    ['failed request', COLOURS.oom],
+    ['largest free block (outlined)', null],
+  ]) {
     const item = element('span', 'legend-item');
     const swatch = element('span', 'swatch');
     if (colour) swatch.style.background = colour;
@@ -210,8 +223,12 @@ function drawHoles(container, seg, width) {
     const last = buckets[buckets.length - 1];
     buckets.push({ low: last.high, high: last.high * 2, holes: 0, bytes: 0 });
   }
-  const title = element('p', 'caption', 'Free bytes by the size of the hole they are in' +
-                        (request != null ? ' — the request needed a hole in the red bucket:' : ':'));
+  const title = element(
+    'p',
+    'caption',
+    'Free bytes by the size of the hole they are in' +
+      (request != null ? ' — the request needed a hole in the red bucket:' : ':'),
+  );
   container.appendChild(title);
   const height = 170;
   const { canvas, ctx } = canvasOf(width, height);
@@ -228,7 +245,7 @@ function drawHoles(container, seg, width) {
   ctx.font = '11px system-ui, sans-serif';
   ctx.textBaseline = 'middle';
   for (const t of ticks) {
-    const y = bottom - plotHeight * t / top;
+    const y = bottom - (plotHeight * t) / top;
     ctx.strokeStyle = COLOURS.grid;
     ctx.beginPath();
     ctx.moveTo(left, y);
@@ -241,7 +258,7 @@ function drawHoles(container, seg, width) {
   buckets.forEach((b, i) => {
     const x = left + i * barSpace;
     const isRequest = request != null && request >= b.low && request < b.high;
-    const h = plotHeight * b.bytes / top;
+    const h = (plotHeight * b.bytes) / top;
     ctx.fillStyle = COLOURS.free;
     ctx.fillRect(x + barSpace * 0.12, bottom - h, barSpace * 0.76, h);
     if (isRequest) {

@@ -47,11 +47,13 @@ export async function horizontalOverflow(page) {
   return page.evaluate(() => {
     const width = document.documentElement.clientWidth;
     const out = [];
-    if (document.documentElement.scrollWidth > width) out.push(`page ${document.documentElement.scrollWidth}px wide > ${width}px`);
+    if (document.documentElement.scrollWidth > width)
+      out.push(`page ${document.documentElement.scrollWidth}px wide > ${width}px`);
     for (const e of document.querySelectorAll('body *')) {
       const box = e.getBoundingClientRect();
       if (box.width === 0 || getComputedStyle(e).position === 'absolute') continue;
-      if (box.left < -0.5 || box.right > width + 0.5) out.push(`${e.tagName.toLowerCase()}#${e.id}.${e.className}: ${box.left}–${box.right}`);
+      if (box.left < -0.5 || box.right > width + 0.5)
+        out.push(`${e.tagName.toLowerCase()}#${e.id}.${e.className}: ${box.left}–${box.right}`);
     }
     return out;
   });
@@ -63,7 +65,8 @@ export function canvasColours(canvas) {
     const data = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
     const step = Math.max(1, Math.floor((c.width * c.height) / 20000));
     const seen = new Set();
-    for (let p = 0; p < c.width * c.height; p += step) seen.add((data[4 * p] << 24) | (data[4 * p + 1] << 16) | (data[4 * p + 2] << 8) | data[4 * p + 3]);
+    for (let p = 0; p < c.width * c.height; p += step)
+      seen.add((data[4 * p] << 24) | (data[4 * p + 1] << 16) | (data[4 * p + 2] << 8) | data[4 * p + 3]);
     return seen.size;
   });
 }
@@ -105,7 +108,10 @@ export async function dragChart(page, name, from, to) {
 
 /** The x scale of chart `name`. */
 export function xScale(page, name) {
-  return page.evaluate((n) => ({ min: window.fragscopeCharts[n].scales.x.min, max: window.fragscopeCharts[n].scales.x.max }), name);
+  return page.evaluate(
+    (n) => ({ min: window.fragscopeCharts[n].scales.x.min, max: window.fragscopeCharts[n].scales.x.max }),
+    name,
+  );
 }
 
 /** Collects failures: check(condition, message) records the message when the condition fails. */
