@@ -39,7 +39,7 @@ export function byteAxis(extra = {}) {
   return {
     size: 72,
     splits: (u, axisIndex, min, max) =>
-      byteTicks(Math.max(0, min), max, Math.max(2, Math.floor(u.bbox.height / devicePixelRatio / 36))),
+      byteTicks(Math.max(0, min), max, Math.max(3, Math.floor(u.bbox.height / devicePixelRatio / 30))),
     values: (u, splits) => {
       const step = splits.length > 1 ? splits[1] - splits[0] : byteStep(0, splits[0] || 1, 4);
       return splits.map((v) => byteTickLabel(v, step));
@@ -61,6 +61,16 @@ export function xAxis(unit, extra = {}) {
     ticks: { stroke: COLOURS.grid },
     ...extra,
   };
+}
+
+/** Whole numbers (steps) on an x axis, 1, 2 or 5 × 10^k apart, about 70 px apart at least. */
+export function wholeNumberSplits(u, axisIndex, min, max) {
+  const most = Math.max(1, Math.floor(u.bbox.width / devicePixelRatio / 70));
+  let increment = 1;
+  for (let k = 0; (max - min) / increment > most; k++) increment = [1, 2, 5][k % 3] * 10 ** Math.floor(k / 3);
+  const splits = [];
+  for (let v = Math.ceil(min / increment) * increment; v <= max; v += increment) splits.push(v);
+  return splits;
 }
 
 export function bytesValue(u, v) {

@@ -1,5 +1,5 @@
 // One small chart per rank, all on one byte scale and one cursor: which rank is the outlier.
-import { COLOURS, byteAxis, bytesValue, makeChart, xAxis } from '../common/chart.js';
+import { COLOURS, byteAxis, bytesValue, makeChart, wholeNumberSplits, xAxis } from '../common/chart.js';
 import { formatBytes, formatPercent, formatSeconds } from '../common/format.js';
 
 function rankTitle(r) {
@@ -63,7 +63,10 @@ export function drawRanks(container, ranks) {
           { label: 'allocated', stroke: COLOURS.allocated, width: 1, value: bytesValue },
         ],
         axes: [
-          xAxis(s.unit === 's' ? 's' : 'event', s.unit === 'step' ? { values: (u, sp) => sp.map(String) } : {}),
+          xAxis(
+            s.unit === 's' ? 's' : 'event',
+            s.unit === 'step' ? { splits: wholeNumberSplits, values: (u, sp) => sp.map(String) } : {},
+          ),
           byteAxis({ size: 60 }),
         ],
       },

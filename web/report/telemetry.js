@@ -1,6 +1,6 @@
 // The run's other clocks: nvidia-smi's samples and the step telemetry, each on its own axis.
 import uPlot from 'uplot';
-import { COLOURS, byteAxis, bytesValue, makeChart, xAxis } from '../common/chart.js';
+import { COLOURS, byteAxis, bytesValue, makeChart, wholeNumberSplits, xAxis } from '../common/chart.js';
 import { formatSeconds } from '../common/format.js';
 
 export function drawSmiTrace(container, smi) {
@@ -33,16 +33,6 @@ export function drawSmiTrace(container, smi) {
     },
     data,
   );
-}
-
-/** Step numbers on the axis: whole ones, 1, 2 or 5 × 10^k apart, about 70 px apart at least. */
-function wholeSteps(u, axisIndex, min, max) {
-  const most = Math.max(1, Math.floor(u.bbox.width / devicePixelRatio / 70));
-  let increment = 1;
-  for (let k = 0; (max - min) / increment > most; k++) increment = [1, 2, 5][k % 3] * 10 ** Math.floor(k / 3);
-  const splits = [];
-  for (let v = Math.ceil(min / increment) * increment; v <= max; v += increment) splits.push(v);
-  return splits;
 }
 
 export function drawStepTimes(container, steps) {
@@ -84,7 +74,7 @@ export function drawStepTimes(container, steps) {
           label: 'step',
           labelSize: 20,
           grid: { show: false },
-          splits: wholeSteps,
+          splits: wholeNumberSplits,
           values: (u, splits) => splits.map(String),
         },
         {
