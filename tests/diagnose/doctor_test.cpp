@@ -107,9 +107,11 @@ TEST(Doctor, MemoryFractionCapIsTheCapacityAndPinnedPiecesAreFragmentation) {
   EXPECT_EQ(d.verdict, Verdict::kFragmentation);
   EXPECT_TRUE(d.setting_fixes_it);
   EXPECT_EQ(d.recommended_conf, "expandable_segments:True");
-  for (const WhatIfLine& w : d.whatif)
-    if (w.conf.find("expandable_segments") == std::string::npos)
+  for (const WhatIfLine& w : d.whatif) {
+    if (w.conf.find("expandable_segments") == std::string::npos) {
       EXPECT_FALSE(w.passes_oom_point.value_or(false)) << w.conf;
+    }
+  }
   ASSERT_FALSE(d.actions.empty());
 }
 

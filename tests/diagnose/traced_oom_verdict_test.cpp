@@ -51,7 +51,9 @@ TEST_P(FieldVerdicts, MatchTheLabelOrStayUndetermined) {
   EXPECT_EQ(d.phase, GetParam().phase);
   const std::string label = label_of(GetParam().name);
   ASSERT_FALSE(label.empty());
-  if (d.verdict != Verdict::kUndetermined) EXPECT_EQ(to_string(d.verdict), label);
+  if (d.verdict != Verdict::kUndetermined) {
+    EXPECT_EQ(to_string(d.verdict), label);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
