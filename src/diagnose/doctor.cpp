@@ -1,6 +1,7 @@
 #include "diagnose/doctor.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include <fmt/format.h>
@@ -276,6 +277,18 @@ void describe_rank_spread(Diagnosis& d, std::optional<int> waiting) {
   d.rank_spread = spread;
 }
 
+// Whether `printed` is how PyTorch's OOM message prints `exact` (format_size: two decimals of the
+// largest unit that fits, B/KiB/MiB/GiB; "reserved" is the sum of two printed figures).
+bool as_pytorch_prints(std::uint64_t exact, std::uint64_t printed) {
+  const double unit = exact >= (1ull << 30) ? 0x1p30 : exact >= (1ull << 20) ? 0x1p20 : exact >= 1024 ? 1024.0 : 1.0;
+  return std::abs(static_cast<double>(exact) - static_cast<double>(printed)) <= unit * 0.01 + 1.0;
+}
+
+// The message's figure, unless the trace's exact bytes print as it.
+void take_printed(std::optional<std::uint64_t>& exact, const std::optional<std::uint64_t>& printed) {
+  if (printed && !(exact && as_pytorch_prints(*exact, *printed))) exact = printed;
+}
+
 /// The context the OOM message, the trace and nvidia-smi give about the moment of the OOM.
 OomContext build_oom_context(const DoctorInputs& in, const OomSignals& oom, const TraceChoice& trace,
                              const RecordedCurve& curve, Diagnosis& d) {
@@ -297,17 +310,18 @@ OomContext build_oom_context(const DoctorInputs& in, const OomSignals& oom, cons
     c.driver_free_bytes = e.addr;
     c.reserved_bytes = curve.reserved[*trace.oom_index];
     c.allocated_bytes = curve.allocated[*trace.oom_index];
-    c.reserved_unallocated = *c.reserved_bytes - std::min(*c.reserved_bytes, *c.allocated_bytes);
   }
   if (message) {
     if (message->tried_to_allocate && c.request_bytes == 0) c.request_bytes = *message->tried_to_allocate;
     if (message->free && !c.driver_free_bytes) c.driver_free_bytes = message->free;
-    if (message->allocated_by_pytorch) c.allocated_bytes = message->allocated_by_pytorch;
-    if (message->reserved_by_pytorch) c.reserved_bytes = message->reserved_by_pytorch;
-    if (message->reserved_unallocated) c.reserved_unallocated = message->reserved_unallocated;
+    take_printed(c.allocated_bytes, message->allocated_by_pytorch);
+    take_printed(c.reserved_bytes, message->reserved_by_pytorch);
     if (message->total_capacity) c.smi_total_bytes = message->total_capacity;
     c.allowed_bytes = message->allowed;
   }
+  if (c.reserved_bytes && c.allocated_bytes && *c.reserved_bytes >= *c.allocated_bytes)
+    c.reserved_unallocated = *c.reserved_bytes - *c.allocated_bytes;
+  if (message) take_printed(c.reserved_unallocated, message->reserved_unallocated);
   if (!d.segment_map.empty() && d.segment_map_at_oom) {
     std::uint64_t largest = 0;
     for (const auto& row : d.segment_map) largest = std::max(largest, row.largest_free);

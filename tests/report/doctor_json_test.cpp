@@ -84,8 +84,6 @@ TEST(DoctorJson, SegmentMapTotalsAreTheOomObserversSnapshot) {
 }
 
 TEST(DoctorJson, ReservedAtTheOomIsExactWhenTheTraceHasIt) {
-  GTEST_SKIP() << "bug: diagnose/doctor.cpp oom_context overwrites the trace's exact reserved/allocated bytes at "
-                  "the OOM with the OOM message's figures rounded to 0.01 GiB (41489384079 for 41487958016)";
   const json j = rendered(recorded_diagnosis("frag_oom_104"));
   EXPECT_EQ(j.at("oom").at("reserved_bytes").get<std::uint64_t>(), exact_reserved_at_oom());
 }
