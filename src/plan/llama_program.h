@@ -63,8 +63,10 @@ class LlamaProgram {
   /// not autocast's weight casts nor the KV cache), the largest over the micro-steps so far.
   std::uint64_t block_activation_bytes() const;
 
- private:
+  /// The emulated model (llama_program_impl.h), split over llama_*.cpp by concept.
   struct Impl;
+
+ private:
   std::unique_ptr<Impl> impl_;
 };
 
