@@ -63,7 +63,7 @@ class CachingAllocator final : public AllocatorModel {
   void free_completed(BlockHandle block) override;
   /// Segments as given, except cudaMalloc segments under expandable segments, which this
   /// allocator could not hold: their live blocks are re-laid back to back in one expandable
-  /// segment per (stream, pool), in the pages the segments held (caching_allocator.cpp).
+  /// segment per (stream, pool), in the pages the segments held (caching_allocator_restore.cpp).
   std::vector<BlockHandle> restore(const std::vector<InitialSegment>& segments) override;
   const AllocatorStats& stats() const override { return stats_; }
   std::uint64_t address(BlockHandle block) const override { return blocks_[block].address; }
