@@ -1,8 +1,8 @@
 // The attention core: SDPA's flash kernel and HF's eager attention, their backward, and
 // selective recomputation (the core alone recomputed before its backward).
-#include <algorithm>
-
 #include "plan/llama_program_impl.h"
+
+#include <algorithm>
 
 namespace fragscope::plan {
 

@@ -1,8 +1,9 @@
 // FSDP2 (fully_shard per block, then the root), DDP's reducer buckets and DeepSpeed ZeRO's flat
 // buffers, as the traces of the fixtures show them: what each allocates, on which stream, when.
+#include "plan/llama_program_impl.h"
+
 #include <array>
 
-#include "plan/llama_program_impl.h"
 #include "util/bytes.h"
 
 namespace fragscope::plan {

@@ -1,8 +1,8 @@
 // The decoder stack: the embedding output through every LlamaDecoderLayer to the final norm,
 // each layer's backward, and full (non-reentrant) checkpointing's recomputation.
-#include <algorithm>
-
 #include "plan/llama_program_impl.h"
+
+#include <algorithm>
 
 namespace fragscope::plan {
 

@@ -1,8 +1,9 @@
 // The layers around the attention core, forward and backward: F.linear (and its cuBLAS
 // workspace), LlamaRMSNorm, the rotary embedding, and the embedding's backward.
+#include "plan/llama_program_impl.h"
+
 #include <algorithm>
 
-#include "plan/llama_program_impl.h"
 #include "util/bytes.h"
 
 namespace fragscope::plan {

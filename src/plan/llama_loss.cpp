@@ -1,8 +1,8 @@
 // lm_head and the loss: HF's ForCausalLMLoss (standard), lm_head + cross-entropy checkpointed per
 // chunk of tokens (chunked), Liger's fused linear cross-entropy (fused); forward and backward.
-#include <algorithm>
-
 #include "plan/llama_program_impl.h"
+
+#include <algorithm>
 
 namespace fragscope::plan {
 
