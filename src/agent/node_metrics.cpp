@@ -176,7 +176,7 @@ std::vector<MetricFamily> node_metric_families(const NodeView& view, const Agent
     const auto counted = status.checkpoint_acks.find(rank->file_name);
     acks.add(rank_labels(*rank), counted != status.checkpoint_acks.end() ? double(counted->second) : 0.0);
     auto labels = rank_labels(*rank);
-    labels.push_back({"phase", phase_name(rank->record.phase)});
+    labels.push_back({"phase", std::string(phase_name(rank->record.phase))});
     phase.add(std::move(labels), 1);
   }
   keep(acks);

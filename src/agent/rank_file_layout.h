@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "util/job_phase.h"
+
 namespace fragscope::agent::layout {
 
 inline constexpr std::string_view kMagic = "FRAGSCOP";
@@ -23,13 +25,18 @@ inline constexpr std::size_t kSizeOffset = 12;
 inline constexpr std::size_t kSeqOffset = 16;
 inline constexpr std::size_t kCrcOffset = 24;
 
+// The phase field: 0 train, 1 eval, 2 checkpoint; a reader takes any other value as unknown,
+// which a writer writes as kUnknownPhaseCode.
+inline constexpr JobPhase kPhaseByCode[] = {JobPhase::kTrain, JobPhase::kEval, JobPhase::kCheckpoint};
+inline constexpr std::uint32_t kUnknownPhaseCode = 0xffffffffu;
+
 // Payload.
 inline constexpr std::size_t kPid = 32;
 inline constexpr std::size_t kRank = 40;
 inline constexpr std::size_t kLocalRank = 44;
 inline constexpr std::size_t kWorldSize = 48;
 inline constexpr std::size_t kGpu = 52;
-inline constexpr std::size_t kPhase = 56;
+inline constexpr std::size_t kPhase = 56;  ///< a code of kPhaseByCode
 inline constexpr std::size_t kFlags = 60;
 inline constexpr std::size_t kUpdateUnixNs = 64;
 inline constexpr std::size_t kStepUnixNs = 72;

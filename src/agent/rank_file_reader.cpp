@@ -53,7 +53,8 @@ RankRecord decode_payload(std::span<const std::byte> b) {
   r.local_rank = load<std::int32_t>(b, l::kLocalRank);
   r.world_size = load<std::int32_t>(b, l::kWorldSize);
   r.gpu = load<std::int32_t>(b, l::kGpu);
-  r.phase = static_cast<Phase>(load<std::uint32_t>(b, l::kPhase));
+  const auto phase = load<std::uint32_t>(b, l::kPhase);
+  r.phase = phase < std::size(l::kPhaseByCode) ? l::kPhaseByCode[phase] : JobPhase::kUnknown;
   const auto flags = load<std::uint32_t>(b, l::kFlags);
   r.largest_free_known = (flags & l::kFlagLargestFreeKnown) != 0;
   r.throughput_totals_known = (flags & l::kFlagThroughputTotalsKnown) != 0;

@@ -7,6 +7,7 @@
 #include <bit>
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 
 #include <fmt/format.h>
 
@@ -41,7 +42,10 @@ Payload encode_rank_payload(const RankRecord& r) {
   store<std::int32_t>(p, l::kLocalRank, r.local_rank);
   store<std::int32_t>(p, l::kWorldSize, r.world_size);
   store<std::int32_t>(p, l::kGpu, r.gpu);
-  store<std::uint32_t>(p, l::kPhase, static_cast<std::uint32_t>(r.phase));
+  std::uint32_t phase = l::kUnknownPhaseCode;
+  for (std::uint32_t code = 0; code < std::size(l::kPhaseByCode); ++code)
+    if (l::kPhaseByCode[code] == r.phase) phase = code;
+  store<std::uint32_t>(p, l::kPhase, phase);
   store<std::uint32_t>(p, l::kFlags, (r.largest_free_known ? l::kFlagLargestFreeKnown : 0) |
                                          (r.throughput_totals_known ? l::kFlagThroughputTotalsKnown : 0));
   store<std::uint64_t>(p, l::kUpdateUnixNs, r.update_unix_ns);

@@ -2,15 +2,6 @@
 
 namespace fragscope::agent {
 
-const char* phase_name(Phase phase) {
-  switch (phase) {
-    case Phase::kTrain: return "train";
-    case Phase::kEval: return "eval";
-    case Phase::kCheckpoint: return "checkpoint";
-  }
-  return "unknown";
-}
-
 double RankRecord::fragmentation_ratio() const {
   if (reserved_bytes == 0) return 0.0;
   return static_cast<double>(inactive_split_bytes) / static_cast<double>(reserved_bytes);

@@ -5,13 +5,9 @@
 #include <cstdint>
 #include <string>
 
+#include "util/job_phase.h"
+
 namespace fragscope::agent {
-
-/// @brief What the rank is doing; the hook sets it through its phase context managers.
-enum class Phase : std::uint32_t { kTrain = 0, kEval = 1, kCheckpoint = 2 };
-
-/// @brief Name of a phase as used in metric labels and events ("train", "eval", "checkpoint").
-const char* phase_name(Phase phase);
 
 /// @brief A decoded rank-file payload. Field names, units and meanings follow the layout table.
 struct RankRecord {
@@ -20,7 +16,8 @@ struct RankRecord {
   std::int32_t local_rank = 0;
   std::int32_t world_size = 1;
   std::int32_t gpu = -1;  ///< CUDA device index, -1 unknown
-  Phase phase = Phase::kTrain;
+  /// What the rank is doing; the hook sets it through its phase context managers.
+  JobPhase phase = JobPhase::kTrain;
   bool largest_free_known = false;
   bool throughput_totals_known = false;  ///< samples_total and tokens_total were written
   std::uint64_t update_unix_ns = 0;

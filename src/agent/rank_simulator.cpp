@@ -59,10 +59,10 @@ class LineReader {
     return static_cast<std::uint64_t>(number(key, false));
   }
 
-  Phase phase() {
+  JobPhase phase() {
     const auto found = line_.find("phase");
-    if (found == line_.end()) return Phase::kTrain;
-    for (Phase phase : {Phase::kTrain, Phase::kEval, Phase::kCheckpoint}) {
+    if (found == line_.end()) return JobPhase::kTrain;
+    for (JobPhase phase : kHookPhases) {
       if (found->is_string() && found->get<std::string>() == phase_name(phase)) return phase;
     }
     throw InputError(fmt::format("{}: \"phase\" must be \"train\", \"eval\" or \"checkpoint\"", where_));

@@ -35,7 +35,7 @@ struct RecordedStep {
   std::uint64_t samples = 0;  ///< `mbs`
   std::uint64_t tokens = 0;   ///< `tokens`, else mbs × seq_len
   std::uint64_t longest_sequence = 0;
-  Phase phase = Phase::kTrain;
+  JobPhase phase = JobPhase::kTrain;
   std::uint64_t allocated_bytes = 0, reserved_bytes = 0, active_bytes = 0, inactive_split_bytes = 0,
                 requested_bytes = 0, allocated_peak_bytes = 0, reserved_peak_bytes = 0, alloc_retries = 0,
                 ooms = 0, segments = 0;

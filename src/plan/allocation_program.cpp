@@ -35,17 +35,17 @@ std::string_view role_key(MemoryRole role) {
   return "?";
 }
 
-std::string_view phase_name(Phase phase) {
+std::string_view program_phase_name(ProgramPhase phase) {
   switch (phase) {
-    case Phase::kSetup:
+    case ProgramPhase::kSetup:
       return "setup";
-    case Phase::kForward:
+    case ProgramPhase::kForward:
       return "forward";
-    case Phase::kBackward:
+    case ProgramPhase::kBackward:
       return "backward";
-    case Phase::kOptimizerStep:
+    case ProgramPhase::kOptimizerStep:
       return "optimizer step";
-    case Phase::kEval:
+    case ProgramPhase::kEval:
       return "eval";
   }
   return "?";
@@ -72,7 +72,7 @@ void AllocationTape::retag(Tensor tensor, MemoryRole role) {
   program_.events.push_back({ProgramEvent::Kind::kRetag, role, 0, tensor, sizes_[tensor]});
 }
 
-void AllocationTape::mark(Phase phase, std::uint32_t micro_step) {
+void AllocationTape::mark(ProgramPhase phase, std::uint32_t micro_step) {
   program_.marks.push_back({program_.events.size(), phase, micro_step});
 }
 

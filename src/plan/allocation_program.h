@@ -38,8 +38,11 @@ inline constexpr int kMemoryRoles = 12;
 /// @brief The breakdown key of a role ("activations", "optimizer_state", …).
 std::string_view role_key(MemoryRole role);
 
-enum class Phase : std::uint8_t { kSetup, kForward, kBackward, kOptimizerStep, kEval };
-std::string_view phase_name(Phase phase);
+/// @brief Where in the run an event falls: finer than the job's phase (util/job_phase.h), whose
+/// train phase the forward and backward make up, its optimizer phase the optimizer step.
+enum class ProgramPhase : std::uint8_t { kSetup, kForward, kBackward, kOptimizerStep, kEval };
+/// @brief "setup", "forward", "backward", "optimizer step", "eval" (plan's text and JSON).
+std::string_view program_phase_name(ProgramPhase phase);
 
 struct ProgramEvent {
   enum class Kind : std::uint8_t { kAlloc, kFree, kRetag };
@@ -54,7 +57,7 @@ struct ProgramEvent {
 /// an optimizer step carries the micro-step that triggered it, an eval the last micro-step).
 struct ProgramMark {
   std::size_t event = 0;
-  Phase phase = Phase::kSetup;
+  ProgramPhase phase = ProgramPhase::kSetup;
   std::uint32_t micro_step = 0;
 };
 
@@ -77,7 +80,7 @@ class AllocationTape {
   /// @brief Frees `tensor`; kNone is ignored (an optional tensor that does not exist).
   void free(Tensor tensor);
   void retag(Tensor tensor, MemoryRole role);
-  void mark(Phase phase, std::uint32_t micro_step);
+  void mark(ProgramPhase phase, std::uint32_t micro_step);
   std::uint64_t bytes(Tensor tensor) const { return sizes_[tensor]; }
   bool live(Tensor tensor) const { return tensor != kNone && live_[tensor]; }
 

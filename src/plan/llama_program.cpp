@@ -167,7 +167,7 @@ void Impl::train_micro_step(std::uint64_t seq_len, std::uint32_t index) {
   micro_step = index;
   seq = seq_len;
   tokens = batch * seq;
-  tape.mark(Phase::kForward, micro_step);
+  tape.mark(ProgramPhase::kForward, micro_step);
   const Tensor ids = alloc(8 * tokens, MemoryRole::kBatch);  // input_ids, also the labels
   unshard(0);
   Norm final;
@@ -178,7 +178,7 @@ void Impl::train_micro_step(std::uint64_t seq_len, std::uint32_t index) {
   release_autocast_cache();
 
   // backward: the loss head, the final norm, the blocks, the embedding
-  tape.mark(Phase::kBackward, micro_step);
+  tape.mark(ProgramPhase::kBackward, micro_step);
   backward_thread = true;
   GradSlot out_slot;
   deliver(out_slot, loss_backward(loss, final));
@@ -209,7 +209,7 @@ void Impl::drop_model_output(Tensor logits) {
 
 void Impl::eval_pass(std::uint64_t eval_batch, std::uint64_t eval_seq) {
   const std::uint64_t training_batch = batch;
-  tape.mark(Phase::kEval, micro_step);
+  tape.mark(ProgramPhase::kEval, micro_step);
   batch = eval_batch;
   seq = eval_seq;
   tokens = batch * seq;

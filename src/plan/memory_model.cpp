@@ -112,15 +112,15 @@ std::string percent_text(double fraction, double limit) {
 
 std::string moment_text(const ProgramMoment& moment) {
   switch (moment.phase) {
-    case Phase::kSetup:
+    case ProgramPhase::kSetup:
       return "model construction";
-    case Phase::kForward:
+    case ProgramPhase::kForward:
       return fmt::format("forward of micro-step {}", moment.micro_step + 1);
-    case Phase::kBackward:
+    case ProgramPhase::kBackward:
       return fmt::format("backward of micro-step {}", moment.micro_step + 1);
-    case Phase::kOptimizerStep:
+    case ProgramPhase::kOptimizerStep:
       return fmt::format("optimizer step after micro-step {}", moment.micro_step + 1);
-    case Phase::kEval:
+    case ProgramPhase::kEval:
       return fmt::format("eval pass after micro-step {}", moment.micro_step + 1);
   }
   return "";

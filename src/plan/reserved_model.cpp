@@ -70,7 +70,7 @@ ReplayedRun replay_program(const AllocationProgram& program, const alloc::AllocC
       run.peak_reserved_at = now;
       run.unallocated_at_peak_bytes = s.reserved_bytes - s.allocated_bytes;
     }
-    if (now.phase != Phase::kSetup) {
+    if (now.phase != ProgramPhase::kSetup) {
       step_peaks(now.micro_step);
       auto& a = run.micro_step_peak_allocated[now.micro_step];
       auto& r = run.micro_step_peak_reserved[now.micro_step];

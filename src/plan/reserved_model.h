@@ -23,7 +23,7 @@ namespace fragscope::plan {
 
 /// @brief Where in the program something happened.
 struct ProgramMoment {
-  Phase phase = Phase::kSetup;
+  ProgramPhase phase = ProgramPhase::kSetup;
   std::uint32_t micro_step = 0;
 };
 

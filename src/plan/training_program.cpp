@@ -59,7 +59,7 @@ std::vector<TrainingSchedule> planning_schedules(const JobSpec& spec) {
 
 AllocationProgram build_training_program(const JobSpec& spec, const TrainingSchedule& schedule) {
   AllocationTape tape;
-  tape.mark(Phase::kSetup, 0);
+  tape.mark(ProgramPhase::kSetup, 0);
   LlamaProgram model(spec, tape);
   OptimizerProgram optimizer(spec, tape);
   model.construct();
@@ -70,7 +70,7 @@ AllocationProgram build_training_program(const JobSpec& spec, const TrainingSche
     const auto index = static_cast<std::uint32_t>(k);
     model.train_micro_step(schedule.seq_lens[k], index);
     if ((k + 1) % ga == 0) {
-      tape.mark(Phase::kOptimizerStep, index);
+      tape.mark(ProgramPhase::kOptimizerStep, index);
       optimizer.step(tensors);
       model.release_gradients();
     }

@@ -68,7 +68,7 @@ std::string status(const Proposal& p) {
 }
 
 nlohmann::ordered_json moment_json(const plan::ProgramMoment& m) {
-  return {{"phase", plan::phase_name(m.phase)}, {"micro_step", m.micro_step + 1}};
+  return {{"phase", plan::program_phase_name(m.phase)}, {"micro_step", m.micro_step + 1}};
 }
 
 nlohmann::ordered_json estimate_json(const MemoryEstimate& e) {

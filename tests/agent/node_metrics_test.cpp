@@ -25,7 +25,7 @@ NodeView sample_view() {
   r.pid = 4242;
   r.rank = 0;
   r.job = "llama";
-  r.phase = Phase::kEval;
+  r.phase = JobPhase::kEval;
   // frag_oom_104's stats.json at the OOM.
   r.reserved_bytes = 41'487'958'016;
   r.allocated_bytes = 7'692'998'656;

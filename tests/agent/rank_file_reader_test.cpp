@@ -63,7 +63,7 @@ TEST_F(RankFileReaderTest, ReadsEveryFieldThePythonWriterWrote) {
   EXPECT_EQ(r.local_rank, 1);
   EXPECT_EQ(r.world_size, 8);
   EXPECT_EQ(r.gpu, 3);
-  EXPECT_EQ(r.phase, Phase::kCheckpoint);
+  EXPECT_EQ(r.phase, JobPhase::kCheckpoint);
   EXPECT_TRUE(r.largest_free_known);
   EXPECT_EQ(r.step_unix_ns, 1'700'000'000'000'000'001u);
   EXPECT_EQ(r.step, 77u);

@@ -3,11 +3,14 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstring>
 #include <fstream>
+#include <iterator>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "agent/rank_file_layout.h"
 #include "agent/rank_file_reader.h"
 #include "test_support.h"
 #include "util/error.h"
@@ -26,7 +29,7 @@ RankRecord full_record() {
   r.local_rank = 1;
   r.world_size = 8;
   r.gpu = 3;
-  r.phase = Phase::kEval;
+  r.phase = JobPhase::kEval;
   r.largest_free_known = true;
   r.update_unix_ns = 1'700'000'000'000'000'002;
   r.step_unix_ns = 1'700'000'000'000'000'001;
@@ -93,6 +96,35 @@ TEST(RankFileWriterTest, PayloadIsByteForByteTheHookWriters) {
   EXPECT_EQ(bytes_of(dir.path() / "cpp.bin"), bytes_of(dir.path() / "py.bin"));
 }
 
+TEST(RankFileWriterTest, PhaseCodesAreTheHooksAndAnyOtherReadsAsUnknown) {
+  // The hook's table (shm.PHASES) names each code the layout maps to a phase; a phase the file
+  // has no code for is written as kUnknownPhaseCode and read back as unknown.
+  TempDir dir;
+  std::string expected = "{";
+  for (std::size_t code = 0; code < std::size(layout::kPhaseByCode); ++code)
+    expected += (code ? ", '" : "'") + std::string(phase_name(layout::kPhaseByCode[code])) + "': " +
+                std::to_string(code);
+  ASSERT_EQ(run_python(dir, "assert shm.PHASES == " + expected + "}, shm.PHASES"), 0) << expected;
+  for (const JobPhase phase : {JobPhase::kTrain, JobPhase::kEval, JobPhase::kCheckpoint, JobPhase::kOptimizer}) {
+    RankRecord r = full_record();
+    r.phase = phase;
+    const auto payload = encode_rank_payload(r);
+    std::uint32_t code = 0;
+    std::memcpy(&code, payload.data() + layout::kPhase - layout::kHeaderSize, sizeof code);  // little-endian host
+    RankFileWriter writer(dir.path() / "rank5-pid4242.fsr", r);
+    const auto reading = read_rank_file(writer.path());
+    ASSERT_EQ(reading.state, RankFileState::kOk) << reading.problem;
+    if (phase == JobPhase::kOptimizer) {
+      EXPECT_EQ(code, layout::kUnknownPhaseCode);
+      EXPECT_EQ(reading.record.phase, JobPhase::kUnknown);
+    } else {
+      ASSERT_LT(code, std::size(layout::kPhaseByCode));
+      EXPECT_EQ(layout::kPhaseByCode[code], phase);
+      EXPECT_EQ(reading.record.phase, phase);
+    }
+  }
+}
+
 TEST(RankFileWriterTest, ReaderGetsBackEveryFieldIncludingTheThroughputTotals) {
   TempDir dir;
   RankRecord r = full_record();
@@ -111,7 +143,7 @@ TEST(RankFileWriterTest, ReaderGetsBackEveryFieldIncludingTheThroughputTotals) {
     EXPECT_TRUE(back.throughput_totals_known);
     EXPECT_EQ(back.samples_total, 308u);
     EXPECT_EQ(back.tokens_total, 795'872u);
-    EXPECT_EQ(back.phase, Phase::kEval);
+    EXPECT_EQ(back.phase, JobPhase::kEval);
     EXPECT_EQ(back.job, "llama-sft");
     EXPECT_EQ(back.loader_queue_depth, 7);
     EXPECT_DOUBLE_EQ(back.hook_seconds_total, 0.0125);

@@ -54,7 +54,7 @@ TEST(RecordedRunTest, ReadsTheRecordedStepsAndTheCardSize) {
   EXPECT_EQ(first.reserved_bytes, 32'872'857'600u);
   EXPECT_EQ(first.inactive_split_bytes, 2'396'419'584u);
   EXPECT_EQ(first.segments, 516u);
-  EXPECT_EQ(first.phase, Phase::kTrain);
+  EXPECT_EQ(first.phase, JobPhase::kTrain);
   EXPECT_EQ(load_recorded_run(kFixtures / "input_bound" / "steps.jsonl").name, "input_bound");
 }
 

@@ -9,12 +9,12 @@ namespace {
 
 TEST(AllocationProgram, TheTapeRecordsEventsAndMarksInOrder) {
   AllocationTape tape;
-  tape.mark(Phase::kForward, 0);
+  tape.mark(ProgramPhase::kForward, 0);
   const auto a = tape.alloc(1000, MemoryRole::kActivations);
   const auto b = tape.alloc(2000, MemoryRole::kTransients, 1);
   tape.free(b);
   tape.retag(a, MemoryRole::kGradients);
-  tape.mark(Phase::kBackward, 0);
+  tape.mark(ProgramPhase::kBackward, 0);
   tape.free(AllocationTape::kNone);  // an optional tensor that does not exist
   EXPECT_TRUE(tape.live(a));
   EXPECT_FALSE(tape.live(b));
@@ -29,7 +29,7 @@ TEST(AllocationProgram, TheTapeRecordsEventsAndMarksInOrder) {
   EXPECT_EQ(p.events[3].role, MemoryRole::kGradients);
   ASSERT_EQ(p.marks.size(), 2u);
   EXPECT_EQ(p.marks[1].event, 4u);
-  EXPECT_EQ(p.marks[1].phase, Phase::kBackward);
+  EXPECT_EQ(p.marks[1].phase, ProgramPhase::kBackward);
 }
 
 TEST(AllocationProgram, AFreeOfAFreedTensorIsAConstructionBug) {
@@ -42,7 +42,7 @@ TEST(AllocationProgram, AFreeOfAFreedTensorIsAConstructionBug) {
 TEST(AllocationProgram, RolesAndPhasesHaveTheirReportNames) {
   EXPECT_EQ(role_key(MemoryRole::kOptimizerState), "optimizer_state");
   EXPECT_EQ(role_key(MemoryRole::kWorkspaces), "cublas_workspace");
-  EXPECT_EQ(phase_name(Phase::kOptimizerStep), "optimizer step");
+  EXPECT_EQ(program_phase_name(ProgramPhase::kOptimizerStep), "optimizer step");
   for (int r = 0; r < kMemoryRoles; ++r) EXPECT_NE(role_key(static_cast<MemoryRole>(r)), "?");
 }
 

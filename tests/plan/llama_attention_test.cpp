@@ -28,7 +28,7 @@ JobSpec bf16_llama(Attention attention, Checkpointing checkpointing = Checkpoint
 /// The activations the attention core leaves live: its output and what it saved.
 std::uint64_t kept_by_the_core(const JobSpec& spec) {
   AllocationTape tape;
-  tape.mark(Phase::kSetup, 0);
+  tape.mark(ProgramPhase::kSetup, 0);
   LlamaProgram::Impl m(spec, tape);
   m.construct();
   m.seq = 64;
@@ -38,7 +38,7 @@ std::uint64_t kept_by_the_core(const JobSpec& spec) {
   b.key = m.alloc(2 * m.tokens * m.kv, MemoryRole::kActivations);
   b.value = m.alloc(2 * m.tokens * m.kv, MemoryRole::kActivations);
   b.key_bytes = b.value_bytes = 2;
-  tape.mark(Phase::kForward, 0);
+  tape.mark(ProgramPhase::kForward, 0);
   m.attention_core(b);
   return probe(tape.take()).live(MemoryRole::kActivations) - 2 * m.tokens * (m.h + 2 * m.kv);
 }
@@ -59,7 +59,7 @@ TEST(LlamaAttention, FlashBackwardTakesAWorkspaceSizedByTheHeads) {
     JobSpec s = bf16_llama(Attention::kSdpa);
     s.model.num_kv_heads = kv_heads;
     AllocationTape tape;
-    tape.mark(Phase::kSetup, 0);
+    tape.mark(ProgramPhase::kSetup, 0);
     LlamaProgram model(s, tape);
     model.construct();
     model.train_micro_step(64, 0);
@@ -71,7 +71,7 @@ TEST(LlamaAttention, FlashBackwardTakesAWorkspaceSizedByTheHeads) {
 TEST(LlamaAttention, SelectiveRecomputationRunsTheCoreAgainBeforeItsBackward) {
   auto backward_activations = [](Checkpointing checkpointing, std::uint64_t& block_bytes) {
     AllocationTape tape;
-    tape.mark(Phase::kSetup, 0);
+    tape.mark(ProgramPhase::kSetup, 0);
     LlamaProgram model(bf16_llama(Attention::kEager, checkpointing), tape);
     model.construct();
     model.train_micro_step(64, 0);

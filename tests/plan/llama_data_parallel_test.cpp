@@ -36,7 +36,7 @@ std::vector<Parameter> parameters(const ModelShape& m) {
 
 AllocationProgram run(const JobSpec& spec, int micro_steps) {
   AllocationTape tape;
-  tape.mark(Phase::kSetup, 0);
+  tape.mark(ProgramPhase::kSetup, 0);
   LlamaProgram model(spec, tape);
   model.construct();
   for (int k = 0; k < micro_steps; ++k) model.train_micro_step(spec.training.seq_len, static_cast<std::uint32_t>(k));

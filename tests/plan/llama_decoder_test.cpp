@@ -24,7 +24,7 @@ struct Step {
 
 Step one_micro_step(const JobSpec& spec) {
   AllocationTape tape;
-  tape.mark(Phase::kSetup, 0);
+  tape.mark(ProgramPhase::kSetup, 0);
   LlamaProgram model(spec, tape);
   model.construct();
   model.train_micro_step(64, 0);

@@ -22,7 +22,7 @@ using V = std::vector<std::uint64_t>;
 /// stretch that probe() reports.
 struct BuiltModel {
   explicit BuiltModel(Precision precision, std::uint64_t tokens = 128) : spec(with(precision)), m(spec, tape) {
-    tape.mark(Phase::kSetup, 0);
+    tape.mark(ProgramPhase::kSetup, 0);
     m.construct();
     m.tokens = tokens;
     m.seq = tokens / 2;
@@ -32,7 +32,7 @@ struct BuiltModel {
     s.training.precision = precision;
     return s;
   }
-  void mark() { tape.mark(Phase::kForward, 0); }
+  void mark() { tape.mark(ProgramPhase::kForward, 0); }
   TapeProbe probe() { return probe_phase(tape.take(), 1); }
 
   JobSpec spec;

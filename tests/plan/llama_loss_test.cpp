@@ -28,7 +28,7 @@ Phases one_micro_step(Loss loss, std::uint64_t seq_len, std::uint64_t chunk_toke
   s.training.loss = loss;
   s.training.loss_chunk_tokens = chunk_tokens;
   AllocationTape tape;
-  tape.mark(Phase::kSetup, 0);
+  tape.mark(ProgramPhase::kSetup, 0);
   LlamaProgram model(s, tape);
   model.construct();
   model.train_micro_step(seq_len, 0);

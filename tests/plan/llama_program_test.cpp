@@ -25,7 +25,7 @@ struct Ran {
 };
 Ran run(const JobSpec& spec, const std::function<void(LlamaProgram&)>& steps) {
   AllocationTape tape;
-  tape.mark(Phase::kSetup, 0);
+  tape.mark(ProgramPhase::kSetup, 0);
   LlamaProgram model(spec, tape);
   model.construct();
   steps(model);
@@ -79,7 +79,7 @@ TEST(LlamaProgram, TheEvalPassKeepsNothingForABackwardAndUpcastsTheLogits) {
     m.eval_pass(4, 64);
   });
   ASSERT_EQ(r.program.marks.size(), 4u);
-  EXPECT_EQ(r.program.marks[3].phase, Phase::kEval);
+  EXPECT_EQ(r.program.marks[3].phase, ProgramPhase::kEval);
   EXPECT_EQ(r.program.marks[3].micro_step, 0u);
   const auto eval = probe_phase(r.program, 3);
   const auto forward = probe_phase(r.program, 1);

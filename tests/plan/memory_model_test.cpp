@@ -81,7 +81,7 @@ TEST(MemoryModel, BreakdownIsTheAllocatedPeakRoleByRole) {
   for (const auto& item : e.breakdown) sum += item.bytes;
   EXPECT_EQ(sum, e.peak_allocated_bytes);  // the last row is the allocator's rounding
   EXPECT_EQ(e.breakdown.back().key, "allocator_rounding");
-  EXPECT_EQ(e.peak_allocated_at.phase, Phase::kForward);
+  EXPECT_EQ(e.peak_allocated_at.phase, ProgramPhase::kForward);
   EXPECT_EQ(e.micro_steps, 4u);
 }
 

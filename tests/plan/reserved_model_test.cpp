@@ -129,7 +129,7 @@ TEST(ReservedModel, HeldOutRunsRunOutOfMemoryWhereTheyDid) {
     const ReplayedRun r = replay(run, run.capacity);
     ASSERT_TRUE(r.oom) << run.name;
     EXPECT_EQ(r.oom_at.micro_step, run.oom_step) << run.name;
-    EXPECT_EQ(r.oom_at.phase == Phase::kEval, run.oom_phase == "eval") << run.name;
+    EXPECT_EQ(r.oom_at.phase == ProgramPhase::kEval, run.oom_phase == "eval") << run.name;
     // the message states what cudaMalloc was asked for: the request rounded to its segment
     const alloc::AllocConfig config = alloc::parse_alloc_conf(run.alloc_conf);
     const std::uint64_t segment = alloc::allocation_size(alloc::round_size(r.oom_request_bytes, config), config);

@@ -145,14 +145,14 @@ TEST(TrainingProgram, MarksNameEveryPhaseOfEveryMicroStep) {
   TrainingSchedule schedule;
   schedule.seq_lens = {64, 64};
   const AllocationProgram p = build_training_program(s, schedule);
-  std::vector<std::pair<Phase, std::uint32_t>> marks;
+  std::vector<std::pair<ProgramPhase, std::uint32_t>> marks;
   for (const auto& m : p.marks) marks.emplace_back(m.phase, m.micro_step);
-  EXPECT_EQ(marks, (std::vector<std::pair<Phase, std::uint32_t>>{{Phase::kSetup, 0},
-                                                                 {Phase::kForward, 0},
-                                                                 {Phase::kBackward, 0},
-                                                                 {Phase::kForward, 1},
-                                                                 {Phase::kBackward, 1},
-                                                                 {Phase::kOptimizerStep, 1}}));
+  EXPECT_EQ(marks, (std::vector<std::pair<ProgramPhase, std::uint32_t>>{{ProgramPhase::kSetup, 0},
+                                                                        {ProgramPhase::kForward, 0},
+                                                                        {ProgramPhase::kBackward, 0},
+                                                                        {ProgramPhase::kForward, 1},
+                                                                        {ProgramPhase::kBackward, 1},
+                                                                        {ProgramPhase::kOptimizerStep, 1}}));
 }
 
 }  // namespace

@@ -87,7 +87,7 @@ void expect_estimate(const json& j, const MemoryEstimate& e) {
   EXPECT_EQ(j.at("margin_bytes"), e.margin_bytes);
   EXPECT_EQ(j.at("num_alloc_retries"), e.num_alloc_retries);
   // Moments name their phase and count micro-steps from 1, as the text does.
-  EXPECT_EQ(j.at("peak_reserved_at").at("phase"), plan::phase_name(e.peak_reserved_at.phase));
+  EXPECT_EQ(j.at("peak_reserved_at").at("phase"), plan::program_phase_name(e.peak_reserved_at.phase));
   EXPECT_EQ(j.at("peak_reserved_at").at("micro_step"), e.peak_reserved_at.micro_step + 1);
   EXPECT_EQ(j.contains("out_of_memory"), !e.fits);
   if (!e.fits) {
