@@ -72,7 +72,12 @@ std::optional<RankFolder> open_user_folder(int root_fd, std::string_view name, s
   const std::string folder(name);
   FileDescriptor fd(::openat(root_fd, folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd) {
-    problem = fmt::format("{}: {}", folder, errno == ELOOP ? "a symbolic link, not a folder" : std::strerror(errno));
+    // With O_DIRECTORY, Linux refuses a link as ENOTDIR, not ELOOP: ask what the name is.
+    const int error = errno;
+    struct stat link {};
+    const bool is_link = error == ELOOP || (::fstatat(root_fd, folder.c_str(), &link, AT_SYMLINK_NOFOLLOW) == 0 &&
+                                            S_ISLNK(link.st_mode));
+    problem = fmt::format("{}: {}", folder, is_link ? "a symbolic link, not a folder" : std::strerror(error));
     return std::nullopt;
   }
   struct stat info {};
