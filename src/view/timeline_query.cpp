@@ -8,6 +8,8 @@ namespace {
 // Below this many events, candidates come from the live sets; above, from the size order.
 constexpr std::uint64_t kEnumerateEvents = std::uint64_t{1} << 21;
 constexpr std::size_t kMaxOffsetChanges = 200000;
+constexpr std::size_t kSampledColumns = 16;
+constexpr std::size_t kLargestPerBand = 4;
 
 /// Columns [begin, end) of `reps` (increasing events) after whose event `a` is alive.
 std::pair<std::uint32_t, std::uint32_t> columns_alive(const std::vector<std::uint32_t>& reps, const Allocation& a) {
@@ -16,32 +18,47 @@ std::pair<std::uint32_t, std::uint32_t> columns_alive(const std::vector<std::uin
   return {static_cast<std::uint32_t>(begin - reps.begin()), static_cast<std::uint32_t>(end - reps.begin())};
 }
 
-/// The `limit` largest allocations alive after some rep, in id order.
-std::vector<AllocationId> largest_alive(const TraceIndex& index, const std::vector<std::uint32_t>& reps,
-                                        std::size_t limit) {
-  const auto alive_somewhere = [&](AllocationId id) {
-    const auto [begin, end] = columns_alive(reps, index.allocations[id]);
-    return begin < end;
-  };
-  std::vector<AllocationId> chosen;
+/// The `limit` allocations that cover the most of the picture (size × columns alive), in id order.
+/// Narrow viewports weigh every allocation alive in them; wide ones those alive at 16 columns
+/// spread over them (the long-lived) and the largest by size (the short-lived peaks).
+std::vector<AllocationId> most_visible(const TraceIndex& index, const std::vector<std::uint32_t>& reps,
+                                       std::size_t limit) {
+  std::vector<AllocationId> candidates;
   if (std::uint64_t{reps.back()} - reps.front() < kEnumerateEvents) {
-    for (const AllocationId id : index.live.alive_during(reps.front(), reps.back())) {
-      if (alive_somewhere(id)) chosen.push_back(id);
-    }
-    const auto by_size = [&](AllocationId a, AllocationId b) {
-      const auto sa = index.allocations[a].size, sb = index.allocations[b].size;
-      return sa != sb ? sa > sb : a < b;
-    };
-    if (chosen.size() > limit) {
-      std::nth_element(chosen.begin(), chosen.begin() + static_cast<std::ptrdiff_t>(limit), chosen.end(), by_size);
-      chosen.resize(limit);
-    }
+    candidates = index.live.alive_during(reps.front(), reps.back());
   } else {
-    for (const AllocationId id : index.allocations.by_size()) {
-      if (chosen.size() >= limit) break;
-      if (alive_somewhere(id)) chosen.push_back(id);
+    for (std::size_t k = 0; k < kSampledColumns; ++k) {
+      const auto sampled = index.live.alive_after(reps[k * (reps.size() - 1) / (kSampledColumns - 1)]);
+      candidates.insert(candidates.end(), sampled.begin(), sampled.end());
     }
+    std::size_t largest = 0;
+    for (const AllocationId id : index.allocations.by_size()) {
+      if (largest >= kLargestPerBand * limit) break;
+      const auto [begin, end] = columns_alive(reps, index.allocations[id]);
+      if (begin < end) {
+        candidates.push_back(id);
+        ++largest;
+      }
+    }
+    std::sort(candidates.begin(), candidates.end());
+    candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
   }
+  std::vector<std::pair<std::uint64_t, AllocationId>> visible;  // (area, id)
+  for (const AllocationId id : candidates) {
+    const Allocation& a = index.allocations[id];
+    const auto [begin, end] = columns_alive(reps, a);
+    if (begin < end) visible.emplace_back(a.size * (end - begin), id);
+  }
+  if (visible.size() > limit) {
+    const auto more_visible = [](const auto& x, const auto& y) {
+      return x.first != y.first ? x.first > y.first : x.second < y.second;
+    };
+    const auto cut = visible.begin() + static_cast<std::ptrdiff_t>(limit);
+    std::nth_element(visible.begin(), cut, visible.end(), more_visible);
+    visible.resize(limit);
+  }
+  std::vector<AllocationId> chosen;
+  for (const auto& [area, id] : visible) chosen.push_back(id);
   std::sort(chosen.begin(), chosen.end());
   return chosen;
 }
@@ -84,13 +101,15 @@ Timeline query_timeline(const TraceIndex& index, std::uint32_t first, std::uint3
     timeline.columns.push_back({from, to, extremes, 0});
     reps.push_back(extremes.active_max_event);
   }
-  std::vector<AllocationId> chosen = largest_alive(index, reps, max_bands);
+  std::vector<AllocationId> chosen = most_visible(index, reps, max_bands);
   std::size_t changes = stack_bands(index, reps, chosen, timeline);
   // Too detailed to send: keep fewer, larger bands (removing bands moves the ones above).
   while (changes > kMaxOffsetChanges && !chosen.empty()) {
     std::vector<AllocationId> larger = chosen;
     std::sort(larger.begin(), larger.end(), [&](AllocationId a, AllocationId b) {
-      return index.allocations[a].size > index.allocations[b].size;
+      const auto [a_begin, a_end] = columns_alive(reps, index.allocations[a]);
+      const auto [b_begin, b_end] = columns_alive(reps, index.allocations[b]);
+      return index.allocations[a].size * (a_end - a_begin) > index.allocations[b].size * (b_end - b_begin);
     });
     larger.resize(larger.size() * kMaxOffsetChanges / changes / 2 + larger.size() / 4);
     std::sort(larger.begin(), larger.end());

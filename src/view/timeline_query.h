@@ -6,12 +6,14 @@
 ///
 /// A column stands for the stretch of events it covers; its allocations are those alive after
 /// the column's busiest event (where active bytes peak in it), so the stack's top is exactly the
-/// column's peak. The `max_bands` largest allocations alive at some column are drawn one by
-/// one: each at the height of the drawn allocations made before it; everything smaller is one
-/// band on top (the rest of the active bytes), as memory_viz summarises small tensors. Zooming
-/// in draws smaller allocations one by one. The answer's size is bounded: at most `columns`
-/// columns, and bands whose offsets change at most about 200,000 times in all (fewer bands
-/// when they would change more often).
+/// column's peak. The `max_bands` allocations that cover the most of the picture (size × columns
+/// alive) are drawn one by one, each at the height of the drawn allocations made before it; the
+/// rest is one band on top (the remaining active bytes), as memory_viz summarises small tensors.
+/// Zooming in draws smaller allocations one by one. A viewport of under 2^21 events weighs
+/// every allocation alive in it; a wider one weighs those alive at 16 of its columns (the
+/// long-lived) and the largest by size (the short-lived peaks). The answer's size is bounded:
+/// at most `columns` columns, and bands whose offsets change at most about 200,000 times in all
+/// (fewer bands when they would change more often).
 /// Thread-safety: a pure function of the index.
 
 #include <cstdint>

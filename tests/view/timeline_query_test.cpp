@@ -17,10 +17,8 @@ class TimelineQueryTest : public ::testing::TestWithParam<EndStateFixture> {};
 /// Every column: the bands alive at its peak event, stacked without gaps or overlaps from 0.
 void expect_consistent(const TraceIndex& index, const Timeline& timeline, std::uint32_t max_bands) {
   std::map<std::uint32_t, std::vector<std::pair<std::uint64_t, std::uint64_t>>> stacks;  // column → (offset, size)
-  std::uint64_t smallest_band = ~std::uint64_t{0};
   for (const TimelineBand& band : timeline.bands) {
     const Allocation& a = index.allocations[band.allocation];
-    smallest_band = std::min(smallest_band, a.size);
     ASSERT_FALSE(band.offsets.empty());
     EXPECT_EQ(band.offsets.front().first, band.first_column);
     std::size_t step = 0;
@@ -41,16 +39,26 @@ void expect_consistent(const TraceIndex& index, const Timeline& timeline, std::u
     EXPECT_EQ(top, timeline.columns[c].drawn_bytes) << "column " << c;
     EXPECT_LE(top, timeline.columns[c].extremes.active_max) << "column " << c;
   }
-  // Nothing larger than the smallest band was left out.
+  // Nothing covering more of the picture (size × columns alive) than the least band was left out.
   if (timeline.bands.size() == max_bands) {
+    std::vector<std::uint32_t> reps;
+    for (const TimelineColumn& column : timeline.columns) reps.push_back(column.extremes.active_max_event);
+    const auto area = [&](AllocationId id) {
+      const Allocation& a = index.allocations[id];
+      const auto begin = std::lower_bound(reps.begin(), reps.end(), a.start);
+      const auto end = std::lower_bound(begin, reps.end(), a.end);
+      return a.size * static_cast<std::uint64_t>(end - begin);
+    };
     std::vector<AllocationId> drawn;
-    for (const TimelineBand& band : timeline.bands) drawn.push_back(band.allocation);
+    std::uint64_t least = ~std::uint64_t{0};
+    for (const TimelineBand& band : timeline.bands) {
+      drawn.push_back(band.allocation);
+      least = std::min(least, area(band.allocation));
+    }
     std::sort(drawn.begin(), drawn.end());
-    for (const TimelineColumn& column : timeline.columns) {
-      for (const AllocationId id : index.live.alive_after(column.extremes.active_max_event)) {
-        if (!std::binary_search(drawn.begin(), drawn.end(), id)) {
-          EXPECT_LE(index.allocations[id].size, smallest_band) << "allocation " << id << " left out";
-        }
+    for (const AllocationId id : index.live.alive_during(reps.front(), reps.back())) {
+      if (!std::binary_search(drawn.begin(), drawn.end(), id)) {
+        EXPECT_LE(area(id), least) << "allocation " << id << " left out";
       }
     }
   }
@@ -63,7 +71,8 @@ TEST_P(TimelineQueryTest, ColumnsCoverTheRangeAndBandsStackAsAllocated) {
   const TraceIndex index(snapshot, device, GetParam().name);
   const std::uint32_t n = index.event_count();
   const std::uint32_t mid = n / 2;
-  for (const auto& [first, last, columns] : {std::tuple{0u, n - 1, 800u}, std::tuple{mid, std::min(n - 1, mid + 500), 800u},
+  const std::uint32_t near = std::min(n - 1, mid + 500);
+  for (const auto& [first, last, columns] : {std::tuple{0u, n - 1, 800u}, std::tuple{mid, near, 800u},
                                              std::tuple{mid, mid, 10u}, std::tuple{n / 3, 2 * n / 3, 97u}}) {
     const Timeline timeline = query_timeline(index, first, last, columns, 120);
     ASSERT_EQ(timeline.columns.size(), std::min<std::uint64_t>(columns, std::uint64_t{last} - first + 1));
