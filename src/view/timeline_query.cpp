@@ -5,8 +5,6 @@
 namespace fragscope::view {
 namespace {
 
-// Below this many events, candidates come from the live sets; above, from the size order.
-constexpr std::uint64_t kEnumerateEvents = std::uint64_t{1} << 21;
 constexpr std::size_t kMaxOffsetChanges = 200000;
 constexpr std::size_t kSampledColumns = 16;
 constexpr std::size_t kLargestPerBand = 4;
@@ -24,7 +22,7 @@ std::pair<std::uint32_t, std::uint32_t> columns_alive(const std::vector<std::uin
 std::vector<AllocationId> most_visible(const TraceIndex& index, const std::vector<std::uint32_t>& reps,
                                        std::size_t limit) {
   std::vector<AllocationId> candidates;
-  if (std::uint64_t{reps.back()} - reps.front() < kEnumerateEvents) {
+  if (std::uint64_t{reps.back()} - reps.front() < kExhaustiveViewportEvents) {
     candidates = index.live.alive_during(reps.front(), reps.back());
   } else {
     for (std::size_t k = 0; k < kSampledColumns; ++k) {

@@ -9,9 +9,9 @@
 /// column's peak. The `max_bands` allocations that cover the most of the picture (size × columns
 /// alive) are drawn one by one, each at the height of the drawn allocations made before it; the
 /// rest is one band on top (the remaining active bytes), as memory_viz summarises small tensors.
-/// Zooming in draws smaller allocations one by one. A viewport of under 2^21 events weighs
-/// every allocation alive in it; a wider one weighs those alive at 16 of its columns (the
-/// long-lived) and the largest by size (the short-lived peaks). The answer's size is bounded:
+/// Zooming in draws smaller allocations one by one. A viewport of fewer than
+/// kExhaustiveViewportEvents events weighs every allocation alive in it; a wider one weighs those
+/// alive at 16 of its columns (the long-lived) and the largest by size (the short-lived peaks). The answer's size is bounded:
 /// at most `columns` columns, and bands whose offsets change at most about 200,000 times in all
 /// (fewer bands when they would change more often).
 /// Thread-safety: a pure function of the index.
@@ -24,6 +24,9 @@
 #include "view/trace_index.h"
 
 namespace fragscope::view {
+
+/// @brief Below this many events a viewport weighs every allocation alive in it.
+inline constexpr std::uint64_t kExhaustiveViewportEvents = std::uint64_t{1} << 18;
 
 struct TimelineColumn {
   std::uint32_t first_event = 0;

@@ -271,13 +271,19 @@ async function drawOverview(canvas) {
 }
 
 async function open(snapshot) {
+  if (timeline) timeline.destroy();
+  if (segmentMap) segmentMap.destroy();
+  for (const item of document.querySelectorAll('#whatif li')) {
+    item.querySelector('input').checked = false;
+    item.querySelector('.status').textContent = '';
+  }
   current = snapshot;
   const s = snapshot;
   document.getElementById('summary').textContent = `${count(s.events)} events, ${count(s.allocations)} allocations, `
     + `peak ${bytes(s.peak_active_bytes)} active / ${bytes(s.peak_reserved_bytes)} reserved`
     + `${s.oom_events.length ? `, ${count(s.oom_events.length)} OOM${s.oom_events.length > 1 ? 's' : ''}` : ''}`;
   let redrawOverview = () => {};
-  let first = true;
+  let first = root.dataset.rendered !== 'ok';
   timeline = new Timeline(document.getElementById('timeline'), s, {
     onView: (from, to) => {
       root.dataset.viewFrom = String(from);
@@ -294,6 +300,7 @@ async function open(snapshot) {
       root.dataset.rendered = 'ok';
     },
   });
+  for (const [name, m] of Object.entries(marks)) if (m.snapshot === s.id) timeline.marks[name] = m.event;
   segmentMap = new SegmentMap(document.getElementById('segments'), document.getElementById('segments-summary'),
     { onHover: hoverSegments, onLoaded: () => {} });
   await timeline.setView(0, s.events - 1);
@@ -311,8 +318,31 @@ async function start() {
   await open(snapshots[0]);
 }
 
+/** Where the pointer must be to hover `allocation`'s band (client coordinates), or null. */
+function bandPoint(allocation) {
+  const band = timeline.data.bands.find((b) => b.allocation === allocation);
+  if (!band) return null;
+  const c = Math.floor((band.first_column + band.last_column) / 2);
+  const box = timeline.canvas.getBoundingClientRect();
+  const columnWidth = timeline.columns() / timeline.data.columns.first_event.length;
+  return { x: box.left + timeline.xOfColumn(c) + columnWidth / 2,
+    y: box.top + timeline.yOf(Timeline.offsetAt(band, c) + band.size / 2) };
+}
+
+/** The drawn allocation covering the most of the picture. */
+function largestBand() {
+  let best = null;
+  for (const b of timeline.data.bands) {
+    const area = b.size * (b.last_column - b.first_column + 1);
+    if (!best || area > best.area) best = { area, allocation: b.allocation };
+  }
+  return best ? best.allocation : null;
+}
+
 // For the browser tests and the console: drive the page as the pointer would.
 window.fragscopeView = {
+  bandPoint,
+  largestBand,
   setView: (from, to) => timeline.setView(from, to),
   selectEvent: (event) => selectEvent(event),
   mark: (name) => mark(name),

@@ -19,7 +19,15 @@ export class SegmentMap {
     this.body = null;
     this.layout = [];
     this.request = null;
-    canvas.addEventListener('mousemove', (e) => this.hover(e.offsetX, e.offsetY));
+    this.listening = new AbortController();
+    canvas.addEventListener('mousemove', (e) => this.hover(e.offsetX, e.offsetY), { signal: this.listening.signal });
+  }
+
+  /** Stops listening (another snapshot takes the map) and drops any answer still coming. */
+  destroy() {
+    this.listening.abort();
+    if (this.request) this.request.abort();
+    this.request = null;
   }
 
   async show(snapshot, event) {
@@ -95,6 +103,7 @@ export class SegmentMap {
     this.summary.dataset.freeBytes = String(free);
     this.summary.dataset.largestFree = String(largestFree);
     this.summary.dataset.event = String(this.body.event);
+    this.summary.dataset.reservedBytes = String(this.body.reserved_bytes);
   }
 
   hover(px, py) {

@@ -28,7 +28,15 @@ export class Timeline {
     this.range = null;  // [from, to] selected with shift-drag
     this.request = null;
     this.drag = null;
+    this.listening = new AbortController();
     this.bind();
+  }
+
+  /** Stops listening (another snapshot takes the chart) and drops any answer still coming. */
+  destroy() {
+    this.listening.abort();
+    if (this.request) this.request.abort();
+    this.request = null;
   }
 
   columns() {
@@ -318,13 +326,14 @@ export class Timeline {
 
   bind() {
     const canvas = this.canvas;
+    const options = { signal: this.listening.signal };
     canvas.addEventListener('wheel', (e) => {
       e.preventDefault();
       this.zoom(e.deltaY < 0 ? 0.7 : 1 / 0.7, e.offsetX);
-    }, { passive: false });
+    }, { passive: false, signal: this.listening.signal });
     canvas.addEventListener('mousedown', (e) => {
       this.drag = { x: e.offsetX, startX: e.offsetX, shift: e.shiftKey, moved: false };
-    });
+    }, options);
     window.addEventListener('mouseup', (e) => {
       const drag = this.drag;
       this.drag = null;
@@ -339,7 +348,7 @@ export class Timeline {
         this.draw();
         this.hooks.onRange(this.range[0], this.range[1]);
       }
-    });
+    }, options);
     canvas.addEventListener('mousemove', (e) => {
       if (this.drag) {
         if (Math.abs(e.offsetX - this.drag.startX) > 3) this.drag.moved = true;
@@ -350,8 +359,8 @@ export class Timeline {
         return;
       }
       if (this.data) this.hooks.onHover(this.hit(e.offsetX, e.offsetY));
-    });
-    canvas.addEventListener('dblclick', () => this.setView(0, this.snapshot.events - 1));
-    window.addEventListener('resize', () => this.setView(this.from, this.to));
+    }, options);
+    canvas.addEventListener('dblclick', () => this.setView(0, this.snapshot.events - 1), options);
+    window.addEventListener('resize', () => this.setView(this.from, this.to), options);
   }
 }
