@@ -21,6 +21,7 @@ std::pair<std::uint32_t, std::uint32_t> columns_alive(const std::vector<std::uin
 /// spread over them (the long-lived) and the largest by size (the short-lived peaks).
 std::vector<AllocationId> most_visible(const TraceIndex& index, const std::vector<std::uint32_t>& reps,
                                        std::size_t limit) {
+  if (limit == 0) return {};
   std::vector<AllocationId> candidates;
   if (std::uint64_t{reps.back()} - reps.front() < kExhaustiveViewportEvents) {
     candidates = index.live.alive_during(reps.front(), reps.back());

@@ -194,6 +194,7 @@ export class Timeline {
 
   draw() {
     if (!this.data) return;
+    const started = performance.now();
     const canvas = this.canvas;
     const ratio = window.devicePixelRatio || 1;
     const width = canvas.clientWidth;
@@ -254,6 +255,7 @@ export class Timeline {
       g.fillRect(Math.min(x0, x1), PAD.top, Math.abs(x1 - x0) + 1, height - PAD.top - PAD.bottom);
     }
     this.axes(g, width, height);
+    document.documentElement.dataset.drawMs = (performance.now() - started).toFixed(1);
     this.hooks.onDrawn();
   }
 
