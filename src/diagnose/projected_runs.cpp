@@ -45,9 +45,11 @@ void replay_projected_step(ProjectedStep& step, const std::vector<replay::WhatIf
       run.conf = configs[i].conf;
       run.recorded = configs[i].recorded;
       if (!capacity.effective_bytes()) return;
+      run.relaid_start = replay::relays_initial_state(step.trace, configs[i].config);
       run.runs = runs_at(step.trace, configs[i], capacity, 1.0);
       if (run.runs)
-        run.runs_with_margin = runs_at(step.trace, configs[i], capacity, 1 - p.margin_to_fit);
+        run.runs_with_margin = runs_at(step.trace, configs[i], capacity,
+                                       1 - p.margin_to_fit - (run.relaid_start ? p.relaid_start_margin : 0));
       else
         run.fails_with_margin = !runs_at(step.trace, configs[i], capacity, 1 + p.margin_to_fail);
     });
