@@ -1,19 +1,9 @@
 // How numbers read on the page.
 
-const UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+import { formatBytes } from '../common/format.js';
 
-/** 1536 -> "1.50 KiB"; exact below 1 KiB. */
-export function bytes(n) {
-  if (n === null || n === undefined) return '–';
-  let value = Math.abs(n);
-  let unit = 0;
-  while (value >= 1024 && unit < UNITS.length - 1) {
-    value /= 1024;
-    unit += 1;
-  }
-  const sign = n < 0 ? '-' : '';
-  return unit === 0 ? `${sign}${value} B` : `${sign}${value.toFixed(2)} ${UNITS[unit]}`;
-}
+/** "38.64 GiB", "512 bytes": as the C++ reports write sizes (web/common/format.js). */
+export const bytes = formatBytes;
 
 /** A change: "+1.50 GiB" / "-3.00 MiB". */
 export function signedBytes(n) {

@@ -181,6 +181,8 @@ async function showDoctor() {
       return;
     }
     const d = body.diagnosis;
+    timeline.verdict = d.verdict;
+    timeline.draw();
     banner.replaceChildren(el('strong', {}, `doctor: ${d.verdict}`), ` — ${d.headline}`);
     banner.dataset.verdict = d.verdict;
     return;

@@ -25,6 +25,7 @@ export class Timeline {
     this.overlays = new Map();  // config -> {columns, oom_event, colour}
     this.selected = null;
     this.marks = {};  // 'A' / 'B' -> event
+    this.verdict = null;  // the doctor's, written beside the last OOM
     this.range = null;  // [from, to] selected with shift-drag
     this.request = null;
     this.drag = null;
@@ -241,7 +242,10 @@ export class Timeline {
         this.marker(g, oom, overlay.colour, `${config || 'defaults'} OOM`, [3, 3]);
       }
     }
-    for (const oom of this.data.oom_events) this.marker(g, oom, '#d00', 'OOM', []);
+    const lastOom = this.snapshot.oom_events[this.snapshot.oom_events.length - 1];
+    for (const oom of this.data.oom_events) {
+      this.marker(g, oom, '#d00', oom === lastOom && this.verdict ? `OOM: ${this.verdict}` : 'OOM', []);
+    }
     for (const [name, event] of Object.entries(this.marks)) {
       if (event >= this.from && event <= this.to) this.marker(g, event, '#0a6', name, [2, 2]);
     }
