@@ -300,7 +300,9 @@ export class Timeline {
     if (label) {
       g.fillStyle = colour;
       g.font = '11px sans-serif';
-      g.fillText(label, x + 3, PAD.top + 11);
+      const width = g.measureText(label).width;
+      const right = this.canvas.clientWidth - PAD.right;
+      g.fillText(label, x + 3 + width > right ? x - 3 - width : x + 3, PAD.top + 11);
     }
   }
 
