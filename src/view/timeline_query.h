@@ -11,9 +11,9 @@
 /// rest is one band on top (the remaining active bytes), as memory_viz summarises small tensors.
 /// Zooming in draws smaller allocations one by one. A viewport of fewer than
 /// kExhaustiveViewportEvents events weighs every allocation alive in it; a wider one weighs those
-/// alive at 16 of its columns (the long-lived) and the largest by size (the short-lived peaks). The answer's size is bounded:
-/// at most `columns` columns, and bands whose offsets change at most about 200,000 times in all
-/// (fewer bands when they would change more often).
+/// alive at 16 of its columns (the long-lived) and the largest by size (the short-lived peaks).
+/// The answer's size is bounded: at most `columns` columns, and bands whose offsets change at
+/// most about 200,000 times in all (fewer bands when they would change more often).
 /// Thread-safety: a pure function of the index.
 
 #include <cstdint>
