@@ -118,7 +118,8 @@ std::string Agent::health_problem() const {
 }
 
 void Agent::run(const std::atomic<bool>& stop) {
-  http::Server server(options_.listen, metrics_endpoint(page_, [this] { return health_problem(); }));
+  http::Server server(options_.listen,
+                      metrics_endpoint(page_, [this] { return health_problem(); }));
   poll();
   events_ << nlohmann::json{{"event", "listening"}, {"address", options_.listen}, {"port", server.port()}}.dump()
           << '\n' << std::flush;
