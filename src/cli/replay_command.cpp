@@ -19,6 +19,7 @@ struct ReplayFlags {
   std::optional<std::string> alloc_conf;
   bool json = false;
   CapacityFlags device;
+  snapshot::ReadLimits limits;
 };
 
 void run_replay_command(const ReplayFlags& f, RunState& state) {
@@ -26,7 +27,7 @@ void run_replay_command(const ReplayFlags& f, RunState& state) {
   if (f.alloc_conf) alloc::parse_alloc_conf(*f.alloc_conf);  // refuse a bad config before reading
   // The snapshot is dropped once compiled: the replays need only the (smaller) op list.
   const replay::PreparedTrace trace = [&] {
-    const snapshot::Snapshot snap = read_snapshot_with_progress(f.path);
+    const snapshot::Snapshot snap = read_snapshot_with_progress(f.path, f.limits);
     return replay::prepare_trace(snap, f.device.device.value_or(snapshot::busiest_device(snap)),
                                  f.path);
   }();
@@ -54,6 +55,7 @@ void add_replay_command(CLI::App& app, RunState& state) {
                   "allocator_settings)");
   cmd->add_flag("--json", flags->json, "print one JSON object instead of the text report");
   add_capacity_flags(cmd, flags->device);
+  add_max_memory_option(cmd, flags->limits);
   cmd->callback([flags, &state] { run_replay_command(*flags, state); });
 }
 

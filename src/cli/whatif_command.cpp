@@ -22,6 +22,7 @@ struct WhatIfFlags {
   bool min_capacity = false;
   unsigned threads = 0;
   CapacityFlags device;
+  snapshot::ReadLimits limits;
 };
 
 void run_whatif_command(const WhatIfFlags& f, RunState& state) {
@@ -33,7 +34,7 @@ void run_whatif_command(const WhatIfFlags& f, RunState& state) {
   }
   // The snapshot is dropped once compiled: the replays need only the (smaller) op list.
   const replay::PreparedTrace trace = [&] {
-    const snapshot::Snapshot snap = read_snapshot_with_progress(f.path);
+    const snapshot::Snapshot snap = read_snapshot_with_progress(f.path, f.limits);
     return replay::prepare_trace(snap, f.device.device.value_or(snapshot::busiest_device(snap)),
                                  f.path);
   }();
@@ -74,6 +75,7 @@ void add_whatif_command(CLI::App& app, RunState& state) {
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--json", flags->json, "print one JSON object instead of the table");
   add_capacity_flags(cmd, flags->device);
+  add_max_memory_option(cmd, flags->limits);
   cmd->callback([flags, &state] { run_whatif_command(*flags, state); });
 }
 
