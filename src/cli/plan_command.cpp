@@ -1,9 +1,8 @@
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
-
-#include <fmt/format.h>
+#include <span>
+#include <sstream>
 
 #include "cli/commands.h"
 #include "plan/canary_plan.h"
@@ -11,7 +10,7 @@
 #include "plan/memory_model.h"
 #include "plan/proposals.h"
 #include "report/plan_report.h"
-#include "util/error.h"
+#include "util/output_file.h"
 
 namespace fragscope::cli {
 
@@ -42,10 +41,11 @@ void run_plan(const PlanOptions& o, RunState& state) {
                                o.criteria_out.empty() ? "criteria.json" : o.criteria_out,
                                change ? change->change : std::string());
     if (!o.criteria_out.empty()) {
-      std::ofstream file(o.criteria_out);
-      if (!file) throw InputError(fmt::format("{}: cannot write the criteria file", o.criteria_out));
-      inputs::write_acceptance_criteria(file, canary->criteria);
-      if (!file) throw InputError(fmt::format("{}: write failed", o.criteria_out));
+      std::ostringstream criteria;
+      inputs::write_acceptance_criteria(criteria, canary->criteria);
+      const std::optional<FileIdentity> job = identity_of(o.job);
+      write_output_file(o.criteria_out, criteria.str(), job ? std::span(&*job, 1) : std::span<const FileIdentity>{},
+                        "the criteria file");
     }
   }
   const plan::ProposalSet* p = proposals && (o.propose || o.global_batch) ? &*proposals : nullptr;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "util/bytes.h"
+#include "util/error.h"
 #include "util/gpu_catalog.h"
 
 namespace fragscope::plan {
@@ -200,6 +201,8 @@ ProposalSet propose(const JobSpec& spec, std::optional<std::uint64_t> target_glo
   if (!target_global_batch) target_global_batch = spec.training.global_batch;
   set.target_global_batch = target_global_batch;
   const std::uint64_t target = target_global_batch.value_or(set.current_global_batch);
+  if (target > kMaxGlobalBatch)  // grad_accum and the canary's micro-steps are derived from it
+    throw InputError(fmt::format("global batch {} is beyond 2^40 sequences; not a real training job", target));
 
   JobSpec base = spec;
   const bool retarget = target != set.current_global_batch;
