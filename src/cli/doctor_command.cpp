@@ -1,16 +1,15 @@
-#include <fstream>
 #include <iostream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
-#include <fmt/format.h>
-
 #include "cli/commands.h"
+#include "cli/read_snapshot.h"
 #include "diagnose/doctor.h"
 #include "diagnose/doctor_inputs.h"
 #include "report/doctor_report.h"
-#include "util/error.h"
+#include "util/output_file.h"
 
 namespace fragscope::cli {
 namespace {
@@ -21,19 +20,19 @@ struct DoctorFlags {
   std::string html;
   double wait_threshold = 0.10;
   unsigned threads = 0;
+  snapshot::ReadLimits limits;
 };
 
 void run_doctor_command(const DoctorFlags& f, RunState& state) {
-  const diagnose::DoctorInputs inputs = diagnose::collect_doctor_inputs(f.paths);
+  const diagnose::DoctorInputs inputs = diagnose::collect_doctor_inputs(f.paths, f.limits);
   diagnose::DoctorOptions options;
   options.data_wait_threshold = f.wait_threshold;
   options.threads = f.threads;
   const diagnose::Diagnosis diagnosis = diagnose::run_doctor(inputs, options);
   if (!f.html.empty()) {
-    std::ofstream html(f.html, std::ios::binary | std::ios::trunc);
-    if (!html) throw InputError(fmt::format("{}: cannot write the HTML report", f.html));
+    std::ostringstream html;
     report::write_doctor_html(html, diagnosis);
-    if (!html.flush()) throw InputError(fmt::format("{}: cannot write the HTML report", f.html));
+    write_output_file(f.html, html.str(), inputs.files, "the HTML report");
   }
   if (f.json) {
     std::cout << report::doctor_json(diagnosis).dump(1) << '\n';
@@ -57,6 +56,7 @@ void add_doctor_command(CLI::App& app, RunState& state) {
                   "steady loader-wait share of step time that makes a run input-bound (default 0.10)")
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--threads", flags->threads, "what-if replay threads (default: all cores)")->check(CLI::PositiveNumber);
+  add_max_memory_option(cmd, flags->limits);
   cmd->callback([flags, &state] { run_doctor_command(*flags, state); });
 }
 

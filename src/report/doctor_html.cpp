@@ -286,6 +286,11 @@ void write_doctor_html(std::ostream& out, const Diagnosis& d) {
   whatif_table(out, d);
   step_time_svg(out, d);
   list(out, "Inputs used", d.inputs_used);
+  list(out, "Skipped (damaged or special files)", [&] {
+    std::vector<std::string> lines;
+    for (const auto& [path, reason] : d.skipped_inputs) lines.push_back(path + ": " + reason);
+    return lines;
+  }());
   list(out, "Not given (and what it would add)", d.inputs_missing);
   out << "<p class=\"note\">fragscope doctor · self-contained page, no network access.</p>\n" << kRenderedCheck << "\n</body></html>\n";
 }

@@ -60,6 +60,8 @@ json doctor_json(const diagnose::Diagnosis& d) {
   for (const auto& w : d.whatif)
     whatif.push_back({{"conf", w.conf}, {"recorded", w.recorded}, {"peak_reserved_bytes", w.peak_reserved_bytes},
                       {"passes_oom_point", optional_json(w.passes_oom_point)}, {"fits", optional_json(w.fits)}});
+  json skipped = json::array();
+  for (const auto& [path, reason] : d.skipped_inputs) skipped.push_back({{"path", path}, {"reason", reason}});
   json ranks = json::array();
   for (const auto& r : d.ranks)
     ranks.push_back({{"rank", r.rank}, {"oom", r.oom}, {"peak_reserved_bytes", optional_json(r.peak_reserved_bytes)},
@@ -89,6 +91,7 @@ json doctor_json(const diagnose::Diagnosis& d) {
           {"worst_rank", optional_json(d.worst_rank)},
           {"rank_spread", d.rank_spread},
           {"inputs_used", d.inputs_used},
+          {"skipped_inputs", skipped},
           {"inputs_missing", d.inputs_missing}};
 }
 

@@ -29,6 +29,12 @@ void lines(std::ostream& out, std::string_view title, const std::vector<std::str
   for (const std::string& line : list) out << "  - " << line << '\n';
 }
 
+std::vector<std::string> skipped_lines(const diagnose::Diagnosis& d) {
+  std::vector<std::string> out;
+  for (const auto& [path, reason] : d.skipped_inputs) out.push_back(fmt::format("{}: {}", path, reason));
+  return out;
+}
+
 std::string at_capacity(const diagnose::WhatIfLine& w) {
   if (!w.passes_oom_point) return "-";
   if (w.fits.value_or(false)) return "fits";
@@ -75,6 +81,7 @@ void write_doctor_text(std::ostream& out, const diagnose::Diagnosis& d) {
     out << "  * recorded config   ← recommended\n";
   }
   lines(out, "inputs used", d.inputs_used);
+  lines(out, "skipped (damaged or special files)", skipped_lines(d));
   lines(out, "not given (what it would add)", d.inputs_missing);
 }
 
