@@ -19,6 +19,7 @@ struct CheckOptions {
   std::string criteria;
   std::vector<std::string> smi;
   bool json = false;
+  bool allow_unevaluated = false;
 };
 
 void run_check(const CheckOptions& o, RunState& state) {
@@ -30,7 +31,7 @@ void run_check(const CheckOptions& o, RunState& state) {
   diagnose::CheckInput input;
   input.ranks = diagnose::group_by_rank(std::move(files));
   for (const auto& path : o.smi) input.smi.push_back(inputs::read_nvidia_smi_csv_file(path));
-  const diagnose::CheckReport report = diagnose::check_acceptance(criteria, input);
+  const diagnose::CheckReport report = diagnose::check_acceptance(criteria, input, o.allow_unevaluated);
   if (o.json) {
     report::write_check_json(std::cout, report, criteria, criteria_source);
   } else {
@@ -54,6 +55,8 @@ void add_check_command(CLI::App& app, RunState& state) {
                   "nvidia-smi --query-gpu=timestamp,index,utilization.gpu,memory.used,memory.total "
                   "--format=csv -lms 100 output: GPU idle and device memory");
   cmd->add_flag("--json", options->json, "print one JSON object (for CI) instead of the table");
+  cmd->add_flag("--allow-unevaluated", options->allow_unevaluated,
+                "pass even when a criterion cannot be evaluated from the data (by default that fails the check)");
   cmd->callback([options, &state] { run_check(*options, state); });
 }
 
