@@ -1,8 +1,10 @@
 #include <algorithm>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli/commands.h"
 #include "cli/read_snapshot.h"
@@ -17,16 +19,20 @@ namespace {
 struct AnalyzeOptions {
   std::string path;
   bool json = false;
-  int device = 0;
+  std::optional<int> device;  ///< default: the device holding the memory
   std::size_t top = 10;
   std::size_t map_rows = 16;
+  snapshot::ReadLimits limits;
 };
 
 void run_analyze(const AnalyzeOptions& o, RunState& state) {
-  const snapshot::Snapshot snap = read_snapshot_with_progress(o.path);
-  const auto analysis = metrics::analyze_snapshot(snap, o.device, o.top);
-  if (o.device != 0 && std::find(analysis.devices.begin(), analysis.devices.end(), o.device) == analysis.devices.end())
-    throw InputError(fmt::format("{}: no segments or trace for device {}", o.path, o.device));
+  const snapshot::Snapshot snap = read_snapshot_with_progress(o.path, o.limits);
+  auto analysis = metrics::analyze_snapshot(snap, o.device.value_or(snapshot::device_holding_memory(snap)), o.top);
+  analysis.device_picked = !o.device;
+  if (o.device && !analysis.devices.empty() &&
+      std::find(analysis.devices.begin(), analysis.devices.end(), *o.device) == analysis.devices.end())
+    throw InputError(fmt::format("{}: no segments or trace for device {} (it has device{} {})", o.path, *o.device,
+                                 analysis.devices.size() == 1 ? "" : "s", fmt::join(analysis.devices, ", ")));
   if (o.json) {
     std::cout << report::analyze_to_json(analysis, o.path).dump(1) << '\n';
   } else {
@@ -44,7 +50,9 @@ void add_analyze_command(CLI::App& app, RunState& state) {
   cmd->add_option("FILE", options->path, "torch.cuda.memory._dump_snapshot() file (.pickle, .gz, .zst)")
       ->required();
   cmd->add_flag("--json", options->json, "print one JSON object instead of the text report");
-  cmd->add_option("--device", options->device, "device ordinal to analyse")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--device", options->device, "device ordinal to analyse (default: the one holding the memory)")
+      ->check(CLI::NonNegativeNumber);
+  add_max_memory_option(cmd, options->limits);
   cmd->add_option("--top", options->top, "allocation sites to list")->check(CLI::NonNegativeNumber);
   cmd->add_option("--map-rows", options->map_rows, "segments drawn in the map (0 = all)")
       ->check(CLI::NonNegativeNumber);

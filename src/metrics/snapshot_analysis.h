@@ -24,7 +24,8 @@ struct PoolStreamTotals {
 
 struct SnapshotAnalysis {
   int device = 0;
-  std::vector<int> devices;  ///< devices with segments or a trace
+  bool device_picked = false;  ///< `device` was chosen as the one holding the memory, not asked for
+  std::vector<int> devices;    ///< devices with segments or a trace
   MemoryTotals totals;       ///< all segments of `device`
   std::vector<PoolStreamTotals> by_pool_stream;
   std::uint64_t expandable_segments = 0;

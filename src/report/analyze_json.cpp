@@ -36,6 +36,7 @@ nlohmann::json analyze_to_json(const metrics::SnapshotAnalysis& a, const std::st
   j["source"] = source;
   j["device"] = a.device;
   j["devices"] = a.devices;
+  j["device_picked"] = a.device_picked;
   j["expandable_segments"] = a.expandable_segments;
   j["largest_cached_allocation_bytes"] = a.largest_cached_allocation;
   j["driver_free_bytes"] = a.driver_free_bytes ? nlohmann::json(*a.driver_free_bytes) : nlohmann::json();
