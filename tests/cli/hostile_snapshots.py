@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""Writes the snapshots of issue 16's tests into a folder (Python's pickle and the zstd CLI).
+
+  hostile_snapshots.py bombs OUT_DIR              the bombs, and the densest trace under 1 MB
+  hostile_snapshots.py device1 OUT_DIR FIXTURES   a real recording moved to device 1
+
+Each bomb is small on disk and was, before the reader's limits, a way to make fragscope grow to
+gigabytes: references that the model copies, a decompression ratio without bound, strings that
+unpack from nothing. The dense trace is the most a file under 1 MB can hold within the limits: the
+commands after the read must still stay under 512 MB. Device 1 is where every rank but 0 of a
+multi-GPU node keeps its memory.
+"""
+
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+def zstd(path, chunks, level="-19"):
+    """Compresses the byte chunks into PATH with the zstd CLI, streaming."""
+    with open(path, "wb") as out:
+        proc = subprocess.Popen(["zstd", "-q", level, "-c"], stdin=subprocess.PIPE, stdout=out)
+        for chunk in chunks:
+            proc.stdin.write(chunk)
+        proc.stdin.close()
+        if proc.wait() != 0:
+            sys.exit("zstd failed")
+
+
+def short_str(text):
+    """SHORT_BINUNICODE, memoized."""
+    return b"\x8c" + bytes([len(text)]) + text.encode() + b"\x94"
+
+
+def reference_bomb(refs):
+    """{'segments': [], 'device_traces': [[entry] * refs]}: one trace entry named `refs` times,
+    2 bytes each (BINGET), as the pickler writes a list that repeats an object; streamed."""
+    # Memo: 0 top dict, 1 'segments', 2 [], 3 'device_traces', 4 outer list, 5 trace, 6 the entry.
+    yield (b"\x80\x04}\x94(" + short_str("segments") + b"]\x94" + short_str("device_traces") + b"]\x94]\x94(" +
+           b"}\x94(" + short_str("action") + short_str("alloc") + short_str("addr") + b"J\x00\x00\x00\x40" +
+           short_str("size") + b"M\x00\x02u")
+    chunk = b"h\x06" * (1 << 20)
+    for _ in range(refs >> 20):
+        yield chunk
+    yield b"eau."
+
+
+def segment_bomb(segments, blocks):
+    """`segments` segments that share one list of `blocks` references to one block."""
+    block = {"size": 512, "state": "active_allocated", "requested_size": 512}
+    shared = [block] * blocks
+    return pickle.dumps({"segments": [{"address": i << 40, "total_size": 512 * blocks, "blocks": shared}
+                                      for i in range(segments)], "device_traces": []}, protocol=4)
+
+
+def string_bomb(count, length):
+    """`count` distinct strings of `length` bytes each, streamed (never whole in this process)."""
+    yield b"\x80\x04]"  # PROTO 4, EMPTY_LIST
+    for i in range(count):
+        yield b"\x8e" + length.to_bytes(8, "little")  # BINBYTES8
+        chunk = bytes([0x61 + i]) * (1 << 20)
+        for _ in range(length >> 20):
+            yield chunk
+        yield b"a"  # APPEND
+    yield b"."
+
+
+def opcode_stream(total):
+    """NONE POP repeated: a valid pickle stream that costs time and nothing else, never ending in STOP."""
+    yield b"\x80\x04"
+    chunk = b"N0" * (1 << 19)
+    for _ in range(total // len(chunk)):
+        yield chunk
+
+
+def dense_trace(events):
+    """Alloc/free pairs with a timestamp each (what keeps zstd at about 30 times): the most
+    events that pass the limits in under 1 MB."""
+    trace = []
+    for i in range(events // 2):
+        addr = (1 << 30) + (i % 64) * (1 << 20)
+        size = 512 * (1 + (i * 2654435761 >> 7) % 4)
+        for action in ("alloc", "free_completed"):
+            trace.append({"action": action, "addr": addr, "size": size, "stream": 7, "time_us": 1700000000000000 + i})
+    segment = {"address": 1 << 30, "total_size": 64 << 20, "device": 0, "stream": 7, "segment_type": "large",
+               "blocks": [{"size": 64 << 20, "state": "inactive"}]}
+    return pickle.dumps({"segments": [segment], "device_traces": [trace]}, protocol=4)
+
+
+def on_device_1(fixture):
+    """A real recording with its memory and trace moved to device 1."""
+    raw = subprocess.run(["zstd", "-dc", str(fixture)], check=True, capture_output=True).stdout
+    snap = pickle.loads(raw)  # a recording of this repository: plain dicts and lists
+    for segment in snap["segments"]:
+        segment["device"] = 1
+    snap["device_traces"] = [[], snap["device_traces"][0]]
+    return pickle.dumps(snap, protocol=4)
+
+
+def main():
+    what, out = sys.argv[1], Path(sys.argv[2])
+    out.mkdir(parents=True, exist_ok=True)
+    if what == "device1":
+        fixture = Path(sys.argv[3]) / "frag_oom_104" / "snapshot.pickle.zst"
+        zstd(out / "device1.pickle.zst", [on_device_1(fixture)], "-3")
+        return
+    zstd(out / "ref_bomb_16M.pickle.zst", reference_bomb(1 << 24), "-3")  # 3 KB: analyze grew to 1.0 GB
+    zstd(out / "ref_bomb_64M.pickle.zst", reference_bomb(1 << 26), "-3")  # 12 KB: 4.1 GB
+    (out / "ref_bomb_4M.pickle").write_bytes(b"".join(reference_bomb(1 << 22)))  # 8 MiB plain: past the model budget
+    (out / "segment_bomb.pickle").write_bytes(segment_bomb(1000, 100000))  # 0.2 MB: 10^8 blocks
+    zstd(out / "string_bomb.pickle.zst", string_bomb(6, 250 << 20), "-3")  # 48 KB: 1.5 GB of strings
+    zstd(out / "ratio_bomb.pickle.zst", opcode_stream(512 << 20), "-3")    # 48 KB: 512 MiB of opcodes
+    zstd(out / "dense_trace.pickle.zst", [dense_trace(840000)], "-15")     # 0.9 MB, within the limits
+
+
+if __name__ == "__main__":
+    main()
