@@ -1,5 +1,5 @@
 # cmake -DSOURCE_DIR=... -DOUTPUT=... -DVERSION=... [-DREVISION=...] -P WriteBuildRevision.cmake
-# Writes the header behind fragscope_build_info{version,revision}. Runs at every build; the
+# Writes the header behind build_info() (src/util/build_info.h). Runs at every build; the
 # file is rewritten only when its text changes, so an unchanged revision rebuilds nothing.
 # REVISION, when given (a build from a source archive), wins over git; without either: "unknown".
 if(NOT REVISION)

@@ -42,7 +42,7 @@ strip --strip-unneeded -o "$context/fragscope" "$binary"
 cp deploy/kubernetes/agent.toml "$context/agent.toml"
 
 # The Debian packages that own the binary's shared libraries (the host is Debian 12 too, so the
-# versions match the ones it was linked against), kubectl for the drain, busybox for chmod.
+# versions match the ones it was linked against), kubectl for the drain, busybox for chgrp and chmod.
 packages=$(ldd "$binary" | awk '/=> \//{print $3}' | while read -r lib; do
   dpkg-query -S "$(readlink -f "$lib")" 2>/dev/null || dpkg-query -S "$lib"
 done | cut -d: -f1 | sort -u | tr '\n' ',')

@@ -10,7 +10,8 @@
 # every held-out and validation recording under tests/data, the test snapshots and examples/. Each
 # case leaves CASE.out (stdout), CASE.err (stderr) and CASE.rc (exit status); a file a command writes
 # (doctor --html, plan --criteria-out) is kept as CASE.file. Inputs are named relative to the
-# repository root and the scratch folder is masked, so records made from two checkouts compare.
+# repository root and the scratch folder and the --json documents' build_info revision are
+# masked, so records made from two checkouts compare.
 # whatif and doctor run on 2 threads (the text names the count), so records from machines with
 # different core counts compare. whatif --min-capacity bisects every config: it is skipped on
 # `big` (the slowest by far). A record takes about two minutes.
@@ -30,6 +31,7 @@ record() {  # NAME FILE_OUTPUT ARGS...: run one case; FILE_OUTPUT is a path the 
   "$bin" "$@" >"$base.out" 2>"$base.err" </dev/null
   echo "$?" >"$base.rc"
   sed -i "s#$scratch#@SCRATCH@#g" "$base.out" "$base.err"
+  sed -i -E 's/^( *"revision": )"[^"]*"/\1"@REVISION@"/' "$base.out"  # build_info: the commit differs
   if [[ -n "$written" && -e "$written" ]]; then
     sed "s#$scratch#@SCRATCH@#g" "$written" >"$base.file"
   fi

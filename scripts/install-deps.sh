@@ -6,7 +6,8 @@ packages=(
   build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev
   libcli11-dev nlohmann-json3-dev libfmt-dev libzstd-dev zlib1g-dev libtomlplusplus-dev
   prometheus-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev libabsl-dev
-  python3 python3-yaml python3-kubernetes zstd prometheus chromium
+  python3 python3-yaml python3-kubernetes python3-venv python3-setuptools python3-wheel zstd prometheus chromium
+  zsh groff-base
   mmdebstrap buildah podman runc
 )
 missing=()

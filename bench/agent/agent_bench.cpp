@@ -66,14 +66,15 @@ fragscope::agent::NodeView node_view() {
   }
   return fragscope::agent::make_node_view(unix_ns_now(),
                                           fragscope::agent::scan_rank_directory(rank_dir(), unix_ns_now(),
-                                                                                std::chrono::seconds(60)),
+                                                                                std::chrono::seconds(60))
+                                              .readings,
                                           nvml);
 }
 
 void BM_ScanRankDirectory(benchmark::State& state) {
   const auto& dir = rank_dir();
   for (auto _ : state) {
-    auto readings = fragscope::agent::scan_rank_directory(dir, unix_ns_now(), std::chrono::seconds(60));
+    auto readings = fragscope::agent::scan_rank_directory(dir, unix_ns_now(), std::chrono::seconds(60)).readings;
     if (readings.size() != kGpus * kRanksPerGpu || readings.back().state != fragscope::agent::RankFileState::kOk) {
       state.SkipWithError("rank files unreadable");
     }

@@ -1,22 +1,30 @@
 """Checkpoint requests from the node agent: a flag file beside the rank file, or a signal.
 
 The agent writes `<rank file>.checkpoint` holding a request id (docs/rank-file.md); the hook
-polls its modification time (one stat per step) and the training loop checkpoints when asked.
-The handled id goes back to the agent through the rank file's `checkpoint_ack` field.
+looks at it once per step (one lstat in its open rank folder) and reads it only when it changed,
+only if it is a small regular file owned by this user or root, without blocking and without
+following links. The training loop checkpoints when asked; the handled id goes back to the agent
+through the rank file's `checkpoint_ack` field.
 """
 
-import os
 import signal
+
+from . import notices
+from .rank_folder import RankFolder, UntrustedFile
+
+FLAG_MAX_BYTES = 4096
 
 
 class CheckpointRequests:
     """Tracks pending checkpoint requests. Not thread-safe: the training loop polls it."""
 
-    def __init__(self, flag_path: str, signal_number: int = None):
-        self.flag_path = flag_path
+    def __init__(self, folder: RankFolder = None, flag_name: str = "", signal_number: int = None):
+        self._folder = folder
+        self.flag_name = flag_name
+        self.flag_path = folder.join(flag_name) if folder else None
         self.acknowledged = 0  # last request id handled
         self._requested = 0
-        self._flag_mtime = None
+        self._flag_seen = None
         self._signalled = False
         if signal_number is not None:
             signal.signal(signal_number, self._on_signal)
@@ -24,20 +32,35 @@ class CheckpointRequests:
     def _on_signal(self, signum, frame):  # only sets a flag: the loop decides when to act
         self._signalled = True
 
+    def stop_watching_flag(self) -> None:
+        """The rank folder is going away (the rank file was withdrawn): signals only from now."""
+        self._folder = None
+
     def poll(self) -> bool:
         """True while a request is pending (flag id above the last acknowledged, or a signal)."""
-        try:
-            mtime = os.stat(self.flag_path).st_mtime_ns
-        except FileNotFoundError:
-            mtime = None
-        if mtime is not None and mtime != self._flag_mtime:
-            self._flag_mtime = mtime
+        if self._folder is not None:
             try:
-                with open(self.flag_path, encoding="ascii") as f:
-                    self._requested = max(self._requested, int(f.read().strip() or 0))
-            except (OSError, ValueError):
-                pass  # a foreign or half-written file is no request
+                info = self._folder.lstat(self.flag_name)
+            except OSError as error:
+                notices.warn("flag:" + self.flag_path, f"{self.flag_path}: cannot look at it ({error.strerror})")
+                info = None
+            seen = (info.st_ino, info.st_mtime_ns, info.st_size, info.st_mode) if info else None
+            if seen is not None and seen != self._flag_seen:
+                self._requested = max(self._requested, self._read_flag())
+            self._flag_seen = seen
         return self._signalled or self._requested > self.acknowledged
+
+    def _read_flag(self) -> int:
+        try:
+            text = self._folder.read_small_file(self.flag_name, FLAG_MAX_BYTES)
+            return int(text.decode("ascii").strip() or 0)
+        except FileNotFoundError:
+            return 0  # replaced between the look and the read: the next poll sees the new one
+        except UntrustedFile as problem:
+            notices.warn("flag:" + self.flag_path, f"{self.flag_path}: ignored, it {problem}")
+        except (OSError, ValueError):
+            pass  # an unreadable or half-written id is no request
+        return 0
 
     def acknowledge(self) -> int:
         """Marks every pending request handled; returns the id now acknowledged."""

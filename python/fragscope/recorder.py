@@ -10,7 +10,7 @@ import os
 import threading
 import time
 
-from . import shm
+from . import notices, shm
 from .checkpoint import CheckpointRequests
 from .telemetry import STAT_KEYS, TelemetryWriter
 
@@ -50,6 +50,13 @@ class RankIdentity:
         return dataclasses.replace(identity, **overrides)
 
 
+def describe(error: Exception) -> str:
+    """One line: the path and the reason, as `fragscope` prints its own errors."""
+    if isinstance(error, OSError) and error.filename:
+        return f"{error.filename}: {error.strerror or error}"
+    return str(error) or type(error).__name__
+
+
 class StepRecorder:
     """Window statistics, cumulative totals, JSONL and rank-file publishing for one rank.
 
@@ -72,10 +79,13 @@ class StepRecorder:
             pid=identity.pid, rank=identity.rank, local_rank=identity.local_rank,
             world_size=identity.world_size, gpu=identity.gpu, gpu_uuid=identity.gpu_uuid,
             job=identity.job, device_total_bytes=device_total_bytes, update_unix_ns=time.time_ns())
-        self._telemetry = TelemetryWriter(telemetry_path) if telemetry_path else None
-        self._writer = shm.RankFileWriter(rank_dir, self._record) if rank_dir else None
-        flag = self._writer.checkpoint_path if self._writer else os.devnull
-        self.checkpoints = CheckpointRequests(flag, checkpoint_signal)
+        self._telemetry = self._open_telemetry(telemetry_path) if telemetry_path else None
+        self._writer = self._open_rank_file(rank_dir) if rank_dir else None
+        if self._writer:
+            self.checkpoints = CheckpointRequests(self._writer.folder, self._writer.checkpoint_name,
+                                                  checkpoint_signal)
+        else:
+            self.checkpoints = CheckpointRequests(signal_number=checkpoint_signal)
         self._stop = threading.Event()
         self._heartbeat = None
         if self._writer and heartbeat_s > 0:
@@ -87,12 +97,40 @@ class StepRecorder:
         while not self._stop.wait(interval):
             self._publish()
 
+    # Nothing the hook writes may raise into the training loop: a failure turns that output off.
+    def _open_telemetry(self, path):
+        try:
+            return TelemetryWriter(path)
+        except OSError as error:
+            notices.warn("telemetry:" + path, f"telemetry disabled: {describe(error)}")
+            return None
+
+    def _open_rank_file(self, rank_dir):
+        try:
+            return shm.RankFileWriter(rank_dir, self._record)
+        except Exception as error:
+            notices.warn("rank-dir:" + rank_dir, f"rank file disabled: {describe(error)}")
+            return None
+
     def _publish(self):
         with self._lock:
             if self._writer is None:
                 return
             self._record.update_unix_ns = time.time_ns()
-            self._writer.publish(self._record)
+            try:
+                self._writer.publish(self._record)
+            except Exception as error:
+                notices.warn("publish:" + self._writer.path, f"rank file disabled: {describe(error)}")
+                self._withdraw_rank_file()
+
+    def _withdraw_rank_file(self):
+        """Removes the rank file and stops watching its checkpoint flag. Call with the lock held."""
+        self.checkpoints.stop_watching_flag()
+        try:
+            self._writer.close()
+        except Exception:
+            pass  # already disabled; nothing more to report
+        self._writer = None
 
     def set_phase(self, phase: str) -> None:
         if phase not in shm.PHASES:
@@ -133,21 +171,17 @@ class StepRecorder:
                      "hook_ms": self.hook_s_total * 1e3})
         self.steps += 1
         if self._telemetry:
-            self._telemetry.write(line)
+            try:
+                self._telemetry.write(line)
+            except (OSError, ValueError) as error:
+                notices.warn("telemetry:" + self._telemetry.path, f"telemetry disabled: {describe(error)}")
+                self._telemetry.close()
+                self._telemetry = None
         with self._lock:
             r = self._record
             r.step = self.steps
             r.step_unix_ns = sample.end_unix_ns or time.time_ns()
-            r.allocated_bytes = int(stats.get("allocated_bytes.all.current", 0))
-            r.reserved_bytes = int(stats.get("reserved_bytes.all.current", 0))
-            r.active_bytes = int(stats.get("active_bytes.all.current", 0))
-            r.inactive_split_bytes = int(stats.get("inactive_split_bytes.all.current", 0))
-            r.requested_bytes = int(stats.get("requested_bytes.all.current", 0))
-            r.allocated_peak_bytes = int(stats.get("allocated_bytes.all.peak", 0))
-            r.reserved_peak_bytes = int(stats.get("reserved_bytes.all.peak", 0))
-            r.alloc_retries = int(stats.get("num_alloc_retries", 0))
-            r.ooms = int(stats.get("num_ooms", 0))
-            r.segments = int(stats.get("segment.all.current", 0))
+            self._set_memory(stats)
             if sample.largest_free_block is not None:
                 r.largest_free_known = True
                 r.largest_free_block_bytes = int(sample.largest_free_block)
@@ -161,13 +195,35 @@ class StepRecorder:
         self._publish()
         return line
 
+    def update_memory(self, stats: dict) -> None:
+        """Publishes memory_stats taken between steps (at an OOM) without counting a step."""
+        with self._lock:
+            self._set_memory(stats)
+        self._publish()
+
+    def _set_memory(self, stats):
+        r = self._record
+        r.allocated_bytes = int(stats.get("allocated_bytes.all.current", 0))
+        r.reserved_bytes = int(stats.get("reserved_bytes.all.current", 0))
+        r.active_bytes = int(stats.get("active_bytes.all.current", 0))
+        r.inactive_split_bytes = int(stats.get("inactive_split_bytes.all.current", 0))
+        r.requested_bytes = int(stats.get("requested_bytes.all.current", 0))
+        r.allocated_peak_bytes = int(stats.get("allocated_bytes.all.peak", 0))
+        r.reserved_peak_bytes = int(stats.get("reserved_bytes.all.peak", 0))
+        r.alloc_retries = int(stats.get("num_alloc_retries", 0))
+        r.ooms = int(stats.get("num_ooms", 0))
+        r.segments = int(stats.get("segment.all.current", 0))
+
     def close(self) -> None:
         self._stop.set()
         if self._heartbeat:
             self._heartbeat.join()
         with self._lock:
             if self._writer:
-                self._writer.close()
-                self._writer = None
+                self._withdraw_rank_file()
         if self._telemetry:
-            self._telemetry.close()
+            try:
+                self._telemetry.close()
+            except OSError:
+                pass  # the last line was flushed when written, or its failure was reported
+            self._telemetry = None

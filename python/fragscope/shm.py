@@ -6,11 +6,14 @@ One writer per file; readers never block it (a sequence lock plus a CRC, see the
 
 import contextlib
 import dataclasses
+import errno
 import mmap
 import os
 import struct
 import threading
 import zlib
+
+from .rank_folder import RankFolder
 
 MAGIC = b"FRAGSCOP"
 VERSION = 1
@@ -92,7 +95,7 @@ class RankRecord:
 
 
 def _fixed(text: str) -> bytes:
-    raw = text.encode("utf-8")[:64]
+    raw = text.encode("utf-8", "replace")[:64]  # a lone surrogate (undecodable environment bytes) becomes "?"
     return raw.decode("utf-8", "ignore").encode("utf-8")  # never cut a character in half
 
 
@@ -103,18 +106,33 @@ def rank_file_name(rank: int, pid: int) -> str:
 class RankFileWriter:
     """Publishes RankRecords into one rank file under a sequence lock.
 
-    Thread-safe: publish() may be called from the training thread and a heartbeat thread.
-    The file appears (atomically, by rename) with the first record; close() removes it.
+    `directory` is the rank folder (rank_folder.py decides where in it the file goes and opens
+    it safely). The file appears (atomically, by rename) with the first record; close() removes
+    it. Thread-safe: publish() may be called from the training thread and a heartbeat thread.
+    Raises OSError when the file cannot be created; the caller decides what that means.
     """
 
     def __init__(self, directory: str, record: RankRecord):
-        os.makedirs(directory, exist_ok=True)
-        self.path = os.path.join(directory, rank_file_name(record.rank, record.pid))
+        self.folder = RankFolder.open(directory)
+        self.name = rank_file_name(record.rank, record.pid)
+        self.path = self.folder.join(self.name)
+        self.checkpoint_name = self.name + CHECKPOINT_SUFFIX
         self.checkpoint_path = self.path + CHECKPOINT_SUFFIX
-        tmp = self.path + ".tmp"
-        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        self._map = None
         try:
-            os.ftruncate(fd, SIZE)
+            self._create(record, self.name + ".tmp")
+        except BaseException:
+            with contextlib.suppress(OSError):
+                self.folder.remove(self.name + ".tmp")
+            self.close(remove=False)
+            raise
+
+    def _create(self, record, tmp):
+        fd = self.folder.create_exclusive(tmp)
+        try:
+            # Real bytes, not a hole: a full /dev/shm fails here, not later with SIGBUS in a store.
+            if os.write(fd, bytes(SIZE)) != SIZE:
+                raise OSError(errno.ENOSPC, "short write", self.folder.join(tmp))
             self._map = mmap.mmap(fd, SIZE, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
         finally:
             os.close(fd)
@@ -122,7 +140,7 @@ class RankFileWriter:
         self._seq = 0
         self._lock = threading.Lock()
         self.publish(record)
-        os.rename(tmp, self.path)
+        self.folder.rename(tmp, self.name)
 
     def publish(self, record: RankRecord) -> None:
         payload = record.pack()
@@ -140,13 +158,16 @@ class RankFileWriter:
         struct.pack_into("<Q", self._map, SEQ_OFFSET, self._seq)
 
     def close(self, remove: bool = True) -> None:
-        if self._map is None:
+        if self.folder is None:
             return
-        self._map.close()
-        self._map = None
+        if self._map is not None:
+            self._map.close()
+            self._map = None
         if remove:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.path)
-            # The agent owns the flag file; in a sticky shared directory only it may remove it.
             with contextlib.suppress(OSError):
-                os.unlink(self.checkpoint_path)
+                self.folder.remove(self.name)
+            # The agent owns the flag file; in this user's folder the user may remove it.
+            with contextlib.suppress(OSError):
+                self.folder.remove(self.checkpoint_name)
+        self.folder.close()
+        self.folder = None

@@ -24,86 +24,16 @@ device; the last step is completed by close().
 """
 
 import contextlib
-import json
 import os
 import time
 
 import torch
 
-from .recorder import RankIdentity, StepRecorder, StepSample
+from .cuda import (batch_shape, device_index, enable_history, largest_free_block, memory_stats, rank_identity,
+                   ready_batches)
+from .oom import OomDump
+from .recorder import StepRecorder, StepSample
 from .shm import DEFAULT_DIR
-
-_NESTED_STATS = {  # flat memory_stats key -> path in memory_stats_as_nested_dict
-    "allocated_bytes.all.current": ("allocated_bytes", "all", "current"),
-    "reserved_bytes.all.current": ("reserved_bytes", "all", "current"),
-    "active_bytes.all.current": ("active_bytes", "all", "current"),
-    "inactive_split_bytes.all.current": ("inactive_split_bytes", "all", "current"),
-    "requested_bytes.all.current": ("requested_bytes", "all", "current"),
-    "segment.all.current": ("segment", "all", "current"),
-    "allocated_bytes.all.peak": ("allocated_bytes", "all", "peak"),
-    "reserved_bytes.all.peak": ("reserved_bytes", "all", "peak"),
-    "num_alloc_retries": ("num_alloc_retries",),
-    "num_ooms": ("num_ooms",),
-}
-
-
-def _memory_stats(device) -> dict:
-    """The few memory_stats keys the doctor needs, without flattening the whole dict."""
-    nested = torch.cuda.memory.memory_stats_as_nested_dict(device)
-    out = {}
-    for key, path in _NESTED_STATS.items():
-        value = nested
-        for part in path:
-            value = value.get(part, 0) if isinstance(value, dict) else 0
-        out[key] = int(value)
-    return out
-
-
-def _largest_free_block(device) -> int:
-    segments = torch.cuda.memory_snapshot()
-    return max((b["size"] for s in segments if s.get("device", 0) == device
-                for b in s["blocks"] if b["state"] == "inactive"), default=0)
-
-
-def _physical_index(logical: int) -> int:
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if not visible:
-        return logical
-    ids = [v.strip() for v in visible.split(",")]
-    if logical < len(ids) and ids[logical].isdigit():
-        return int(ids[logical])
-    return logical
-
-
-def _gpu_uuid(device) -> str:
-    uuid = str(getattr(torch.cuda.get_device_properties(device), "uuid", "") or "")
-    return uuid if not uuid or uuid.startswith(("GPU-", "MIG-")) else "GPU-" + uuid
-
-
-def _batch_shape(batch):
-    """(samples, tokens, longest) of a CPU batch: a [B, L] tensor or a dict with input_ids."""
-    ids, mask = batch, None
-    if isinstance(batch, dict):
-        ids, mask = batch.get("input_ids"), batch.get("attention_mask")
-    elif isinstance(batch, (list, tuple)) and batch:
-        ids = batch[0]
-    if not isinstance(ids, torch.Tensor) or ids.dim() < 1:
-        return 0, 0, 0
-    samples = int(ids.shape[0])
-    length = int(ids.shape[1]) if ids.dim() > 1 else 1
-    if isinstance(mask, torch.Tensor) and mask.dim() == 2 and mask.device.type == "cpu":
-        lengths = mask.sum(dim=1)
-        return samples, int(lengths.sum()), int(lengths.max()) if samples else 0
-    return samples, samples * length, length
-
-
-def _ready_batches(iterator) -> int:
-    """Batches a DataLoader has delivered and not yet handed out; -1 when unknown."""
-    queue = getattr(iterator, "_data_queue", None)
-    try:
-        return int(queue.qsize()) if queue is not None else -1
-    except (NotImplementedError, AttributeError):
-        return -1
 
 
 class _PendingStep:
@@ -121,20 +51,15 @@ class Monitor:
     keep torch.cuda.memory history on with this ring size (snapshot on OOM). largest_free_every:
     sample the largest free block every N steps (0: never; skipped while history is on, where a
     snapshot would include the trace). checkpoint_signal: e.g. signal.SIGUSR1 also requests a
-    checkpoint. Not thread-safe: use it from the training loop's thread.
+    checkpoint. max_dumps: OOMs dumped per process (later ones are not). Not thread-safe: use
+    it from the training loop's thread.
     """
 
     def __init__(self, out_dir=None, *, job=None, rank_dir=None, device=None, window=20,
                  history_max_entries=None, largest_free_every=100, checkpoint_signal=None,
-                 heartbeat_s=5.0):
-        if isinstance(device, int):
-            device = torch.device("cuda", device)
-        index = torch.device(device).index if device is not None else None
-        self.device = torch.cuda.current_device() if index is None else index
-        overrides = {"gpu": _physical_index(self.device), "gpu_uuid": _gpu_uuid(self.device)}
-        if job is not None:
-            overrides["job"] = job
-        identity = RankIdentity.from_env(**overrides)
+                 heartbeat_s=5.0, max_dumps=5):
+        self.device = device_index(device)
+        identity = rank_identity(self.device, job)
         if rank_dir is None:
             rank_dir = os.environ.get("FRAGSCOPE_RANK_DIR", DEFAULT_DIR)
         self.rank_out = os.path.join(out_dir, f"rank{identity.rank}") if out_dir else None
@@ -146,11 +71,14 @@ class Monitor:
             checkpoint_signal=checkpoint_signal)
         self._history = history_max_entries is not None
         if self._history:
-            torch.cuda.memory._record_memory_history(max_entries=history_max_entries, stacks="python")
+            enable_history(history_max_entries, stacks="python")
         self._largest_free_every = 0 if self._history else largest_free_every
-        self._oom_observed = None
-        if hasattr(torch._C, "_cuda_attach_out_of_memory_observer"):
-            torch._C._cuda_attach_out_of_memory_observer(self._on_oom)
+        self._oom = None
+        if self.rank_out:
+            self._oom = OomDump(self.rank_out, device=self.device, history=self._history, max_dumps=max_dumps,
+                                state=lambda: (self._recorder.steps, self._recorder.phase,
+                                               self._recorder.identity.rank))
+            self._oom.attach()
         self._wait_s = None  # loader wait of the batch the next step uses
         self._queue_depth = -1
         self._shape = (0, 0, 0)
@@ -164,7 +92,7 @@ class Monitor:
         """Yields from `iterable`, timing each wait and noting the loader's ready batches."""
         iterator = iter(iterable)
         while True:
-            depth = _ready_batches(iterator)
+            depth = ready_batches(iterator)
             t0 = time.perf_counter()
             try:
                 batch = next(iterator)
@@ -172,7 +100,7 @@ class Monitor:
                 return
             t1 = time.perf_counter()
             self._wait_s, self._queue_depth = t1 - t0, depth
-            self._shape = _batch_shape(batch)
+            self._shape = batch_shape(batch)
             self._add_hook_time(t1)
             yield batch
 
@@ -201,7 +129,7 @@ class Monitor:
         """Wraps one (micro-)step. Shape numbers default to what loader() saw in the batch."""
         t0 = time.perf_counter()
         if batch is not None and self._wait_s is None:
-            self._shape = _batch_shape(batch)
+            self._shape = batch_shape(batch)
         if self._wait_s is not None:
             wait_s = self._wait_s
         else:  # no loader(): the time between steps is the wait
@@ -213,8 +141,8 @@ class Monitor:
             yield self
         except BaseException as error:
             self._h2d, self._wait_s, self._last_end = [], None, time.perf_counter()  # the step is void
-            if isinstance(error, torch.cuda.OutOfMemoryError):
-                self._dump_oom(error)
+            if self._oom:
+                self._oom.on_error(error)
             raise
         t1 = time.perf_counter()
         end = torch.cuda.Event(enable_timing=True)
@@ -227,9 +155,9 @@ class Monitor:
             tokens=tokens if tokens is not None else shape[1],
             longest=longest if longest is not None else shape[2],
             queue_depth=self._queue_depth, optimizer_step=optimizer_step,
-            stats=_memory_stats(self.device), end_unix_ns=time.time_ns())
+            stats=memory_stats(self.device), end_unix_ns=time.time_ns())
         if self._largest_free_every and self._recorder.steps % self._largest_free_every == 0:
-            sample.largest_free_block = _largest_free_block(self.device)
+            sample.largest_free_block = largest_free_block(self.device)
         pending, self._pending = self._pending, _PendingStep(sample, start, end, self._h2d)
         self._h2d, self._wait_s, self._last_end = [], None, t1
         if pending is not None:
@@ -275,29 +203,6 @@ class Monitor:
     def checkpoint_requested(self) -> bool:
         return self._recorder.checkpoints.poll()
 
-    # -- OOM --------------------------------------------------------------------------------
-    def _on_oom(self, device, alloc, device_allocated, device_free):
-        self._oom_observed = {"device": device, "alloc": alloc, "device_allocated": device_allocated,
-                              "device_free": device_free}
-        if self.rank_out and self._history:
-            os.makedirs(self.rank_out, exist_ok=True)
-            torch.cuda.memory._dump_snapshot(os.path.join(self.rank_out, "snapshot_at_oom.pickle"))
-
-    def _dump_oom(self, error):
-        if not self.rank_out:
-            return
-        os.makedirs(self.rank_out, exist_ok=True)
-        meta = {"outcome": "oom", "oom_message": str(error), "oom_step": self._recorder.steps,
-                "oom_phase": self._recorder.phase, "rank": self._recorder.identity.rank,
-                "torch": torch.__version__, "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""),
-                "observer": self._oom_observed, "mem_get_info": list(torch.cuda.mem_get_info(self.device))}
-        with open(os.path.join(self.rank_out, "meta.json"), "w") as f:
-            json.dump(meta, f, indent=1)
-        with open(os.path.join(self.rank_out, "stats.json"), "w") as f:
-            json.dump(torch.cuda.memory_stats(self.device), f, indent=1, sort_keys=True)
-        with open(os.path.join(self.rank_out, "summary.txt"), "w") as f:
-            f.write(torch.cuda.memory_summary(self.device))
-
     # -- lifetime ---------------------------------------------------------------------------
     def _add_hook_time(self, since):
         self._recorder.hook_s_total += time.perf_counter() - since
@@ -313,6 +218,8 @@ class Monitor:
         if self._pending is not None:
             self._finish(self._pending)
             self._pending = None
+        if self._oom:
+            self._oom.stop()
         self._recorder.close()
 
     def __enter__(self):

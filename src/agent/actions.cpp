@@ -1,18 +1,21 @@
 #include "agent/actions.h"
 
+#include <fcntl.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <fstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "agent/rank_file_layout.h"
+#include "agent/rank_folder.h"
 
 extern char** environ;
 
@@ -34,7 +37,37 @@ double unix_seconds_now() {
 std::string checkpoint_suffix() { return std::string(layout::kCheckpointSuffix); }
 std::string temp_checkpoint_suffix() { return checkpoint_suffix() + ".tmp"; }
 
+// Creates `name` in `folder_fd`, never through a link and never onto an existing file (a
+// leftover or planted one is unlinked first: unlinking a link never touches its target).
+int create_exclusive(int folder_fd, const std::string& name) {
+  constexpr int kFlags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+  int fd = ::openat(folder_fd, name.c_str(), kFlags, 0600);
+  if (fd < 0 && errno == EEXIST && ::unlinkat(folder_fd, name.c_str(), 0) == 0) {
+    fd = ::openat(folder_fd, name.c_str(), kFlags, 0600);
+  }
+  return fd;
+}
+
+bool write_all(int fd, const std::string& text) {
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
 }  // namespace
+
+bool is_safe_command_value(std::string_view value) {
+  const auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); };
+  if (value.empty()) return true;
+  if (value.size() > 128 || !alnum(value.front())) return false;
+  return std::all_of(value.begin(), value.end(),
+                     [&](char c) { return alnum(c) || c == '.' || c == '_' || c == '+' || c == '-'; });
+}
 
 const char* action_name(ActionKind kind) {
   switch (kind) {
@@ -57,7 +90,11 @@ const char* outcome_name(ActionOutcome outcome) {
 
 ActionDispatcher::ActionDispatcher(ActionSettings settings, std::filesystem::path rank_dir, std::string node,
                                    std::ostream& events)
-    : settings_(std::move(settings)), rank_dir_(std::move(rank_dir)), node_(std::move(node)), events_(events) {
+    : settings_(std::move(settings)),
+      rank_dir_(std::move(rank_dir)),
+      node_(std::move(node)),
+      events_(events),
+      refused_drains_(settings_.log.min_interval) {
   limiters_.emplace(ActionKind::kLog, RateLimiter(settings_.log.min_interval));
   limiters_.emplace(ActionKind::kCheckpoint, RateLimiter(settings_.checkpoint.min_interval));
   limiters_.emplace(ActionKind::kDrain, RateLimiter(settings_.drain.min_interval));
@@ -82,6 +119,15 @@ void ActionDispatcher::dispatch(const std::vector<Alert>& alerts, const NodeView
       act(ActionKind::kCheckpoint, alert, alert.target, view, now);
     }
     if (settings_.drain.enabled && settings_.drain.rules.contains(alert.rule)) {
+      if (alert.rank && !settings_.drain_on_rank_files) {
+        // Checked before the rate limit: a forged rank file must not use up the node's drain.
+        if (refused_drains_.try_acquire(alert.target, now)) {
+          emit(ActionKind::kDrain, ActionOutcome::kFailed, alert,
+               "refused: only a rank file supports this alert (NVML does not), and any user on the node can write "
+               "one; set [actions.drain] trust_rank_files = true to drain on rank files");
+        }
+        continue;
+      }
       act(ActionKind::kDrain, alert, "node", view, now);
     }
   }
@@ -99,9 +145,13 @@ void ActionDispatcher::act(ActionKind kind, const Alert& alert, const std::strin
   }
   const ActionPolicy& policy = kind == ActionKind::kDrain ? settings_.drain : settings_.checkpoint;
   if (settings_.dry_run || policy.dry_run) {
-    emit(kind, ActionOutcome::kDryRun, alert,
-         kind == ActionKind::kDrain ? fmt::format("would run: {}", fmt::join(drain_arguments(alert), " "))
-                                    : std::string("would request a checkpoint"));
+    std::string detail = "would request a checkpoint";
+    if (kind == ActionKind::kDrain) {
+      std::string refusal;
+      const auto args = drain_arguments(alert, refusal);
+      detail = args ? fmt::format("would run: {}", fmt::join(*args, " ")) : "would refuse: " + refusal;
+    }
+    emit(kind, ActionOutcome::kDryRun, alert, detail);
     return;
   }
   if (kind == ActionKind::kDrain) {
@@ -130,63 +180,99 @@ void ActionDispatcher::act(ActionKind kind, const Alert& alert, const std::strin
   }
 }
 
-void ActionDispatcher::remove_requests_of_gone_ranks(const std::set<std::string>& present) {
-  std::error_code error;
-  std::vector<std::pair<std::filesystem::path, std::string>> gone;  // request file, its rank file
-  for (auto it = std::filesystem::directory_iterator(rank_dir_, error);
-       !error && it != std::filesystem::directory_iterator(); it.increment(error)) {
-    const std::string name = it->path().filename().string();
+void ActionDispatcher::remove_requests_of_gone_ranks(const std::set<std::string>& present,
+                                                     const std::vector<std::string>& checkpoint_files) {
+  if (!settings_.checkpoint.enabled || settings_.dry_run || settings_.checkpoint.dry_run) return;
+  for (const std::string& name : checkpoint_files) {
+    std::string rank_file;
     for (const std::string& suffix : {checkpoint_suffix(), temp_checkpoint_suffix()}) {
-      if (!name.ends_with(suffix)) continue;
-      std::string rank_file = name.substr(0, name.size() - suffix.size());
-      if (rank_file.ends_with(layout::kFileSuffix) && !present.contains(rank_file))
-        gone.emplace_back(it->path(), std::move(rank_file));
+      if (name.ends_with(suffix)) rank_file = name.substr(0, name.size() - suffix.size());
     }
+    if (rank_file.empty() || present.contains(rank_file) || !may_remove(name)) continue;
+    std::string leaf, problem;
+    const auto folder = open_folder_of(rank_dir_, name, leaf, problem);
+    if (!folder || ::unlinkat(folder->fd.get(), leaf.c_str(), 0) != 0) continue;
+    written_.erase(name);
+    checkpoint_ids_.erase(rank_file);
+    events_ << nlohmann::json{{"event", "checkpoint_request_removed"}, {"node", node_},
+                              {"path", (rank_dir_ / name).string()}, {"reason", "rank gone"}}.dump()
+            << '\n' << std::flush;
   }
-  for (const auto& [path, rank_file] : gone) {
-    if (std::filesystem::remove(path, error)) {
-      checkpoint_ids_.erase(rank_file);
-      events_ << nlohmann::json{{"event", "checkpoint_request_removed"}, {"node", node_}, {"path", path.string()},
-                                {"reason", "rank gone"}}.dump()
-              << '\n' << std::flush;
-    }
+}
+
+bool ActionDispatcher::may_remove(const std::string& name) const {
+  std::string leaf, problem;
+  const auto folder = open_folder_of(rank_dir_, name, leaf, problem);
+  struct stat info {};
+  if (!folder || ::fstatat(folder->fd.get(), leaf.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(info.st_mode)) {
+    return false;
   }
+  if (const auto mine = written_.find(name); mine != written_.end()) {
+    return mine->second == std::make_pair(info.st_dev, info.st_ino);
+  }
+  return info.st_uid == (folder->owner ? *folder->owner : ::geteuid());
 }
 
 bool ActionDispatcher::request_checkpoint(const RankView& rank, std::string& detail) {
   std::uint64_t& id = checkpoint_ids_[rank.file_name];
   id = std::max(id, rank.record.checkpoint_ack) + 1;
-  const auto path = rank_dir_ / (rank.file_name + checkpoint_suffix());
-  const auto tmp = rank_dir_ / (rank.file_name + temp_checkpoint_suffix());
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << id << '\n';
-    if (!out.flush()) {
-      detail = fmt::format("cannot write {}", tmp.string());
-      return false;
-    }
-  }
-  std::error_code error;
-  std::filesystem::rename(tmp, path, error);
-  if (error) {
-    detail = fmt::format("cannot rename to {}: {}", path.string(), error.message());
+  std::string leaf, problem;
+  const auto folder = open_folder_of(rank_dir_, rank.file_name, leaf, problem);
+  if (!folder) {
+    detail = fmt::format("cannot open the folder of {}: {}", rank.file_name, problem);
     return false;
   }
+  const std::string tmp = leaf + temp_checkpoint_suffix();
+  const std::string flag = leaf + checkpoint_suffix();
+  const auto path = rank_dir_ / (folder->prefix + flag);
+  FileDescriptor fd(create_exclusive(folder->fd.get(), tmp));
+  if (!fd) {
+    detail = fmt::format("cannot create {}: {}", (rank_dir_ / (folder->prefix + tmp)).string(), std::strerror(errno));
+    return false;
+  }
+  // The rank's owner must read it (and, in a sticky folder, be able to remove it).
+  if (::fchown(fd.get(), rank.owner_uid, rank.owner_gid) != 0) ::fchmod(fd.get(), 0644);
+  struct stat info {};
+  if (!write_all(fd.get(), fmt::format("{}\n", id)) || ::fstat(fd.get(), &info) != 0) {
+    detail = fmt::format("cannot write {}: {}", (rank_dir_ / (folder->prefix + tmp)).string(), std::strerror(errno));
+    ::unlinkat(folder->fd.get(), tmp.c_str(), 0);
+    return false;
+  }
+  if (::renameat(folder->fd.get(), tmp.c_str(), folder->fd.get(), flag.c_str()) != 0) {
+    detail = fmt::format("cannot rename to {}: {}", path.string(), std::strerror(errno));
+    ::unlinkat(folder->fd.get(), tmp.c_str(), 0);
+    return false;
+  }
+  written_[folder->prefix + flag] = {info.st_dev, info.st_ino};
   detail = fmt::format("request {} written to {}", id, path.string());
   return true;
 }
 
-std::vector<std::string> ActionDispatcher::drain_arguments(const Alert& alert) const {
-  std::vector<std::string> args;
-  for (std::string arg : settings_.drain_command) {
-    arg = replace_all(std::move(arg), "{node}", node_);
-    arg = replace_all(std::move(arg), "{rule}", rule_name(alert.rule));
-    arg = replace_all(std::move(arg), "{gpu}", std::to_string(alert.gpu));
-    arg = replace_all(std::move(arg), "{value}", fmt::format("{:.4g}", alert.value));
-    arg = replace_all(std::move(arg), "{rank}", alert.rank ? std::to_string(alert.rank->record.rank) : "");
-    arg = replace_all(std::move(arg), "{job}", alert.rank ? alert.rank->record.job : "");
-    arg = replace_all(std::move(arg), "{pid}", alert.rank ? std::to_string(alert.rank->record.pid) : "");
-    args.push_back(std::move(arg));
+std::optional<std::vector<std::string>> ActionDispatcher::drain_arguments(const Alert& alert,
+                                                                         std::string& refusal) const {
+  const std::pair<const char*, std::string> values[] = {
+      {"{node}", node_},
+      {"{rule}", rule_name(alert.rule)},
+      {"{gpu}", std::to_string(alert.gpu)},
+      {"{value}", fmt::format("{:.4g}", alert.value)},
+      {"{rank}", alert.rank ? std::to_string(alert.rank->record.rank) : ""},
+      {"{job}", alert.rank ? alert.rank->record.job : ""},
+      {"{pid}", alert.rank ? std::to_string(alert.rank->record.pid) : ""},
+  };
+  std::vector<std::string> args = settings_.drain_command;
+  for (const auto& substitution : values) {
+    const std::string_view placeholder = substitution.first;
+    const std::string& value = substitution.second;
+    const bool used = std::any_of(args.begin(), args.end(), [&](const std::string& arg) {
+      return arg.find(placeholder) != std::string::npos;
+    });
+    if (!used) continue;
+    if (!is_safe_command_value(value)) {
+      refusal = fmt::format("{} would be '{}' (allowed: up to 128 letters, digits, '.', '_', '+', '-', "
+                            "starting with a letter or digit)", placeholder, value);
+      return std::nullopt;
+    }
+    for (auto& arg : args) arg = replace_all(std::move(arg), placeholder, value);
   }
   return args;
 }
@@ -201,7 +287,13 @@ bool ActionDispatcher::run_drain(const Alert& alert, std::string& detail) {
     detail = "no drain command configured";
     return false;
   }
-  std::vector<std::string> args = drain_arguments(alert);
+  std::string refusal;
+  std::optional<std::vector<std::string>> substituted = drain_arguments(alert, refusal);
+  if (!substituted) {
+    detail = "refused: " + refusal;
+    return false;
+  }
+  std::vector<std::string>& args = *substituted;
   std::vector<char*> argv;
   for (auto& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);

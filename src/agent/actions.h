@@ -10,9 +10,12 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <ostream>
 #include <set>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "agent/node_view.h"
@@ -51,18 +54,30 @@ struct ActionSettings {
                           std::chrono::seconds(600)};
   ActionPolicy drain{false, {Rule::kHbmUsed}, std::chrono::seconds(3600)};
   /// argv of the drain command, run without a shell; placeholders {node} {rule} {gpu} {rank}
-  /// {job} {pid} {value} are replaced argument by argument.
+  /// {job} {pid} {value} are replaced argument by argument, each value checked first
+  /// (is_safe_command_value).
   std::vector<std::string> drain_command;
+  /// Drain on alerts that only rank files support (rank rules, or hbm_used without NVML). Any
+  /// user on the node can write a rank file, so by default only NVML's own numbers drain a node.
+  bool drain_on_rank_files = false;
 
   bool operator==(const ActionSettings&) const = default;
 };
 
+/// @brief True for a value that may replace a placeholder of the drain command: empty, or at most
+/// 128 letters, digits, '.', '_', '+', '-', starting with a letter or digit. A rank file's `job`
+/// of "../../x" would otherwise become a path, "--force" an option.
+bool is_safe_command_value(std::string_view value);
+
 /// @brief Runs actions for firing alerts. Not thread-safe: the poll loop owns it.
 ///
 /// Events are JSON lines on `events` ({"event":"action",...}). A checkpoint request is the
-/// file `<rank file>.checkpoint` beside the rank file, holding the request id (written to a
-/// temp name, then renamed). The drain command runs with posix_spawnp (no shell), one at a
-/// time; its exit is logged by reap().
+/// file `<rank file>.checkpoint` beside the rank file, holding the request id: written to a
+/// temp name created with O_EXCL|O_NOFOLLOW (a planted link is never followed), mode 0600 and
+/// handed to the rank file's owner (or, where the agent may not chown, mode 0644: it holds
+/// only a number), then renamed. The drain command runs with posix_spawnp (no shell), one at a
+/// time; its exit is logged by reap(). A drain on an alert only rank files support is refused
+/// unless drain_on_rank_files is set.
 class ActionDispatcher {
  public:
   ActionDispatcher(ActionSettings settings, std::filesystem::path rank_dir, std::string node, std::ostream& events);
@@ -79,7 +94,11 @@ class ActionDispatcher {
   /// @brief Removes checkpoint requests (and leftover temp files) of ranks that are gone: whose
   /// rank file is not in `present` (the names of this poll's rank files, stale ones left out).
   /// A rank that died before acting on its request would otherwise leave the flag forever.
-  void remove_requests_of_gone_ranks(const std::set<std::string>& present);
+  /// Only while checkpoints are enabled and not dry; only regular files among `checkpoint_files`
+  /// (RankScan::checkpoint_files) that this agent wrote, or that belong to the agent's user (at
+  /// the top level) or to the folder's owner (in a per-user folder); never through a link.
+  void remove_requests_of_gone_ranks(const std::set<std::string>& present,
+                                     const std::vector<std::string>& checkpoint_files);
 
   /// @brief Action attempts so far, by action and outcome.
   std::uint64_t count(ActionKind kind, ActionOutcome outcome) const;
@@ -88,9 +107,11 @@ class ActionDispatcher {
   void act(ActionKind kind, const Alert& alert, const std::string& key, const NodeView& view,
            std::chrono::steady_clock::time_point now);
   bool request_checkpoint(const RankView& rank, std::string& detail);
-  /// The drain command with its placeholders replaced (what runs, and what a dry run logs).
-  std::vector<std::string> drain_arguments(const Alert& alert) const;
+  /// The drain command with its placeholders replaced (what runs, and what a dry run logs), or
+  /// nullopt with `refusal` set when a value it uses is not is_safe_command_value.
+  std::optional<std::vector<std::string>> drain_arguments(const Alert& alert, std::string& refusal) const;
   bool run_drain(const Alert& alert, std::string& detail);
+  bool may_remove(const std::string& name) const;
   void emit(ActionKind kind, ActionOutcome outcome, const Alert& alert, const std::string& detail);
 
   ActionSettings settings_;
@@ -98,7 +119,9 @@ class ActionDispatcher {
   std::string node_;
   std::ostream& events_;
   std::map<ActionKind, RateLimiter> limiters_;
+  RateLimiter refused_drains_;  ///< one event per target and log interval for refused drains
   std::map<std::string, std::uint64_t> checkpoint_ids_;  ///< last id written, by rank file
+  std::map<std::string, std::pair<dev_t, ino_t>> written_;  ///< checkpoint files this agent wrote
   pid_t drain_pid_ = -1;
   std::array<std::array<std::uint64_t, 4>, 3> counts_{};
 };

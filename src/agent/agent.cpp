@@ -8,6 +8,7 @@
 
 #include "agent/http_server.h"
 #include "agent/node_view.h"
+#include "agent/signals.h"
 
 namespace fragscope::agent {
 namespace {
@@ -40,13 +41,18 @@ Agent::Agent(AgentOptions options, AgentConfig config, std::ostream& events)
 void Agent::poll() {
   const auto started = std::chrono::steady_clock::now();
   const std::uint64_t now_ns = unix_ns_now();
-  auto readings = scan_rank_directory(options_.rank_dir, now_ns, options_.stale_after);
-  std::set<std::string> present;
-  for (const auto& reading : readings) {
-    if (reading.state != RankFileState::kStale) present.insert(reading.path.filename().string());
+  RankScan scan = scan_rank_directory(options_.rank_dir, now_ns, options_.stale_after);
+  {
+    std::lock_guard lock(rank_dir_problem_mutex_);
+    rank_dir_problem_ = scan.problem;
   }
-  actions_.remove_requests_of_gone_ranks(present);
-  NodeView view = make_node_view(now_ns, std::move(readings), nvml_.sample());
+  report_scan(scan);
+  std::set<std::string> present;
+  for (const auto& reading : scan.readings) {
+    if (reading.state != RankFileState::kStale) present.insert(reading.name);
+  }
+  actions_.remove_requests_of_gone_ranks(present, scan.checkpoint_files);
+  NodeView view = make_node_view(now_ns, std::move(scan.readings), nvml_.sample());
   view.scan_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
   const auto alerts = rules_.evaluate(view, started);
@@ -67,6 +73,37 @@ void Agent::poll() {
   last_poll_steady_ns_.store(steady_ns(std::chrono::steady_clock::now()));
 }
 
+void Agent::report_scan(const RankScan& scan) {
+  auto log = [this](const nlohmann::json& event) { events_ << event.dump() << '\n'; };
+  if (scan.problem != reported_problem_) {
+    log({{"event", "rank_dir"}, {"path", options_.rank_dir.string()},
+         {"problem", scan.problem.empty() ? "none (readable again)" : scan.problem}});
+    reported_problem_ = scan.problem;
+  }
+  std::set<std::string> warnings(scan.warnings.begin(), scan.warnings.end());
+  for (const auto& warning : warnings) {
+    if (!reported_warnings_.contains(warning)) log({{"event", "rank_dir_warning"}, {"warning", warning}});
+  }
+  reported_warnings_ = std::move(warnings);
+  // A flood of bad files must not flood the log: the first kMaxFileEvents per poll, then a count.
+  constexpr std::size_t kMaxFileEvents = 100;
+  std::map<std::string, RankFileState> troubled;
+  std::size_t logged = 0;
+  for (const auto& reading : scan.readings) {
+    if (reading.state == RankFileState::kOk) continue;
+    troubled.emplace(reading.name, reading.state);
+    const auto before = reported_files_.find(reading.name);
+    if (before != reported_files_.end() && before->second == reading.state) continue;
+    if (logged++ < kMaxFileEvents) {
+      log({{"event", "rank_file"}, {"file", reading.name}, {"state", state_name(reading.state)},
+           {"problem", reading.problem}});
+    }
+  }
+  if (logged > kMaxFileEvents) log({{"event", "rank_file"}, {"more_files", logged - kMaxFileEvents}});
+  reported_files_ = std::move(troubled);
+  events_ << std::flush;
+}
+
 std::string Agent::health_problem() const {
   const auto last = last_poll_steady_ns_.load();
   if (last == 0) return "no poll has completed yet";
@@ -75,7 +112,8 @@ std::string Agent::health_problem() const {
   if (age > limit) {
     return fmt::format("last poll {:.1f} s ago", std::chrono::duration<double>(age).count());
   }
-  return "";
+  std::lock_guard lock(rank_dir_problem_mutex_);
+  return rank_dir_problem_.empty() ? "" : "degraded: " + rank_dir_problem_;
 }
 
 void Agent::run(const std::atomic<bool>& stop) {
@@ -85,6 +123,12 @@ void Agent::run(const std::atomic<bool>& stop) {
           << '\n' << std::flush;
   auto next = std::chrono::steady_clock::now() + options_.poll_interval;
   while (!stop.load()) {
+    for (const int signal_number : take_ignored_signals()) {
+      events_ << nlohmann::json{{"event", "signal"}, {"signal", signal_name(signal_number)},
+                                {"action", "ignored: the config is read at start; restart the agent to change it"}}
+                     .dump()
+              << '\n' << std::flush;
+    }
     // Sleep in short slices so a signal's stop flag is seen quickly.
     const auto now = std::chrono::steady_clock::now();
     if (now < next) {

@@ -5,8 +5,11 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <ostream>
+#include <set>
 #include <string>
 
 #include "agent/actions.h"
@@ -14,6 +17,7 @@
 #include "agent/checkpoint_acks.h"
 #include "agent/node_metrics.h"
 #include "agent/nvml.h"
+#include "agent/rank_file_reader.h"
 #include "agent/rules.h"
 
 namespace fragscope::agent {
@@ -40,7 +44,8 @@ class Agent {
   /// @brief One poll: scan rank files, sample NVML, evaluate rules, act, publish metrics.
   void poll();
 
-  /// @brief Serves /metrics and /healthz and polls every poll_interval until `stop` is set.
+  /// @brief Serves /metrics and /healthz and polls every poll_interval until `stop` is set;
+  /// logs the signals install_agent_signal_handlers() ignored.
   /// @throws InputError when the listen address cannot be bound.
   void run(const std::atomic<bool>& stop);
 
@@ -48,7 +53,11 @@ class Agent {
   const MetricsPage& metrics_page() const { return page_; }
 
  private:
+  /// @brief "" when healthy; else why not: no recent poll, or (degraded) an unreadable rank directory.
   std::string health_problem() const;
+  /// @brief Logs what changed since the last poll: the rank directory's problem and warnings,
+  /// and the files that entered a state other than ok (each once, not every poll).
+  void report_scan(const RankScan& scan);
 
   AgentOptions options_;
   Nvml nvml_;
@@ -59,6 +68,11 @@ class Agent {
   MetricsPage page_;
   AgentStatus status_;
   std::atomic<std::int64_t> last_poll_steady_ns_{0};
+  mutable std::mutex rank_dir_problem_mutex_;
+  std::string rank_dir_problem_;  ///< the last scan's, read by the HTTP thread
+  std::string reported_problem_;
+  std::set<std::string> reported_warnings_;
+  std::map<std::string, RankFileState> reported_files_;  ///< files not ok at the last poll
 };
 
 }  // namespace fragscope::agent

@@ -136,10 +136,18 @@ AgentConfig parse_agent_config(std::string_view text, std::string_view source) {
     read_policy(a.table("checkpoint"), actions.checkpoint, true);
     TableReader drain = a.table("drain");
     drain.strings("command", actions.drain_command);
+    drain.boolean("trust_rank_files", actions.drain_on_rank_files);
     read_policy(drain, actions.drain, true);
     a.finish();
     if (actions.drain.enabled && actions.drain_command.empty()) {
       drain.fail("command", "is required when drain is enabled");
+    }
+    for (Rule rule : actions.drain.rules) {
+      if (actions.drain.enabled && !actions.drain_on_rank_files && rule != Rule::kHbmUsed) {
+        drain.fail("rules", fmt::format("'{}' is measured by rank files only, which any user on the node can write; "
+                                        "set trust_rank_files = true to drain on it",
+                                        rule_name(rule)));
+      }
     }
   }
   top.finish();

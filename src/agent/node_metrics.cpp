@@ -7,7 +7,7 @@
 
 #include <prometheus/text_serializer.h>
 
-#include "agent/build_revision.h"  // generated: FRAGSCOPE_VERSION, FRAGSCOPE_REVISION
+#include "util/build_info.h"
 
 namespace fragscope::agent {
 namespace {
@@ -154,7 +154,8 @@ std::vector<MetricFamily> node_metric_families(const NodeView& view, const Agent
 
   FamilyBuilder build("fragscope_build_info", "1, labelled with the agent's version and source revision.",
                       MetricType::Gauge);
-  build.add({{"version", FRAGSCOPE_VERSION}, {"revision", FRAGSCOPE_REVISION}}, 1);
+  const BuildInfo info = build_info();
+  build.add({{"version", std::string(info.version)}, {"revision", std::string(info.revision)}}, 1);
   keep(build);
 
   const std::vector<const RankView*> ranks = exported_ranks(view);

@@ -35,7 +35,9 @@ NodeView make_node_view(std::uint64_t unix_ns, std::vector<RankFileReading> read
         if (bare_uuid(gpu.uuid) == bare_uuid(reading.record.gpu_uuid)) rank.gpu = static_cast<std::int32_t>(gpu.index);
       }
     }
-    rank.file_name = reading.path.filename().string();
+    rank.file_name = reading.name;
+    rank.owner_uid = reading.owner_uid;
+    rank.owner_gid = reading.owner_gid;
     rank.record = std::move(reading.record);
     view.ranks.push_back(std::move(rank));
   }

@@ -3,6 +3,8 @@
 /// @brief Everything the agent knows about its node at one poll: immutable once built, shared
 /// between the poll loop (rules, actions) and the HTTP threads (/metrics).
 
+#include <sys/types.h>
+
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -17,7 +19,9 @@ namespace fragscope::agent {
 struct RankView {
   RankRecord record;
   std::int32_t gpu = -1;  ///< NVML index when the UUID matched a GPU, else the hook's index
-  std::string file_name;  ///< rank file name inside the rank directory
+  std::string file_name;  ///< the reading's name: "rank0-pid1.fsr" or "1000/rank0-pid1.fsr"
+  uid_t owner_uid = 0;    ///< the rank file's owner, who gets the checkpoint requests
+  gid_t owner_gid = 0;
 };
 
 /// @brief One poll of the node.

@@ -1,5 +1,6 @@
 #include "agent/rank_file_reader.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,12 +10,16 @@
 #include <array>
 #include <bit>
 #include <cstring>
+#include <map>
+#include <memory>
 #include <optional>
 #include <thread>
 
 #include <fmt/format.h>
 
+#include "agent/printable_text.h"
 #include "agent/rank_file_layout.h"
+#include "agent/rank_folder.h"
 
 namespace fragscope::agent {
 namespace {
@@ -85,8 +90,8 @@ RankRecord decode_payload(std::span<const std::byte> b) {
     r.samples_total = load<std::uint64_t>(b, l::kSamplesTotal);
     r.tokens_total = load<std::uint64_t>(b, l::kTokensTotal);
   }
-  r.job = load_string(b, l::kJob);
-  r.gpu_uuid = load_string(b, l::kGpuUuid);
+  r.job = printable_text(load_string(b, l::kJob));
+  r.gpu_uuid = printable_text(load_string(b, l::kGpuUuid));
   return r;
 }
 
@@ -124,20 +129,113 @@ std::optional<RankFileReading> check_header(std::span<const std::byte> bytes) {
   return std::nullopt;
 }
 
-/// Closes the descriptor on every path out of read_rank_file.
-class FileDescriptor {
+/// The newest `cap` candidate rank files of each owner, by modification time; memory stays
+/// within twice the cap per owner however many files a folder holds.
+class NewestPerOwner {
  public:
-  explicit FileDescriptor(int fd) : fd_(fd) {}
-  ~FileDescriptor() {
-    if (fd_ >= 0) ::close(fd_);
+  explicit NewestPerOwner(std::size_t cap) : cap_(cap) {}
+
+  void add(uid_t owner, std::int64_t mtime_ns, std::string name) {
+    auto& files = by_owner_[owner];
+    files.emplace_back(mtime_ns, std::move(name));
+    if (files.size() >= 2 * cap_) trim(files);
   }
-  FileDescriptor(const FileDescriptor&) = delete;
-  FileDescriptor& operator=(const FileDescriptor&) = delete;
-  int get() const { return fd_; }
+
+  /// The kept names; dropped() then counts the others.
+  std::vector<std::string> take() {
+    std::vector<std::string> names;
+    for (auto& [owner, files] : by_owner_) {
+      trim(files);
+      for (auto& file : files) names.push_back(std::move(file.second));
+    }
+    by_owner_.clear();
+    return names;
+  }
+  std::size_t dropped() const { return dropped_; }
 
  private:
-  int fd_;
+  using File = std::pair<std::int64_t, std::string>;  // mtime, name
+
+  void trim(std::vector<File>& files) {
+    if (files.size() <= cap_) return;
+    const auto newer = [](const File& a, const File& b) {
+      return a.first != b.first ? a.first > b.first : a.second < b.second;
+    };
+    std::nth_element(files.begin(), files.begin() + static_cast<std::ptrdiff_t>(cap_), files.end(), newer);
+    dropped_ += files.size() - cap_;
+    files.resize(cap_);
+  }
+
+  std::size_t cap_;
+  std::size_t dropped_ = 0;
+  std::map<uid_t, std::vector<File>> by_owner_;
 };
+
+bool is_checkpoint_file_name(std::string_view name) {
+  const std::string flag = std::string(layout::kFileSuffix) + std::string(layout::kCheckpointSuffix);
+  return name.ends_with(flag) || name.ends_with(flag + ".tmp");
+}
+
+std::string folder_label(const std::filesystem::path& directory, const RankFolder& folder) {
+  return folder.prefix.empty() ? directory.string() : (directory / folder.prefix).string();
+}
+
+/// Reads the candidate rank files of one folder into `scan`; at the root, collects the names of
+/// per-user folders into `user_folders`.
+void scan_folder(const std::filesystem::path& directory, const RankFolder& folder, RankScan& scan,
+                 std::vector<std::string>* user_folders) {
+  const int listing_fd = ::dup(folder.fd.get());
+  struct CloseDir {
+    void operator()(DIR* dir) const { ::closedir(dir); }
+  };
+  std::unique_ptr<DIR, CloseDir> listing(listing_fd >= 0 ? ::fdopendir(listing_fd) : nullptr);
+  if (!listing) {
+    if (listing_fd >= 0) ::close(listing_fd);
+    scan.warnings.push_back(fmt::format("{}: cannot list: {}", folder_label(directory, folder), std::strerror(errno)));
+    return;
+  }
+  ::rewinddir(listing.get());
+  NewestPerOwner candidates(kMaxRankFiles);
+  std::size_t checkpoint_files = 0;
+  std::size_t refused_folders = 0;
+  std::string first_refused;
+  while (const dirent* entry = ::readdir(listing.get())) {
+    const std::string_view name = entry->d_name;
+    if (is_rank_file_name(name)) {
+      struct stat info {};
+      if (::fstatat(folder.fd.get(), entry->d_name, &info, AT_SYMLINK_NOFOLLOW) != 0) continue;  // gone since
+      candidates.add(info.st_uid, std::int64_t{info.st_mtim.tv_sec} * 1'000'000'000 + info.st_mtim.tv_nsec,
+                     std::string(name));
+    } else if (is_checkpoint_file_name(name)) {
+      if (++checkpoint_files <= kMaxRankFiles) scan.checkpoint_files.push_back(folder.prefix + std::string(name));
+    } else if (const auto uid = user_folders != nullptr ? user_folder_uid(name) : std::nullopt) {
+      // Only a real folder of the uid it names counts: anyone may create "1000" in the root.
+      struct stat info {};
+      if (::fstatat(folder.fd.get(), entry->d_name, &info, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(info.st_mode) &&
+          info.st_uid == *uid) {
+        user_folders->emplace_back(name);
+      } else if (refused_folders++ == 0 || name < first_refused) {
+        first_refused = name;
+      }
+    }
+  }
+  if (refused_folders > 0) {
+    scan.warnings.push_back(
+        fmt::format("{}: {} per-user folder names skipped, not a folder of that uid (first by name: {})",
+                    directory.string(), refused_folders, first_refused));
+  }
+  const auto kept = candidates.take();
+  if (candidates.dropped() > 0) {
+    scan.warnings.push_back(fmt::format("{}: {} rank files not read (at most {} per owner, the newest)",
+                                        folder_label(directory, folder), candidates.dropped(), kMaxRankFiles));
+  }
+  for (const auto& leaf : kept) {
+    RankFileReading reading = read_rank_file_at(folder.fd.get(), leaf, folder.owner);
+    reading.name = folder.prefix + leaf;
+    reading.path = directory / reading.name;
+    scan.readings.push_back(std::move(reading));
+  }
+}
 
 }  // namespace
 
@@ -163,29 +261,44 @@ RankFileReading decode_rank_file(std::span<const std::byte> bytes) {
   return reading;
 }
 
-RankFileReading read_rank_file(const std::filesystem::path& path, int attempts) {
-  auto with_path = [&](RankFileReading reading) {
-    reading.path = path;
+RankFileReading read_rank_file_at(int folder_fd, const std::string& leaf, std::optional<uid_t> required_owner,
+                                  int attempts) {
+  // What is opened must be what was checked: a file renamed over the name in between is
+  // checked again (a writer that replaces its file by rename is legitimate, a swap is not).
+  FileDescriptor fd;
+  struct stat info {};
+  for (int attempt = 0; !fd; ++attempt) {
+    struct stat before {};
+    if (::fstatat(folder_fd, leaf.c_str(), &before, AT_SYMLINK_NOFOLLOW) != 0) {
+      return failure(RankFileState::kInvalid, fmt::format("cannot stat: {}", std::strerror(errno)));
+    }
+    if (!S_ISREG(before.st_mode)) return failure(RankFileState::kInvalid, "not a regular file");
+    if (required_owner && before.st_uid != *required_owner) {
+      return failure(RankFileState::kInvalid,
+                     fmt::format("owned by uid {}, not by the folder's owner {}", before.st_uid, *required_owner));
+    }
+    fd = FileDescriptor(::openat(folder_fd, leaf.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY));
+    if (!fd) return failure(RankFileState::kInvalid, fmt::format("cannot open: {}", std::strerror(errno)));
+    if (::fstat(fd.get(), &info) != 0 || info.st_ino != before.st_ino || info.st_dev != before.st_dev) {
+      if (attempt == 2) return failure(RankFileState::kInvalid, "replaced while being opened, three times");
+      fd = FileDescriptor();
+    }
+  }
+  auto with_owner = [&](RankFileReading reading) {
+    reading.owner_uid = info.st_uid;
+    reading.owner_gid = info.st_gid;
     return reading;
   };
-  FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
-  if (fd.get() < 0) {
-    return with_path(failure(RankFileState::kInvalid, fmt::format("cannot open: {}", std::strerror(errno))));
-  }
-  struct stat info {};
-  if (::fstat(fd.get(), &info) != 0 || !S_ISREG(info.st_mode)) {
-    return with_path(failure(RankFileState::kInvalid, "not a regular file"));
-  }
   std::array<std::byte, layout::kSize> buffer{};
   RankFileReading last = failure(RankFileState::kTorn, "never read");
   for (int attempt = 0; attempt < std::max(attempts, 1); ++attempt) {
     if (attempt > 0) std::this_thread::sleep_for(std::chrono::microseconds(50 * attempt));
     const ssize_t got = ::pread(fd.get(), buffer.data(), buffer.size(), 0);
     if (got < 0) {
-      return with_path(failure(RankFileState::kInvalid, fmt::format("read failed: {}", std::strerror(errno))));
+      return with_owner(failure(RankFileState::kInvalid, fmt::format("read failed: {}", std::strerror(errno))));
     }
     const std::span<const std::byte> bytes(buffer.data(), static_cast<std::size_t>(got));
-    if (auto problem = check_header(bytes)) return with_path(std::move(*problem));
+    if (auto problem = check_header(bytes)) return with_owner(std::move(*problem));
     const auto seq = load<std::uint64_t>(bytes, layout::kSeqOffset);
     if (seq % 2 == 1) {
       last = failure(RankFileState::kTorn, fmt::format("writer mid-update (seq {} is odd)", seq));
@@ -194,43 +307,61 @@ RankFileReading read_rank_file(const std::filesystem::path& path, int attempts) 
     last = decode_rank_file(bytes);
     std::uint64_t seq_after = 0;
     if (::pread(fd.get(), &seq_after, sizeof seq_after, layout::kSeqOffset) != sizeof seq_after) {
-      return with_path(failure(RankFileState::kInvalid, "truncated while reading"));
+      return with_owner(failure(RankFileState::kInvalid, "truncated while reading"));
     }
     if (seq_after != seq) {
       last = failure(RankFileState::kTorn, fmt::format("seq moved from {} to {} during the read", seq, seq_after));
       continue;
     }
     // A stable, even seq: the copy is what the writer last completed, so decode's verdict holds.
-    return with_path(std::move(last));
+    return with_owner(std::move(last));
   }
-  return with_path(std::move(last));
+  return with_owner(std::move(last));
 }
 
-std::vector<RankFileReading> scan_rank_directory(const std::filesystem::path& directory,
-                                                 std::uint64_t now_unix_ns,
-                                                 std::chrono::nanoseconds stale_after) {
-  std::vector<std::filesystem::path> paths;
-  std::error_code error;
-  for (std::filesystem::directory_iterator it(directory, error), end; !error && it != end;
-       it.increment(error)) {
-    if (it->path().extension() != layout::kFileSuffix) continue;
-    paths.push_back(it->path());
-    if (paths.size() == kMaxRankFiles) break;
+RankFileReading read_rank_file(const std::filesystem::path& path, int attempts) {
+  const auto folder = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+  FileDescriptor folder_fd(::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  RankFileReading reading =
+      folder_fd ? read_rank_file_at(folder_fd.get(), path.filename().string(), std::nullopt, attempts)
+                : failure(RankFileState::kInvalid, fmt::format("cannot open its folder: {}", std::strerror(errno)));
+  reading.path = path;
+  reading.name = path.filename().string();
+  return reading;
+}
+
+RankScan scan_rank_directory(const std::filesystem::path& directory, std::uint64_t now_unix_ns,
+                             std::chrono::nanoseconds stale_after) {
+  RankScan scan;
+  const auto root = open_rank_root(directory, scan.problem);
+  if (!root) return scan;
+  std::vector<std::string> user_folders;
+  scan_folder(directory, *root, scan, &user_folders);
+  std::sort(user_folders.begin(), user_folders.end());
+  if (user_folders.size() > kMaxUserFolders) {
+    scan.warnings.push_back(fmt::format("{}: {} per-user folders not read (at most {})", directory.string(),
+                                        user_folders.size() - kMaxUserFolders, kMaxUserFolders));
+    user_folders.resize(kMaxUserFolders);
   }
-  std::sort(paths.begin(), paths.end());
-  std::vector<RankFileReading> readings;
-  readings.reserve(paths.size());
+  for (const auto& name : user_folders) {
+    std::string problem;
+    if (const auto folder = open_user_folder(root->fd.get(), name, problem)) {
+      scan_folder(directory, *folder, scan, nullptr);
+    } else {
+      scan.warnings.push_back(fmt::format("{}/{} (skipped)", directory.string(), problem));
+    }
+  }
+  std::sort(scan.readings.begin(), scan.readings.end(),
+            [](const RankFileReading& a, const RankFileReading& b) { return a.name < b.name; });
   const auto stale_ns = static_cast<std::uint64_t>(stale_after.count());
-  for (const auto& path : paths) {
-    RankFileReading reading = read_rank_file(path);
+  for (auto& reading : scan.readings) {
     if (reading.state == RankFileState::kOk && reading.record.update_unix_ns + stale_ns < now_unix_ns) {
       reading.state = RankFileState::kStale;
       reading.problem = fmt::format("no update for {:.0f} s",
                                     static_cast<double>(now_unix_ns - reading.record.update_unix_ns) / 1e9);
     }
-    readings.push_back(std::move(reading));
   }
-  return readings;
+  return scan;
 }
 
 }  // namespace fragscope::agent

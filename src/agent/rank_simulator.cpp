@@ -30,8 +30,8 @@ constexpr auto kTick = std::chrono::milliseconds(50);
 constexpr double kMinPassSeconds = 0.1;  // a one-step run recorded at t=0 must not spin
 
 std::uint64_t unix_ns_now() {
-  return static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+  const auto since_epoch = std::chrono::system_clock::now().time_since_epoch();
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(since_epoch).count());
 }
 
 /// Reads one line's fields, naming the file and line in every error.
@@ -149,14 +149,18 @@ RecordedRun load_recorded_run(const std::filesystem::path& path) {
   run.name = folder || steps_path.filename() == "steps.jsonl"
                  ? std::filesystem::absolute(folder_path).lexically_normal().filename().string()
                  : steps_path.stem().string();
-  if (run.name.empty()) run.name = std::filesystem::absolute(folder_path).lexically_normal().parent_path().filename().string();
+  if (run.name.empty()) {
+    run.name = std::filesystem::absolute(folder_path).lexically_normal().parent_path().filename().string();
+  }
   std::ifstream in(steps_path);
   if (!in) throw InputError(fmt::format("{}: cannot open", steps_path.string()));
   std::string text;
   for (std::size_t number = 1; std::getline(in, text); ++number) {
     if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
     const std::string where = fmt::format("{}:{}", steps_path.string(), number);
-    if (run.steps.size() == kMaxRecordedSteps) throw InputError(fmt::format("{}: more than {} steps", where, kMaxRecordedSteps));
+    if (run.steps.size() == kMaxRecordedSteps) {
+      throw InputError(fmt::format("{}: more than {} steps", where, kMaxRecordedSteps));
+    }
     RecordedStep step = parse_step(text, where);
     if (!run.steps.empty() && step.end_seconds < run.steps.back().end_seconds) {
       throw InputError(fmt::format("{}: \"t\" goes backwards ({} after {})", where, step.end_seconds,
@@ -264,7 +268,9 @@ RankSimulator::RankSimulator(std::vector<RecordedRun> runs, const std::filesyste
     r.throughput_totals_known = true;
     r.update_unix_ns = unix_ns_now();
     rank->start = rank->last_write = now;
-    rank->writer = std::make_unique<RankFileWriter>(rank_dir / fmt::format("simulated-{}.fsr", r.job), r);
+    // The agent reads only the hook's names, rank<R>-pid<P>.fsr; one process writes every run,
+    // so R is the run's index here (each record says rank 0 of its own job).
+    rank->writer = std::make_unique<RankFileWriter>(rank_dir / fmt::format("rank{}-pid{}.fsr", i, r.pid), r);
     ranks_.push_back(std::move(rank));
   }
   thread_ = std::thread([this] { loop(); });

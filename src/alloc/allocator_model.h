@@ -14,6 +14,10 @@
 namespace fragscope::alloc {
 
 using StreamId = std::uint16_t;    ///< dense stream number (0 = the legacy default stream)
+/// Dense memory-pool number: 0 = the device's default pools; others are private pools (a CUDA
+/// graph's pool, torch.compile's reduce-overhead, torch.cuda.MemPool), numbered by the caller.
+using MemPoolId = std::uint16_t;
+inline constexpr MemPoolId kDefaultPool = 0;
 using BlockHandle = std::uint32_t;  ///< names a live block inside one model
 inline constexpr BlockHandle kNoBlock = 0xffffffffu;
 
@@ -55,6 +59,7 @@ struct InitialSegment {
   std::uint64_t address = 0;
   std::uint64_t size = 0;
   StreamId stream = 0;
+  MemPoolId mem_pool = kDefaultPool;
   bool small_pool = false;
   bool expandable = false;
   std::vector<InitialBlock> live_blocks;  ///< in address order; the rest of the segment is free
@@ -64,10 +69,13 @@ class AllocatorModel {
  public:
   virtual ~AllocatorModel() = default;
 
-  /// @brief malloc(size, stream) with `size` as the caller asked (unrounded).
+  /// @brief malloc(size, stream) with `size` as the caller asked (unrounded), served from
+  /// `pool` (a private pool: while a CUDA graph captures, or under torch.cuda.use_mem_pool).
   /// @return the new block, or kNoBlock when the device is out of memory (counted in num_ooms;
   ///         the model's state is then as PyTorch leaves it after an OOM).
-  virtual BlockHandle malloc(std::uint64_t size, StreamId stream) = 0;
+  virtual BlockHandle malloc(std::uint64_t size, StreamId stream, MemPoolId pool) = 0;
+  /// @brief malloc from the default pools.
+  BlockHandle malloc(std::uint64_t size, StreamId stream) { return malloc(size, stream, kDefaultPool); }
   /// @brief free() of a block not used on other streams: back to the cache at once.
   virtual void free(BlockHandle block) = 0;
   /// @brief free() of a block used on other streams: it waits for their events.
@@ -75,7 +83,8 @@ class AllocatorModel {
   /// @brief The events of a free_requested() block completed: back to the cache.
   virtual void free_completed(BlockHandle block) = 0;
 
-  /// @brief torch.cuda.empty_cache(): gives every releasable cached segment back.
+  /// @brief torch.cuda.empty_cache(): gives every releasable cached segment of the default
+  /// pools back (private pools stay while their graph or MemPool lives).
   virtual void empty_cache() {}
 
   /// @brief Starts from a mid-run state instead of an empty device.

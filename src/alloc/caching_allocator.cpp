@@ -18,16 +18,24 @@ CachingAllocator::CachingAllocator(const CachingAllocatorOptions& options, Devic
 // ---------------------------------------------------------------------------------------------
 // Bookkeeping
 
-std::uint32_t CachingAllocator::add_pool(StreamId stream, PoolKind kind) {
+std::uint32_t CachingAllocator::add_pool(StreamId stream, PoolKind kind, MemPoolId mem_pool) {
   const std::size_t slot = static_cast<std::size_t>(stream) * 2 + static_cast<std::size_t>(kind);
-  if (slot >= pool_by_stream_.size()) pool_by_stream_.resize(slot + 2, kNone);
-  if (pool_by_stream_[slot] == kNone) {
-    pool_by_stream_[slot] = static_cast<std::uint32_t>(pools_.size());
+  std::uint32_t* index = nullptr;
+  if (mem_pool == kDefaultPool) {
+    if (slot >= pool_by_stream_.size()) pool_by_stream_.resize(slot + 2, kNone);
+    index = &pool_by_stream_[slot];
+  } else {
+    // Private pools live apart: the release paths that walk pool_by_stream_ never see them.
+    index = &private_pools_.try_emplace((std::uint64_t{mem_pool} << 32) | slot, kNone).first->second;
+  }
+  if (*index == kNone) {
+    *index = static_cast<std::uint32_t>(pools_.size());
     Pool& pool = pools_.emplace_back();
     pool.stream = stream;
+    pool.mem_pool = mem_pool;
     pool.small = kind == PoolKind::kSmall;
   }
-  return pool_by_stream_[slot];
+  return *index;
 }
 
 BlockHandle CachingAllocator::new_block(const Block& init) {
@@ -69,10 +77,10 @@ void CachingAllocator::add_reserved(std::uint64_t bytes) {
 // ---------------------------------------------------------------------------------------------
 // malloc
 
-BlockHandle CachingAllocator::malloc(std::uint64_t orig_size, StreamId stream) {
+BlockHandle CachingAllocator::malloc(std::uint64_t orig_size, StreamId stream, MemPoolId mem_pool) {
   Request r;
   r.size = round_size(orig_size, config_);
-  r.pool = pool_index(stream, pool_of(r.size));
+  r.pool = pool_index(stream, pool_of(r.size), mem_pool);
   r.alloc_size = allocation_size(r.size, config_);
 
   bool found = get_free_block(r);
@@ -587,7 +595,7 @@ std::vector<BlockHandle> CachingAllocator::restore(const std::vector<InitialSegm
   std::vector<const InitialSegment*> runs;
   for (const InitialSegment& s : segments) {
     const std::uint32_t pool =
-        pool_index(s.stream, s.small_pool ? PoolKind::kSmall : PoolKind::kLarge);
+        pool_index(s.stream, s.small_pool ? PoolKind::kSmall : PoolKind::kLarge, s.mem_pool);
     if (s.expandable) {
       runs.push_back(&s);
       continue;
@@ -597,6 +605,7 @@ std::vector<BlockHandle> CachingAllocator::restore(const std::vector<InitialSegm
     lay_out(s, pool, kNone, kNone);
   }
   std::stable_sort(runs.begin(), runs.end(), [](const InitialSegment* a, const InitialSegment* b) {
+    if (a->mem_pool != b->mem_pool) return a->mem_pool < b->mem_pool;
     if (a->stream != b->stream) return a->stream < b->stream;
     if (a->small_pool != b->small_pool) return a->small_pool;
     return a->address < b->address;
@@ -604,7 +613,7 @@ std::vector<BlockHandle> CachingAllocator::restore(const std::vector<InitialSegm
   for (std::size_t i = 0; i < runs.size();) {
     const InitialSegment& first = *runs[i];
     const std::uint32_t pool =
-        pool_index(first.stream, first.small_pool ? PoolKind::kSmall : PoolKind::kLarge);
+        pool_index(first.stream, first.small_pool ? PoolKind::kSmall : PoolKind::kLarge, first.mem_pool);
     const std::uint32_t segment = new_expandable_segment(pool, first.address);
     const ExpandableSegment& es = expandables_[segment];
     device_.adopt_address_space(es.base, es.size);
@@ -624,7 +633,7 @@ std::vector<BlockHandle> CachingAllocator::restore(const std::vector<InitialSegm
       pools_[pool].unmapped.insert(AddressKey{gap.address, h});
       prev = h;
     };
-    for (; i < runs.size() && runs[i]->stream == first.stream &&
+    for (; i < runs.size() && runs[i]->stream == first.stream && runs[i]->mem_pool == first.mem_pool &&
            runs[i]->small_pool == first.small_pool &&
            runs[i]->address + runs[i]->size <= es.base + es.size;
          ++i) {

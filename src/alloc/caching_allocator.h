@@ -15,8 +15,12 @@
 ///   pages mapped on demand at the lowest address that fits, unmapped by the release paths;
 /// - record_stream frees: a block waits (pending) until its events complete, or until a
 ///   release_cached synchronises all streams.
-/// What it leaves out: CUDA-graph private pools and MemPools (allocations go to the default
-/// pools), free-memory callbacks, IPC.
+/// - private pools (a CUDA graph's pool, torch.compile reduce-overhead, torch.cuda.MemPool):
+///   pools of their own per (pool, stream), served by the same rules, never released by
+///   empty_cache(), a failed malloc's release or GC (their graph or MemPool holds them).
+/// What it leaves out: a private pool's release once its graph is destroyed, MemPool's
+/// no_split and use_on_oom options, the capture-time limits on a malloc's release path,
+/// free-memory callbacks, IPC.
 ///
 /// Invariants: blocks of one segment form an address-ordered doubly linked list; two free
 /// neighbours with the same mapped state never coexist (they merge); every free mapped block is
@@ -28,6 +32,7 @@
 #include <vector>
 
 #include <absl/container/btree_set.h>
+#include <absl/container/flat_hash_map.h>
 
 #include "alloc/alloc_config.h"
 #include "alloc/allocator_model.h"
@@ -51,7 +56,8 @@ class CachingAllocator final : public AllocatorModel {
   /// @param device the simulated GPU; must outlive the model.
   CachingAllocator(const CachingAllocatorOptions& options, DeviceMemory& device);
 
-  BlockHandle malloc(std::uint64_t size, StreamId stream) override;
+  using AllocatorModel::malloc;
+  BlockHandle malloc(std::uint64_t size, StreamId stream, MemPoolId pool) override;
   void free(BlockHandle block) override;
   void free_requested(BlockHandle block) override;
   void free_completed(BlockHandle block) override;
@@ -59,7 +65,8 @@ class CachingAllocator final : public AllocatorModel {
   const AllocatorStats& stats() const override { return stats_; }
   std::uint64_t address(BlockHandle block) const override { return blocks_[block].address; }
 
-  /// @brief Releases every unsplit cached segment and unmaps free pages (release_cached).
+  /// @brief Releases every unsplit cached segment of the default pools and unmaps their free
+  /// pages (release_cached_blocks with no private pool freeable).
   void empty_cache() override;
 
  private:
@@ -91,6 +98,7 @@ class CachingAllocator final : public AllocatorModel {
     absl::btree_set<AddressKey> unmapped;
     std::int64_t get_free_blocks_call_count = 0;
     StreamId stream = 0;
+    MemPoolId mem_pool = kDefaultPool;
     bool small = false;
   };
   struct ExpandableSegment {
@@ -105,12 +113,14 @@ class CachingAllocator final : public AllocatorModel {
     BlockHandle block = kNone;
   };
 
-  std::uint32_t pool_index(StreamId stream, PoolKind kind) {
+  std::uint32_t pool_index(StreamId stream, PoolKind kind, MemPoolId mem_pool) {
     const std::size_t slot = static_cast<std::size_t>(stream) * 2 + static_cast<std::size_t>(kind);
-    if (slot < pool_by_stream_.size() && pool_by_stream_[slot] != kNone) return pool_by_stream_[slot];
-    return add_pool(stream, kind);
+    if (mem_pool == kDefaultPool && slot < pool_by_stream_.size() && pool_by_stream_[slot] != kNone) [[likely]] {
+      return pool_by_stream_[slot];
+    }
+    return add_pool(stream, kind, mem_pool);
   }
-  std::uint32_t add_pool(StreamId stream, PoolKind kind);
+  std::uint32_t add_pool(StreamId stream, PoolKind kind, MemPoolId mem_pool);
   BlockHandle new_block(const Block& init);
   void drop_block(BlockHandle h);
   bool is_split(const Block& b) const { return b.prev != kNone || b.next != kNone; }
@@ -150,7 +160,8 @@ class CachingAllocator final : public AllocatorModel {
   std::vector<Block> blocks_;
   std::vector<BlockHandle> spare_handles_;
   std::vector<Pool> pools_;
-  std::vector<std::uint32_t> pool_by_stream_;  // stream * 2 + kind → pools_ index (kNone = none)
+  std::vector<std::uint32_t> pool_by_stream_;  // default pools: stream * 2 + kind → pools_ index (kNone = none)
+  absl::flat_hash_map<std::uint64_t, std::uint32_t> private_pools_;  // (mem_pool, stream, kind) → pools_ index
   std::vector<ExpandableSegment> expandables_;
   std::vector<std::uint32_t> spare_expandables_;
   std::vector<BlockHandle> pending_;  // freed blocks waiting on events, in free order

@@ -56,6 +56,10 @@ class DeviceMemory {
   /// matches (replaces earlier hints). The span must outlive those calls.
   void offer_hints(std::span<const AddressHint> hints);
 
+  /// @brief Memory outside this process's allocator moved: cudaMalloc now fails beyond
+  /// `capacity` (what is held stays held, even above it).
+  void set_capacity(std::optional<std::uint64_t> capacity) { capacity_ = capacity; }
+
   std::uint64_t used() const { return used_; }
   std::optional<std::uint64_t> capacity() const { return capacity_; }
 

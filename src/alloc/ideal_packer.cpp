@@ -26,7 +26,7 @@ BlockHandle IdealPacker::take(std::uint64_t rounded) {
   return h;
 }
 
-BlockHandle IdealPacker::malloc(std::uint64_t size, StreamId /*stream*/) {
+BlockHandle IdealPacker::malloc(std::uint64_t size, StreamId /*stream*/, MemPoolId /*pool*/) {
   const std::uint64_t rounded = round_size(size, config_);
   if (!device_.map(rounded)) {
     ++stats_.num_ooms;

@@ -22,7 +22,8 @@ class IdealPacker final : public AllocatorModel {
   /// @param device supplies the capacity; must outlive the packer.
   IdealPacker(const AllocConfig& config, DeviceMemory& device);
 
-  BlockHandle malloc(std::uint64_t size, StreamId stream) override;
+  using AllocatorModel::malloc;
+  BlockHandle malloc(std::uint64_t size, StreamId stream, MemPoolId pool) override;
   void free(BlockHandle block) override;
   void free_requested(BlockHandle block) override { free(block); }
   void free_completed(BlockHandle) override {}

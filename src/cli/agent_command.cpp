@@ -1,7 +1,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <csignal>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -11,15 +10,15 @@
 #include "agent/agent.h"
 #include "agent/agent_config.h"
 #include "agent/rank_simulator.h"
+#include "agent/signals.h"
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "util/error.h"
 
 namespace fragscope::cli {
 namespace {
 
 std::atomic<bool> stop_requested{false};
-
-extern "C" void request_stop(int) { stop_requested.store(true); }
 
 std::string default_node_name() {
   if (const char* node = std::getenv("NODE_NAME"); node != nullptr && *node != '\0') return node;
@@ -45,22 +44,39 @@ void add_agent_command(CLI::App& app, RunState& state) {
   flags->options.node = default_node_name();
   auto* cmd = app.add_subcommand("agent", "Node daemon: rank files + NVML -> /metrics, alerts and actions");
   cmd->add_option("--listen", flags->options.listen, "Address for /metrics and /healthz (loopback by default)")
+      ->type_name("HOST:PORT")
       ->capture_default_str();
-  cmd->add_option("--rank-dir", flags->options.rank_dir, "Directory of the hooks' rank files")->capture_default_str();
-  cmd->add_option("--config", flags->config_path, "TOML file with [thresholds] and [actions] (deploy/kubernetes/agent.toml)");
+  cmd->add_option("--rank-dir", flags->options.rank_dir, "Directory of the hooks' rank files")
+      ->type_name("DIR")
+      ->capture_default_str();
+  cmd->add_option("--config", flags->config_path,
+                  "TOML file with [thresholds] and [actions] (deploy/kubernetes/agent.toml)")
+      ->type_name("FILE");
   cmd->add_option("--poll-interval", flags->poll_seconds, "Seconds between polls")
-      ->capture_default_str()->check(CLI::Range(0.05, 3600.0));
+      ->type_name("SECONDS")
+      ->capture_default_str()
+      ->check(number_between(0.05, 3600.0, "seconds"));
   cmd->add_option("--stale-after", flags->stale_seconds, "Seconds without an update before a rank is dropped")
-      ->capture_default_str()->check(CLI::Range(1.0, 86400.0));
-  cmd->add_option("--nvml-library", flags->options.nvml_library, "NVML to dlopen")->capture_default_str();
-  cmd->add_option("--node", flags->options.node, "Node name for the drain command's {node}")->capture_default_str();
-  cmd->add_option("--event-log", flags->event_log, "Append JSON-lines events here instead of stderr");
+      ->type_name("SECONDS")
+      ->capture_default_str()
+      ->check(number_between(1.0, 86400.0, "seconds"));
+  cmd->add_option("--nvml-library", flags->options.nvml_library, "NVML to dlopen")
+      ->type_name("FILE")
+      ->capture_default_str();
+  cmd->add_option("--node", flags->options.node, "Node name for the drain command's {node}")
+      ->type_name("NAME")
+      ->capture_default_str();
+  cmd->add_option("--event-log", flags->event_log, "Append JSON-lines events here instead of stderr")
+      ->type_name("FILE");
   cmd->add_flag("--dry-run", flags->dry_run, "Log the actions that would run; run none");
   cmd->add_option("--simulate", flags->simulate,
                   "Replay recorded runs (folders with steps.jsonl, or the files) as live ranks in --rank-dir")
+      ->type_name("PATH")
       ->expected(1, -1);
   cmd->add_option("--simulate-speed", flags->simulate_speed, "Recorded seconds per second in --simulate")
-      ->capture_default_str()->check(CLI::Range(0.01, 1000.0));
+      ->type_name("X")
+      ->capture_default_str()
+      ->check(number_between(0.01, 1000.0, "a speed-up"));
   cmd->callback([flags, &state] {
     agent::AgentConfig config;
     if (!flags->config_path.empty()) config = agent::load_agent_config(flags->config_path);
@@ -73,14 +89,13 @@ void add_agent_command(CLI::App& app, RunState& state) {
       if (!log_file) throw InputError(fmt::format("{}: cannot open the event log for appending", flags->event_log));
     }
     std::ostream& events = flags->event_log.empty() ? std::cerr : log_file;
-    std::signal(SIGTERM, request_stop);
-    std::signal(SIGINT, request_stop);
-    std::signal(SIGPIPE, SIG_IGN);
+    agent::install_agent_signal_handlers(stop_requested);
     std::vector<agent::RecordedRun> runs;
     for (const auto& path : flags->simulate) runs.push_back(agent::load_recorded_run(path));
     std::unique_ptr<agent::RankSimulator> simulator;
     if (!runs.empty()) {
-      simulator = std::make_unique<agent::RankSimulator>(std::move(runs), flags->options.rank_dir, flags->simulate_speed);
+      simulator =
+          std::make_unique<agent::RankSimulator>(std::move(runs), flags->options.rank_dir, flags->simulate_speed);
     }
     agent::Agent daemon(flags->options, config, events);
     daemon.run(stop_requested);

@@ -14,14 +14,14 @@
 namespace fragscope::cli {
 
 struct CapacityFlags {
-  std::string capacity;       ///< "40GiB", "42805960704", ... ("" = not given)
+  std::string capacity;       ///< "40GiB", "40GB", "42805960704B", ... ("" = not given)
   std::string gpu;
   std::optional<double> memory_fraction;
   std::string device_memory;
   bool unlimited = false;
   std::optional<int> device;  ///< trace device (default: the busiest)
 
-  /// @throws InputError naming the flag when a byte count does not parse.
+  /// @throws InputError naming the flag when a size does not parse or has no unit.
   replay::CapacityRequest request() const;
 };
 

@@ -6,8 +6,6 @@
 #include "cli/commands.h"
 #include "diagnose/acceptance_check.h"
 #include "inputs/acceptance_criteria.h"
-#include "inputs/nvidia_smi_csv.h"
-#include "inputs/telemetry_reader.h"
 #include "report/acceptance_report.h"
 
 namespace fragscope::cli {
@@ -26,12 +24,8 @@ void run_check(const CheckOptions& o, RunState& state) {
   const inputs::AcceptanceCriteria criteria =
       o.criteria.empty() ? inputs::AcceptanceCriteria{} : inputs::read_acceptance_criteria_file(o.criteria);
   const std::string criteria_source = o.criteria.empty() ? "defaults (no --criteria)" : o.criteria;
-  std::vector<diagnose::TelemetryFile> files;
-  for (const auto& path : o.telemetry) files.push_back({path, inputs::read_telemetry_file(path)});
-  diagnose::CheckInput input;
-  input.ranks = diagnose::group_by_rank(std::move(files));
-  for (const auto& path : o.smi) input.smi.push_back(inputs::read_nvidia_smi_csv_file(path));
-  const diagnose::CheckReport report = diagnose::check_acceptance(criteria, input, o.allow_unevaluated);
+  const diagnose::CheckReport report =
+      diagnose::check_acceptance(criteria, diagnose::read_check_input(o.telemetry, o.smi), o.allow_unevaluated);
   if (o.json) {
     report::write_check_json(std::cout, report, criteria, criteria_source);
   } else {
@@ -48,12 +42,15 @@ void add_check_command(CLI::App& app, RunState& state) {
                                           "criteria; exit 0 only when all pass");
   cmd->add_option("TELEMETRY", options->telemetry,
                   "step telemetry JSONL: one file per rank (in rank order), or files with a rank field")
+      ->type_name("FILE")
       ->required();
   cmd->add_option("--criteria", options->criteria,
-                  "acceptance criteria JSON (fragscope plan --canary); defaults when omitted");
+                  "acceptance criteria JSON (fragscope plan --canary); defaults when omitted")
+      ->type_name("FILE");
   cmd->add_option("--smi", options->smi,
                   "nvidia-smi --query-gpu=timestamp,index,utilization.gpu,memory.used,memory.total "
-                  "--format=csv -lms 100 output: GPU idle and device memory");
+                  "--format=csv -lms 100 output: GPU idle and device memory")
+      ->type_name("FILE");
   cmd->add_flag("--json", options->json, "print one JSON object (for CI) instead of the table");
   cmd->add_flag("--allow-unevaluated", options->allow_unevaluated,
                 "pass even when a criterion cannot be evaluated from the data (by default that fails the check)");

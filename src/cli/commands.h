@@ -10,8 +10,10 @@
 
 namespace fragscope::cli {
 
-/// @brief Shared between main() and the subcommands: the status to exit with.
+/// @brief Shared between main() and the subcommands: the flags of the app itself and the status
+/// to exit with.
 struct RunState {
+  bool quiet = false;  ///< --quiet: no progress bar
   int exit_code = 0;
 };
 
@@ -22,5 +24,7 @@ void add_doctor_command(CLI::App& app, RunState& state);
 void add_replay_command(CLI::App& app, RunState& state);
 void add_whatif_command(CLI::App& app, RunState& state);
 void add_plan_command(CLI::App& app, RunState& state);
+/// @brief The hidden `completion bash|zsh` and `man`: what `app`'s definitions generate.
+void add_generated_docs_commands(CLI::App& app, RunState& state);
 
 }  // namespace fragscope::cli

@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 
 #include "inputs/nvidia_smi_trace.h"
+#include "inputs/telemetry_reader.h"
 #include "util/bytes.h"
 #include "util/error.h"
 #include "util/quantiles.h"
@@ -80,7 +81,7 @@ std::optional<std::int64_t> max_stat(const std::vector<StepRecord>& records, std
 }
 
 CriterionResult check_hbm(const AcceptanceCriteria& criteria, const RankTelemetry& rank,
-                          const std::vector<SmiGpu>& gpus) {
+                          const std::vector<SmiGpu>& gpus, std::vector<std::string>& warnings) {
   CriterionResult r = make("max_hbm_fraction", rank);
   r.limit = criteria.max_hbm_fraction;
   r.limit_text = at_most_percent(criteria.max_hbm_fraction);
@@ -94,16 +95,25 @@ CriterionResult check_hbm(const AcceptanceCriteria& criteria, const RankTelemetr
     r.detail = "telemetry has no reserved_bytes.all.peak";
     return r;
   }
-  std::optional<std::uint64_t> total;
-  std::string total_source;
+  std::optional<std::uint64_t> telemetry_total;
   for (const auto& record : rank.records)
     if (record.device_total_bytes.value_or(0) > 0)
-      total = std::max<std::uint64_t>(total.value_or(0), static_cast<std::uint64_t>(*record.device_total_bytes));
-  if (total) {
-    total_source = "telemetry device_total_bytes";
-  } else if (criteria.device_memory_bytes) {
+      telemetry_total =
+          std::max<std::uint64_t>(telemetry_total.value_or(0), static_cast<std::uint64_t>(*record.device_total_bytes));
+  std::optional<std::uint64_t> total;
+  std::string total_source;
+  if (criteria.device_memory_bytes) {
+    // The plan's card: a canary run on another card or slice still answers for the planned one.
     total = criteria.device_memory_bytes;
-    total_source = "criteria device_memory_bytes";
+    total_source = "the planned card: criteria device_memory_bytes";
+    const double ratio = telemetry_total ? static_cast<double>(*telemetry_total) / static_cast<double>(*total) : 1.0;
+    if (ratio < 1.0 - kDeviceMismatch || ratio > 1.0 + kDeviceMismatch)
+      warnings.push_back(fmt::format("rank {}: the telemetry's device has {} but the plan's criteria are for a {} "
+                                     "card: the HBM peak is judged against the planned card",
+                                     rank.rank, format_bytes(*telemetry_total), format_bytes(*total)));
+  } else if (telemetry_total) {
+    total = telemetry_total;
+    total_source = "telemetry device_total_bytes";
   } else {
     std::optional<int> local_rank;
     for (const auto& record : rank.records)
@@ -351,6 +361,16 @@ std::size_t CheckReport::count(CriterionVerdict verdict) const {
                                                 [&](const CriterionResult& r) { return r.verdict == verdict; }));
 }
 
+CheckInput read_check_input(const std::vector<std::string>& telemetry_paths,
+                            const std::vector<std::string>& smi_paths) {
+  std::vector<TelemetryFile> files;
+  for (const std::string& path : telemetry_paths) files.push_back({path, inputs::read_telemetry_file(path)});
+  CheckInput input;
+  input.ranks = group_by_rank(std::move(files));
+  for (const std::string& path : smi_paths) input.smi.push_back(inputs::read_nvidia_smi_csv_file(path));
+  return input;
+}
+
 CheckReport check_acceptance(const AcceptanceCriteria& criteria, const CheckInput& input, bool allow_unevaluated) {
   std::vector<SmiGpu> gpus;
   std::vector<std::string> short_files;
@@ -370,7 +390,7 @@ CheckReport check_acceptance(const AcceptanceCriteria& criteria, const CheckInpu
   report.allow_unevaluated = allow_unevaluated;
   for (const auto& rank : input.ranks) {
     const Steps steps = cut_into_steps(rank.records, criteria.warmup_steps);
-    report.results.push_back(check_hbm(criteria, rank, gpus));
+    report.results.push_back(check_hbm(criteria, rank, gpus, report.warnings));
     report.results.push_back(
         check_data_wait("max_data_wait_fraction", criteria.max_data_wait_fraction, rank, steps, criteria));
     if (traces.empty()) {

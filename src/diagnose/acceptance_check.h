@@ -8,8 +8,9 @@
 ///   `optimizer_step` true (records without the field are one step each). The first
 ///   `warmup_steps` steps are warm-up; *steady* records are the train records after them.
 /// - HBM: max reserved_bytes.all.peak (else .current) over all of a rank's records / device
-///   memory (telemetry device_total_bytes, else the criteria's device_memory_bytes, else
-///   nvidia-smi memory.total).
+///   memory: the criteria's device_memory_bytes (the card the plan was made for), else the
+///   telemetry's device_total_bytes, else nvidia-smi memory.total. When the telemetry's device
+///   differs from the planned card by more than kDeviceMismatch, a warning says so.
 /// - Data wait: data_wait_fraction over steady records.
 /// - GPU idle: per GPU of an nvidia-smi trace (≥ kMinTraceSamples samples): share of samples
 ///   below kIdleUtilizationPercent within the busy window; without a usable trace, each rank's
@@ -40,6 +41,9 @@ using inputs::AcceptanceCriteria;
 inline constexpr double kIdleUtilizationPercent = 10.0;
 inline constexpr std::size_t kMinTraceSamples = 10;
 inline constexpr std::size_t kMinSpreadSteps = 3;
+/// Relative difference between the telemetry's device and the planned card that is a different
+/// card (cudaMemGetInfo's total runs ~0.5% under nvidia-smi's memory.total on the same card).
+inline constexpr double kDeviceMismatch = 0.05;
 
 /// @brief The telemetry of one rank.
 struct RankTelemetry {
@@ -82,6 +86,7 @@ struct CheckInput {
 
 struct CheckReport {
   std::vector<CriterionResult> results;  ///< ranks in order, then GPUs, then run-wide rows
+  std::vector<std::string> warnings;     ///< what the verdict alone does not say
   bool allow_unevaluated = false;        ///< a criterion not evaluated does not fail the check
   std::size_t count(CriterionVerdict verdict) const;
   /// @brief No criterion failed and, unless allow_unevaluated, none went unevaluated.
@@ -89,6 +94,12 @@ struct CheckReport {
     return count(CriterionVerdict::kFail) == 0 && (allow_unevaluated || count(CriterionVerdict::kNotEvaluated) == 0);
   }
 };
+
+/// @brief Reads what `fragscope check` is given: step telemetry files (split into ranks by
+/// group_by_rank) and nvidia-smi CSV files.
+/// @throws InputError naming the file that cannot be read, or as group_by_rank.
+CheckInput read_check_input(const std::vector<std::string>& telemetry_paths,
+                            const std::vector<std::string>& smi_paths);
 
 /// @brief Evaluates every criterion. REQUIRES: `input.ranks` is not empty.
 /// @param allow_unevaluated let criteria the data cannot answer pass (`check --allow-unevaluated`).

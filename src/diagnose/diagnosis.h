@@ -86,13 +86,84 @@ struct StepProjection {
   std::uint64_t next_step_peak_bytes = 0;
 };
 
+/// @brief How one allocator setting runs the step projected from the trace (trace_projection.h).
+struct ProjectedRun {
+  std::string conf;  ///< PYTORCH_CUDA_ALLOC_CONF ("" = defaults)
+  bool recorded = false;
+  bool runs = false;               ///< completes the projected step at the capacity
+  bool runs_with_margin = false;   ///< ... at the capacity less margin_to_fit
+  bool fails_with_margin = false;  ///< fails even at the capacity plus margin_to_fail
+};
+
+/// @brief The failing step projected from the trace alone, without step telemetry.
+struct TraceStepProjection {
+  bool available = false;
+  std::string unavailable_reason;
+  std::string unit_statement;     ///< the repeating unit's statement
+  bool eval_units = false;        ///< the units are eval batches
+  std::size_t earlier_units = 0;  ///< units before the failing one in the trace
+  std::size_t reference_unit = 0;                ///< 1-based among the trace's units
+  std::size_t reference_first_event = 0;         ///< trace events of the reference unit
+  std::size_t reference_end_event = 0;           ///< (the next unit's first allocation)
+  std::size_t aligned_event = 0;  ///< the reference's allocation matched with the failing malloc
+  std::size_t prefix_allocations = 0;   ///< the failing unit's, up to the failing malloc
+  std::size_t matched_allocations = 0;  ///< of them, matched with the reference's
+  double scale = 1.0;  ///< the failing unit's allocation sizes / the reference's
+  std::size_t aligned_units = 0;  ///< earlier units its prefix aligned with (any kind)
+  std::size_t smaller_units = 0;  ///< of them, those the failing unit is larger than (by 2%)
+  /// The longest of them when one is longer than the failing unit (1-based), and the live peak
+  /// of a step that long begun as the failing one began (its held blocks, its kind).
+  std::optional<std::size_t> longest_unit;
+  std::uint64_t longest_peak_bytes = 0;
+  /// The reference's allocations after the aligned one, by how their size follows the scale.
+  std::uint64_t constant_bytes = 0;
+  std::uint64_t linear_bytes = 0;
+  std::uint64_t quadratic_bytes = 0;
+  std::uint64_t other_bytes = 0;      ///< another exponent (between the three)
+  std::uint64_t unfitted_bytes = 0;   ///< no other unit tells how they scale: taken as linear
+  std::uint64_t unmatched_free_bytes = 0;
+  /// The reference is of another kind (fewer or more blocks live when it began, e.g. before the
+  /// optimizer made its state): the difference of the bytes live when each began.
+  std::uint64_t kind_difference_bytes = 0;
+  std::size_t checked_units = 0;      ///< earlier units projected from the reference
+  std::optional<double> fit_error;    ///< largest |projected − real| / real peak among them
+  /// What the projected peak may be above / below the truth by: the reference's kind, frees
+  /// without a counterpart, allocations no unit tells how they scale (constant to quadratic).
+  std::uint64_t over_bytes = 0;
+  std::uint64_t under_bytes = 0;
+  double fit_margin = 0;      ///< the fit's error as a fraction, at least 1% (5% when unchecked)
+  double margin_to_fit = 0;   ///< fraction of the capacity a setting must leave: fit_margin + under
+  double margin_to_fail = 0;  ///< fraction the step must exceed it by: fit_margin + over
+  std::uint64_t start_level_bytes = 0;     ///< live when the failing unit began
+  std::uint64_t live_at_oom_bytes = 0;     ///< live + the failing request
+  std::uint64_t projected_peak_bytes = 0;  ///< the ideal packer's peak over the projected step
+  /// The unit after the reference began this much higher than the reference (gradients the
+  /// steps after a zero_grad hold again); 0 when it did not.
+  std::uint64_t next_unit_extra_bytes = 0;
+  std::vector<ProjectedRun> runs;  ///< per setting of the sweep
+};
+
+/// @brief A memory reduction the snapshot shows, with what it would save (memory_advice.h).
+struct MemoryAdvice {
+  std::string key;       ///< "kv_cache", "fp32_logits", "foreach_temporaries", "eval_outputs", "eval_batch"
+  std::string title;
+  std::string setting;
+  std::string evidence;
+  std::uint64_t bytes = 0;  ///< live at the OOM that it would not hold
+};
+
 /// @brief One row of the what-if table (a replay of the trace under one config).
 struct WhatIfLine {
   std::string conf;  ///< PYTORCH_CUDA_ALLOC_CONF ("" = defaults)
   bool recorded = false;
   std::uint64_t peak_reserved_bytes = 0;  ///< without a memory limit (to the OOM point at most)
+  /// At the capacity: what it reserved up to where it stopped (the OOM point, or its own OOM).
+  std::optional<std::uint64_t> peak_reserved_at_capacity_bytes;
+  std::optional<std::size_t> oom_event;   ///< at the capacity: the event it ran out of memory at
   std::optional<bool> passes_oom_point;   ///< at the capacity: served the failing malloc
   std::optional<bool> fits;               ///< at the capacity: no OOM at all
+  /// The step projected from the trace (trace_projection.h) at the capacity: runs it / not.
+  std::optional<bool> runs_projected_step;
 };
 
 /// @brief One point of the recorded reserved / allocated curve.
@@ -139,13 +210,18 @@ struct Diagnosis {
   std::string capacity_source;
   std::optional<OomContext> oom_context;
   StepProjection projection;
+  TraceStepProjection trace_projection;  ///< from the trace alone (without telemetry)
   std::vector<WhatIfLine> whatif;
   std::optional<std::uint64_t> ideal_peak_bytes;  ///< the ideal packer's peak (the floor)
-  std::string recommended_conf;                   ///< least memory that passes, when any
+  /// The setting to use: under fragmentation, the one that runs the failing step (least memory
+  /// first); with no OOM, the one that lowers the reserved peak; empty otherwise.
+  std::string recommended_conf;
 
+  std::vector<MemoryAdvice> memory_advice;  ///< largest first; placed among the actions by verdict
   std::vector<Evidence> evidence;
   std::vector<Action> actions;      ///< ranked: the first is the one to try first
   std::vector<Action> do_not;       ///< what not to do, and why
+  std::vector<std::string> warnings;     ///< how inputs were told apart into ranks, what stays merged
   std::vector<std::string> decide_with;  ///< for kUndetermined: what would decide it
   std::vector<std::string> healthy;      ///< for kOk: what is healthy and the margin left
 

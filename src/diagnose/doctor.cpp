@@ -59,9 +59,8 @@ OomSignals gather_oom_signals(const DoctorInputs& in) {
         break;
       }
   for (const SnapshotInput& snap : in.snapshots) {
-    const int device = snapshot::busiest_device(snap.snapshot);
-    if (const auto index = snapshot::last_oom_index(snap.snapshot, device)) {
-      s.sources.push_back(fmt::format("the `oom` entry at trace event {} of {}", *index, snap.path));
+    if (snap.oom_index) {
+      s.sources.push_back(fmt::format("the `oom` entry at trace event {} of {}", *snap.oom_index, snap.path));
       if (!s.rank && snap.rank) s.rank = snap.rank;
     }
   }
@@ -78,27 +77,25 @@ TraceChoice choose_trace(const DoctorInputs& in, const std::optional<int>& rank,
   std::size_t best_events = 0;
   std::size_t best_tail = SIZE_MAX;
   for (const SnapshotInput* s : candidates) {
-    const int device = snapshot::busiest_device(s->snapshot);
-    const std::size_t events = s->snapshot.trace(device).size();
-    const auto oom_index = snapshot::last_oom_index(s->snapshot, device);
-    if (oom && !oom_index) continue;
+    const std::size_t events = s->snapshot.trace(s->device).size();
+    if (oom && !s->oom_index) continue;
     if (events > best_events || !choice.replay) {
       best_events = events;
       choice.replay = s;
-      choice.device = device;
-      choice.oom_index = oom_index;
+      choice.device = s->device;
+      choice.oom_index = s->oom_index;
     }
-    const std::size_t tail = oom_index ? events - *oom_index : 0;
+    const std::size_t tail = s->oom_index ? events - *s->oom_index : 0;
     if (tail < best_tail) {
       best_tail = tail;
       choice.map = s;
-      choice.map_oom_index = oom_index;
+      choice.map_oom_index = s->oom_index;
     }
   }
   if (!choice.replay && !candidates.empty()) {  // an OOM known from elsewhere; no trace holds it
     choice.replay = candidates.front();
     choice.map = candidates.front();
-    choice.device = snapshot::busiest_device(choice.replay->snapshot);
+    choice.device = choice.replay->device;
   }
   return choice;
 }
@@ -186,7 +183,7 @@ void collect_ranks(const DoctorInputs& in, const OomSignals& oom, Diagnosis& d) 
   }
   for (const auto& s : in.snapshots) {
     RankFacts& f = at(s.rank);
-    f.oom |= snapshot::last_oom_index(s.snapshot, snapshot::busiest_device(s.snapshot)).has_value();
+    f.oom |= s.oom_index.has_value();
     f.sources.push_back(s.path);
   }
   for (const auto& m : oom.messages) at(m.rank).oom = true;
@@ -379,6 +376,7 @@ Diagnosis run_doctor(const DoctorInputs& in, const DoctorOptions& options) {
                      "; give snapshots, steps.jsonl, memory_stats JSON, nvidia-smi CSV, memory_summary text or a log with the OOM message");
   }
   Diagnosis d;
+  d.warnings = in.warnings;
   const OomSignals oom = gather_oom_signals(in);
   d.oom = oom.any();
   describe_inputs(in, d.oom, d);
@@ -425,7 +423,7 @@ Diagnosis run_doctor(const DoctorInputs& in, const DoctorOptions& options) {
     d.timeline_oom_index = trace.oom_index;
   }
   if (trace.map) {
-    const int device = snapshot::busiest_device(trace.map->snapshot);
+    const int device = trace.map->device;
     d.segment_map_at_oom = trace.map_oom_index.has_value();
     d.segment_map = d.segment_map_at_oom ? segment_map_at_event(trace.map->snapshot, device, *trace.map_oom_index)
                                          : metrics::build_segment_map(trace.map->snapshot, device);
@@ -454,8 +452,8 @@ Diagnosis run_doctor(const DoctorInputs& in, const DoctorOptions& options) {
       const replay::Capacity capacity = replay::resolve_capacity(prepared, {});
       replay::WhatIfOptions whatif_options;
       whatif_options.threads = options.threads;
-      fill_whatif(replay::run_whatif(prepared, replay::standard_sweep(prepared, capacity.allowed_maximum.has_value()),
-                                     capacity, whatif_options), d);
+      whatif_options.progress = options.progress;
+      fill_whatif(replay::sweep_at_capacity(prepared, capacity, whatif_options), d);
     }
     if (pipeline.data_wait_fraction)
       d.add_evidence("data_wait_fraction", fmt::format("data wait {} of step time over {} steps ({} without the first step, whose {:.0f} ms "
@@ -513,6 +511,9 @@ Diagnosis run_doctor(const DoctorInputs& in, const DoctorOptions& options) {
               : "Nothing wrong: no OOM and the GPU is not waiting for data.";
       break;
   }
+  // Only a setting that runs the failing step is recommended: not one that merely passes the
+  // failing malloc when the step needs more than the device (capacity) or cannot be told.
+  if (d.verdict == Verdict::kCapacity || d.verdict == Verdict::kUndetermined) d.recommended_conf.clear();
   rank_actions(d);
   return d;
 }

@@ -1,5 +1,8 @@
 #include "diagnose/doctor_actions.h"
 
+#include <algorithm>
+#include <string_view>
+
 #include <fmt/format.h>
 
 #include "util/bytes.h"
@@ -21,46 +24,89 @@ const WhatIfLine* recorded_line(const Diagnosis& d) {
   return nullptr;
 }
 
-void never_buy_or_slice(Diagnosis& d, const std::string& why) {
-  d.do_not.push_back({"Do not enable MIG", "", "a MIG slice gives each process a fraction of the GPU's memory, never more: "
-                      "every OOM gets closer, none goes away", false});
+/// What the failing step needs, from whichever projection ran: its peak with what the steps
+/// after it hold again, what was live when it began (kept across steps) and the rest.
+struct Needs {
+  bool known = false;
+  std::uint64_t needed = 0;
+  std::uint64_t held = 0;
+  std::uint64_t activations = 0;
+};
+
+Needs needs_of(const Diagnosis& d) {
+  Needs n;
+  if (const StepProjection& p = d.projection; p.available) {
+    n = {true, p.next_step_peak_bytes, p.static_bytes + p.returning_bytes,
+         p.projected_peak_bytes > p.static_bytes ? p.projected_peak_bytes - p.static_bytes : 0};
+  } else if (const TraceStepProjection& t = d.trace_projection; t.available) {
+    n = {true, t.projected_peak_bytes + t.next_unit_extra_bytes, t.start_level_bytes + t.next_unit_extra_bytes,
+         t.projected_peak_bytes > t.start_level_bytes ? t.projected_peak_bytes - t.start_level_bytes : 0};
+  }
+  return n;
+}
+
+void never_buy(Diagnosis& d, const std::string& why) {
   d.do_not.push_back({"Do not buy more GPUs for this", "", why, false});
 }
 
-void memory_reduction_actions(Diagnosis& d, bool sufficient) {
-  const StepProjection& p = d.projection;
+void never_buy_or_slice(Diagnosis& d, const std::string& why) {
+  d.do_not.push_back({"Do not enable MIG", "",
+                      "a MIG slice gives each process a fraction of the GPU's memory, never more: "
+                      "every OOM gets closer, none goes away",
+                      false});
+  never_buy(d, why);
+}
+
+/// The reductions the snapshot shows (memory_advice.h), largest first. Under capacity one is
+/// enough on its own when it frees more than the step is short by.
+void snapshot_reductions(Diagnosis& d, bool capacity) {
+  const Needs n = needs_of(d);
   const std::uint64_t cap = d.capacity_bytes.value_or(0);
-  // What the run needs: the failing step's peak with what the steps after it hold again.
-  const std::uint64_t needed = p.next_step_peak_bytes;
-  const std::uint64_t activations = p.available && p.projected_peak_bytes > p.static_bytes ? p.projected_peak_bytes - p.static_bytes : 0;
-  std::string shortfall = p.available && cap > 0 && needed > cap
-                              ? fmt::format("the step needs {} where the device gives {}; {} of it is activations that scale with tokens",
-                                            format_bytes(needed), format_bytes(cap), format_bytes(activations))
-                              : "activation memory grows with the tokens of a micro-step";
-  d.actions.push_back({"Turn on activation checkpointing", "model.gradient_checkpointing_enable()  # or torch.utils.checkpoint per block",
-                       shortfall + "; checkpointing keeps one activation per layer boundary instead of all of them", sufficient});
+  const std::uint64_t short_by = n.known && n.needed > cap ? n.needed - cap : 0;
+  for (const MemoryAdvice& a : d.memory_advice) {
+    std::string evidence = a.evidence;
+    if (short_by > 0) evidence += fmt::format("; the step is {} short", format_bytes(short_by));
+    d.actions.push_back({a.title, a.setting, evidence, capacity && short_by > 0 && a.bytes > short_by});
+  }
+}
+
+void memory_reduction_actions(Diagnosis& d, bool sufficient) {
+  const Needs n = needs_of(d);
+  const std::uint64_t cap = d.capacity_bytes.value_or(0);
+  std::string shortfall =
+      n.known && cap > 0 && n.needed > cap
+          ? fmt::format("the step needs {} where the device gives {}; {} of it is activations that scale with tokens",
+                        format_bytes(n.needed), format_bytes(cap), format_bytes(n.activations))
+          : "activation memory grows with the tokens of a micro-step";
+  d.actions.push_back({"Turn on activation checkpointing",
+                       "model.gradient_checkpointing_enable()  # or torch.utils.checkpoint per block",
+                       shortfall + "; checkpointing keeps one activation per layer boundary instead of all of them",
+                       sufficient});
   std::string halve = "halving the micro-batch halves the activation part of the peak";
-  if (p.available && cap > 0) {
-    const std::uint64_t halved = p.static_bytes + p.returning_bytes + activations / 2;
+  if (n.known && cap > 0) {
+    const std::uint64_t halved = n.held + n.activations / 2;
     halve = fmt::format("halving the micro-batch brings the projected peak from {} to about {} ({} the {} capacity)",
-                        format_bytes(needed), format_bytes(halved), halved <= cap ? "within" : "still above",
+                        format_bytes(n.needed), format_bytes(halved), halved <= cap ? "within" : "still above",
                         format_bytes(cap));
   }
   d.actions.push_back({"Keep the global batch: halve the micro-batch and double gradient accumulation",
                        "micro_batch_size //= 2; gradient_accumulation_steps *= 2", halve, sufficient});
   if (!d.trigger.empty() && d.trigger.find("longest batch") != std::string::npos)
-    d.actions.push_back({"Bound the tokens of a micro-step", "cap max_seq_len, or bucket / pack sequences so every micro-step has about the same tokens",
+    d.actions.push_back({"Bound the tokens of a micro-step",
+                         "cap max_seq_len, or bucket / pack sequences so every micro-step has about the same tokens",
                          d.trigger + ": the peak follows the longest batch, not the average", sufficient});
 }
 
 void allocator_action(Diagnosis& d, bool sufficient, const std::string& evidence) {
   if (d.recommended_conf.empty()) return;
-  d.actions.push_back({"Change the allocator setting", "PYTORCH_CUDA_ALLOC_CONF=" + d.recommended_conf, evidence, sufficient});
+  d.actions.push_back(
+      {"Change the allocator setting", "PYTORCH_CUDA_ALLOC_CONF=" + d.recommended_conf, evidence, sufficient});
 }
 
 /// Fragmentation that the trace's starting state already holds: no setting of the sweep helps.
 void stranded_fragmentation(Diagnosis& d) {
   memory_reduction_actions(d, true);
+  snapshot_reductions(d, false);
   d.actions.push_back({"Set the allocator from the job's start", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
                        "expandable segments map pages on demand and leave no split segments behind; the replay cannot show "
                        "it: the trace begins after the pieces were made", false});
@@ -77,79 +123,106 @@ void fragmentation(Diagnosis& d) {
   }
   const WhatIfLine* best = line_for(d, d.recommended_conf);
   const WhatIfLine* recorded = recorded_line(d);
+  const Needs n = needs_of(d);
   std::string evidence = "the replay at the same capacity passes the point where the real run failed";
-  if (best && recorded)
-    evidence = fmt::format("replayed at the same {}: passes the recorded OOM (peak reserved {} vs {} under the recorded config); "
-                           "the step's projected peak {} fits", format_bytes(d.capacity_bytes.value_or(0)),
-                           format_bytes(best->peak_reserved_bytes), format_bytes(recorded->peak_reserved_bytes),
-                           format_bytes(d.projection.next_step_peak_bytes));
+  if (best && d.trace_projection.available)
+    evidence = fmt::format(
+        "the failing step, projected from the trace's earlier steps, runs under it at the same {} with {} to "
+        "spare (it needs {} live with perfect packing)",
+        format_bytes(d.capacity_bytes.value_or(0)), pct(d.trace_projection.margin_to_fit), format_bytes(n.needed));
+  else if (best && recorded)
+    evidence = fmt::format(
+        "replayed at the same {}: passes the recorded OOM (peak reserved {} vs {} under the recorded config); "
+        "the step's projected peak {} fits",
+        format_bytes(d.capacity_bytes.value_or(0)),
+        format_bytes(best->peak_reserved_at_capacity_bytes.value_or(best->peak_reserved_bytes)),
+        format_bytes(recorded->peak_reserved_at_capacity_bytes.value_or(recorded->peak_reserved_bytes)),
+        format_bytes(n.needed));
   allocator_action(d, true, evidence);
-  if (d.projection.available && d.capacity_bytes) {
-    const std::uint64_t spare = *d.capacity_bytes - std::min(*d.capacity_bytes, d.projection.next_step_peak_bytes);
-    d.actions.push_back({"Keep a margin for longer batches", "activation checkpointing, or cap max_seq_len",
-                         fmt::format("with perfect packing only {} would be left at the failing step: a longer batch can still OOM",
-                                     format_bytes(spare)), false});
+  if (n.known && d.capacity_bytes) {
+    const std::uint64_t spare = *d.capacity_bytes - std::min(*d.capacity_bytes, n.needed);
+    d.actions.push_back(
+        {"Keep a margin for longer batches", "activation checkpointing, or cap max_seq_len",
+         fmt::format("with perfect packing only {} would be left at the failing step: a longer batch can still OOM",
+                     format_bytes(spare)),
+         false});
   }
-  d.actions.push_back({"Release the cache only at phase boundaries", "torch.cuda.empty_cache()  # between train and eval, not per step",
-                       "cached blocks of one phase's sizes do not fit the next phase's; emptying per step only adds cudaMalloc time", false});
-  d.do_not.push_back({"Do not cut the batch or buy memory for this", "", "the replay shows the same device runs the step with another allocator setting", false});
-  if (const WhatIfLine* worst = d.whatif.empty() ? nullptr : &d.whatif.back(); worst && worst != best && !worst->recorded)
+  snapshot_reductions(d, false);
+  d.actions.push_back(
+      {"Release the cache only at phase boundaries", "torch.cuda.empty_cache()  # between train and eval, not per step",
+       "cached blocks of one phase's sizes do not fit the next phase's; emptying per step only adds cudaMalloc time",
+       false});
+  d.do_not.push_back({"Do not buy memory for this", "",
+                      "the replay shows the same device runs the step with another allocator setting", false});
+  // A setting of the sweep that still runs out of memory at the same capacity, the most
+  // memory-hungry of them (the table lists them by their demand).
+  const WhatIfLine* worst = nullptr;
+  for (const WhatIfLine& line : d.whatif)
+    if (!line.recorded && &line != best && (line.oom_event || line.runs_projected_step == false)) worst = &line;
+  if (worst)
     d.do_not.push_back({"Do not reach for " + (worst->conf.empty() ? std::string("the defaults") : worst->conf), "",
-                        fmt::format("it peaks at {} reserved in the replay, the most of the sweep", format_bytes(worst->peak_reserved_bytes)), false});
+                        worst->oom_event ? fmt::format("at the same capacity it still runs out of memory at event {}",
+                                                       *worst->oom_event)
+                                         : "at the same capacity it runs out of memory in the projected step",
+                        false});
   never_buy_or_slice(d, "the memory was there; it was in pieces");
 }
 
+bool advised(const Diagnosis& d, std::string_view key) {
+  return std::any_of(d.memory_advice.begin(), d.memory_advice.end(),
+                     [&](const MemoryAdvice& a) { return a.key == key; });
+}
+
 void capacity(Diagnosis& d) {
+  snapshot_reductions(d, true);
   if (d.phase == "eval") {
-    d.actions.push_back({"Evaluate in smaller or chunked batches", "eval_batch_size //= 2 (or loop over chunks of the eval batch)",
-                         "the eval pass's peak scales with its batch × sequence length", true});
-    d.actions.push_back({"Do not materialise full fp32 logits", "compute the loss per chunk of the sequence; avoid logits.float() on the whole batch",
-                         "vocab-sized logits dominate an eval pass: batch × seq × vocab × 4 bytes in fp32", true});
+    if (!advised(d, "eval_batch"))
+      d.actions.push_back({"Evaluate in smaller or chunked batches",
+                           "eval_batch_size //= 2 (or loop over chunks of the eval batch)",
+                           "the eval pass's peak scales with its batch × sequence length", true});
+    if (!advised(d, "fp32_logits"))
+      d.actions.push_back({"Do not materialise full fp32 logits",
+                           "compute the loss per chunk of the sequence; avoid logits.float() on the whole batch",
+                           "vocab-sized logits dominate an eval pass: batch × seq × vocab × 4 bytes in fp32", true});
   } else if (d.phase == "optimizer") {
-    d.actions.push_back({"Step the optimizer without foreach temporaries", "torch.optim.AdamW(params, ..., foreach=False)  # or fused=True",
-                         "the foreach step allocates a result per parameter on top of the optimizer's state; one parameter "
-                         "at a time needs one parameter's worth", true});
+    d.actions.push_back(
+        {"Step the optimizer without foreach temporaries",
+         "torch.optim.AdamW(params, ..., foreach=False)  # or fused=True",
+         "the foreach step allocates a result per parameter on top of the optimizer's state; one parameter "
+         "at a time needs one parameter's worth",
+         true});
     d.actions.push_back({"Shard the optimizer state", "FSDP (fully_shard) or ZeRO-1 across the data-parallel ranks",
-                         "AdamW keeps two fp32 tensors per parameter: sharded over N ranks each holds 1/N of them", true});
+                         "AdamW keeps two fp32 tensors per parameter: sharded over N ranks each holds 1/N of them",
+                         true});
   } else {
     memory_reduction_actions(d, true);
   }
-  const StepProjection& p = d.projection;
-  const bool next_steps = p.available && p.projected_peak_bytes <= d.capacity_bytes.value_or(0);
-  if (!d.recommended_conf.empty())
-    allocator_action(d, false, fmt::format("less cache overhead, but not enough on its own: {}",
-                                           d.phase == "optimizer" ? "the optimizer step's live memory alone exceeds the device"
-                                           : !p.available ? "even perfect packing cannot serve the request"
-                                           : next_steps ? "the failing step would fit, but the steps after it hold its gradients "
-                                                          "again and their live memory alone exceeds the device"
-                                                        : "the step's live memory alone exceeds the device"));
+  const Needs n = needs_of(d);
   d.do_not.push_back({"Do not expect an allocator setting to fix it", "",
-                      p.available ? fmt::format("with perfect packing (no fragmentation at all) the steps still need about {}, "
-                                                "more than the {} the device gives", format_bytes(p.next_step_peak_bytes),
-                                                format_bytes(d.capacity_bytes.value_or(0)))
-                                  : "the ideal packer (no fragmentation at all) still needs more than the device gives",
+                      n.known
+                          ? fmt::format("with perfect packing (no fragmentation at all) the steps still need about {}, "
+                                        "more than the {} the device gives",
+                                        format_bytes(n.needed), format_bytes(d.capacity_bytes.value_or(0)))
+                          : "the ideal packer (no fragmentation at all) still needs more than the device gives",
                       false});
-  never_buy_or_slice(d, "data-parallel GPUs each hold the full per-rank memory: only sharding (FSDP / ZeRO) or smaller "
-                        "micro-steps lower it");
+  never_buy_or_slice(d,
+                     "data-parallel GPUs each hold the full per-rank memory: only sharding (FSDP / ZeRO) or smaller "
+                     "micro-steps lower it");
 }
 
 void undetermined(Diagnosis& d) {
-  const bool eval = d.phase == "eval";
-  if (eval) {
-    d.actions.push_back({"Try smaller or chunked eval batches", "eval_batch_size //= 2 (or loop over chunks of the eval batch)",
-                         "the eval pass's peak is not in the trace; this lowers it, by an amount the data cannot tell", false});
-    d.actions.push_back({"Release training's cache before eval", "torch.cuda.empty_cache()  # once, at the train → eval boundary",
+  snapshot_reductions(d, false);
+  if (d.phase == "eval") {
+    if (!advised(d, "eval_batch"))
+      d.actions.push_back(
+          {"Try smaller or chunked eval batches", "eval_batch_size //= 2 (or loop over chunks of the eval batch)",
+           "the eval pass's peak is not in the trace; this lowers it, by an amount the data cannot tell", false});
+    d.actions.push_back({"Release training's cache before eval",
+                         "torch.cuda.empty_cache()  # once, at the train → eval boundary",
                          "cached blocks sized for training steps may not fit eval's tensors", false});
   } else {
     memory_reduction_actions(d, false);
   }
-  if (!d.recommended_conf.empty())
-    allocator_action(d, false, d.projection.available
-                                   ? fmt::format("the replay passes the recorded OOM point under it, but the step's projected peak {} "
-                                                 "leaves almost nothing of the {} capacity: try it, with a margin",
-                                                 format_bytes(d.projection.next_step_peak_bytes), format_bytes(d.capacity_bytes.value_or(0)))
-                                   : "the failing malloc alone would have succeeded under it in the replay, which proves nothing about "
-                                     "the rest of the pass");
   d.do_not.push_back({"Do not call it fragmentation because reserved-but-unallocated is large", "",
                       d.oom_context && d.oom_context->reserved_unallocated
                           ? fmt::format("{} was cached and unallocated, yet that says nothing about what the rest of the pass needs",
@@ -168,7 +241,7 @@ void input_bound(Diagnosis& d) {
                        "keeps batches ready ahead of the GPU and overlaps the host-to-device copy", true});
   d.actions.push_back({"Pre-tokenize into shards", "tokenize once offline; read token-id shards (e.g. numpy memmap / webdataset)",
                        "per-sample CPU work (tokenising, decoding) is what the workers spend their time on", false});
-  never_buy_or_slice(d, fmt::format("more GPUs do not fix idle time: each waits for data {} of the time already", wait));
+  never_buy(d, fmt::format("more GPUs do not fix idle time: each waits for data {} of the time already", wait));
 }
 
 void ok(Diagnosis& d) {

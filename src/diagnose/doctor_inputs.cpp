@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "diagnose/rank_assignment.h"
 #include "inputs/input_kind.h"
 #include "inputs/memory_stats_reader.h"
 #include "inputs/oom_message_parser.h"
@@ -130,12 +131,20 @@ std::optional<int> rank_from_path(const std::string& path) {
 namespace {
 
 // Recognises the file and reads it into `inputs`. @throws InputError when it cannot be read.
-void read_input(const fs::path& file, const snapshot::ReadLimits& limits, DoctorInputs& inputs) {
+void read_input(const fs::path& file, const snapshot::ReadLimits& limits, const Progress& progress,
+                DoctorInputs& inputs) {
   const std::string path = file.string();
   switch (inputs::detect_input_kind_file(file)) {
-    case inputs::InputKind::kSnapshotPickle:
-      inputs.snapshots.push_back({path, rank_from_path(path), snapshot::read_snapshot_file(path, {}, limits)});
+    case inputs::InputKind::kSnapshotPickle: {
+      SnapshotInput s;
+      s.path = path;
+      s.rank = rank_from_path(path);
+      s.snapshot = snapshot::read_snapshot_file(path, snapshot::read_progress(progress, path), limits);
+      s.device = snapshot::busiest_device(s.snapshot);
+      s.oom_index = snapshot::last_oom_index(s.snapshot, s.device);
+      inputs.snapshots.push_back(std::move(s));
       break;
+    }
     case inputs::InputKind::kTelemetryJsonl: {
       inputs::TelemetryNotes notes;
       auto records = inputs::read_telemetry_file(file, &notes);
@@ -169,7 +178,8 @@ void read_input(const fs::path& file, const snapshot::ReadLimits& limits, Doctor
 
 }  // namespace
 
-DoctorInputs collect_doctor_inputs(const std::vector<std::string>& paths, const snapshot::ReadLimits& limits) {
+DoctorInputs collect_doctor_inputs(const std::vector<std::string>& paths, const snapshot::ReadLimits& limits,
+                                   const Progress& progress) {
   DoctorInputs inputs;
   Walk walk(inputs);
   for (const std::string& path : paths) walk.add_path(path);
@@ -177,11 +187,12 @@ DoctorInputs collect_doctor_inputs(const std::vector<std::string>& paths, const 
     const std::string path = file.string();
     if (const auto identity = identity_of(path)) inputs.files.push_back(*identity);
     try {
-      read_input(file, limits, inputs);
+      read_input(file, limits, progress, inputs);
     } catch (const InputError& e) {
       inputs.skipped.push_back({path, reason_of(e, path)});
     }
   }
+  assign_ranks(inputs);
   return inputs;
 }
 

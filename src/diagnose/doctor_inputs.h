@@ -13,6 +13,7 @@
 /// diagnosis; the report names it (the user gave it; silence would hide a broken artifact).
 /// Thread-safety: plain values.
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,6 +26,7 @@
 #include "snapshot/read_limits.h"
 #include "snapshot/snapshot.h"
 #include "util/output_file.h"
+#include "util/progress.h"
 
 namespace fragscope::diagnose {
 
@@ -32,6 +34,8 @@ struct SnapshotInput {
   std::string path;
   std::optional<int> rank;  ///< from the path ("rank3.pickle", "rank3/snapshot.pickle")
   snapshot::Snapshot snapshot;
+  int device = 0;                          ///< its busiest device: the one the doctor reads
+  std::optional<std::size_t> oom_index;    ///< the last `oom` entry in that device's trace
 };
 
 struct TelemetryInput {
@@ -81,6 +85,7 @@ struct DoctorInputs {
   std::vector<LogInput> logs;
   std::vector<std::string> unrecognised;  ///< files that are none of the known kinds
   std::vector<SkippedInput> skipped;      ///< damaged or special files, and why each was left out
+  std::vector<std::string> warnings;      ///< how ranks were told apart, and what stays merged
   /// Every file looked at (the CLI never writes a report onto one of them).
   std::vector<FileIdentity> files;
 
@@ -92,9 +97,12 @@ struct DoctorInputs {
 /// file name or its folders, case-insensitive. nullopt when there is none.
 std::optional<int> rank_from_path(const std::string& path);
 
-/// @brief Recognises and reads every file in `paths` (files, or folders walked as above);
-/// snapshots within `limits`.
-/// @throws InputError naming the path when one given does not exist or a folder cannot be listed.
-DoctorInputs collect_doctor_inputs(const std::vector<std::string>& paths, const snapshot::ReadLimits& limits = {});
+/// @brief Recognises and reads every file in `paths` (files, or folders walked as above), snapshots
+/// within `limits`, and gives rank-less inputs their ranks (rank_assignment.h).
+/// `progress` hears of each snapshot read, a task "reading PATH" counted in bytes.
+/// @throws InputError naming the path when one given does not exist or a folder cannot be listed
+///         (a file that cannot be read is skipped, above).
+DoctorInputs collect_doctor_inputs(const std::vector<std::string>& paths, const snapshot::ReadLimits& limits = {},
+                                   const Progress& progress = {});
 
 }  // namespace fragscope::diagnose

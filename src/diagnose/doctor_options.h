@@ -5,12 +5,15 @@
 
 #include <cstddef>
 
+#include "util/progress.h"
+
 namespace fragscope::diagnose {
 
 struct DoctorOptions {
   double data_wait_threshold = 0.10;  ///< steady loader-wait share that makes a run input-bound
   unsigned threads = 0;               ///< what-if sweep threads; 0 = all cores
   std::size_t timeline_points = 400;  ///< points of the recorded reserved/allocated curve
+  Progress progress;                  ///< hears of the what-if sweep (replay/whatif.h)
 };
 
 }  // namespace fragscope::diagnose

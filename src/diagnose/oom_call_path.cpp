@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "diagnose/optimizer_code.h"
+#include "diagnose/python_frames.h"
 
 namespace fragscope::diagnose {
 namespace {
@@ -47,7 +48,7 @@ std::string describe_frame(const snapshot::Snapshot& snapshot, FrameId frame) {
   const snapshot::Frame& f = snapshot.stacks.frame(frame);
   std::string_view file = snapshot.strings.view(f.filename);
   if (const auto slash = file.rfind('/'); slash != std::string_view::npos) file.remove_prefix(slash + 1);
-  return fmt::format("{}:{} in {}", file, f.line, snapshot.strings.view(f.name));
+  return fmt::format("{}:{} in {}", file, f.line_text(), snapshot.strings.view(f.name));
 }
 
 OomCallPath analyze_oom_call_path(const snapshot::Snapshot& snapshot, int device, std::size_t oom_index,
@@ -58,7 +59,11 @@ OomCallPath analyze_oom_call_path(const snapshot::Snapshot& snapshot, int device
   if (oom_stack == 0 || snapshot.stacks.stack(oom_stack).empty()) return path;
   path.has_stack = true;
   const std::vector<FrameId> oom = outermost_first(snapshot, oom_stack);
-  path.innermost = describe_frame(snapshot, oom.back());
+  const std::vector<FrameId> python = python_frames(snapshot, oom_stack);
+  path.innermost = !python.empty() ? describe_frame(snapshot, python.back())
+                   : std::any_of(oom.begin(), oom.end(), [&](FrameId f) { return name_contains(snapshot, f, "torch::autograd::"); })
+                       ? std::string("the backward pass (autograd's engine thread: no Python frames)")
+                       : describe_frame(snapshot, oom.back());
   path.model_forward = through_module_forward(snapshot, oom_stack);
   path.optimizer = made_by_optimizer(snapshot, oom_stack);
   for (const FrameId frame : oom) {

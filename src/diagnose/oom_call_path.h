@@ -48,7 +48,7 @@ struct OomCallPath {
   bool episode_forward = false;
   bool episode_optimizer = false;
   bool serialization = false;  ///< through torch.save / state_dict / a checkpoint module
-  std::string innermost;       ///< innermost frame: "functional.py:2397 in silu"
+  std::string innermost;       ///< innermost Python frame (else frame): "functional.py:2397 in silu"
 };
 
 /// @brief A one-episode statement lasting this many median steps wraps the training loop.

@@ -53,7 +53,11 @@ OomPhase decide_oom_phase(const snapshot::Snapshot* snapshot, int device, std::o
   if (snapshot && oom_index) {
     const auto trace = snapshot->trace(device);
     if (const auto name = open_annotation(*snapshot, device, trace[*oom_index].time_us)) {
-      if (const auto phase = phase_named_by(*name)) {
+      const auto phase = phase_named_by(*name);
+      // Lightning and other trainers run the forward and backward pass as the closure of
+      // optimizer.step(closure): the annotation is open, the failing malloc is not the optimizer's.
+      const bool closure = phase == "optimizer" && call_path && call_path->has_stack && !call_path->optimizer;
+      if (phase && !closure) {
         result.phase = *phase;
         result.source = fmt::format("annotation '{}' was open at the OOM", *name);
         return result;

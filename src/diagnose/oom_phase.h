@@ -3,7 +3,8 @@
 /// @brief The phase an OOM happened in (train / eval / checkpoint / optimizer), from the
 /// strongest evidence at hand, in this order:
 /// 1. a `record_function` / annotation still open at the OOM whose name says it ("eval",
-///    "valid", "checkpoint", "save", "Optimizer.step");
+///    "valid", "checkpoint", "save", "Optimizer.step"; not Optimizer.step when the failing
+///    malloc is not the optimizer's own code: the closure optimizer.step(closure) runs);
 /// 2. the telemetry's `phase` field of the last record, when it is not "train";
 /// 3. the OOM's call path (oom_call_path.h): a repeated statement is the training step; a new
 ///    pass through a model forward is an eval, through torch/optim the optimizer's first step,

@@ -1,15 +1,20 @@
 #include "diagnose/traced_oom_verdict.h"
 
 #include <algorithm>
+#include <cmath>
 #include <span>
 #include <string>
 
 #include <fmt/format.h>
 
 #include "diagnose/list_op_projection.h"
+#include "diagnose/memory_advice.h"
 #include "diagnose/oom_call_path.h"
 #include "diagnose/oom_phase.h"
+#include "diagnose/projected_runs.h"
 #include "diagnose/step_projection.h"
+#include "diagnose/trace_projection.h"
+#include "diagnose/trace_units.h"
 #include "diagnose/whatif_lines.h"
 #include "metrics/memory_totals.h"
 #include "replay/capacity.h"
@@ -27,6 +32,17 @@ namespace {
 /// and a real allocator needs some room above live bytes (expandable segments: 1.4% on one).
 constexpr double kTooClose = 0.02;
 
+/// The least error assumed of a projection from the trace alone (a fraction of its peak), and
+/// the error assumed when no earlier unit could check the fit.
+constexpr double kProjectionFloor = 0.01;
+constexpr double kUncheckedProjection = 0.05;
+
+/// A projection whose own history it misses by more than this (a fraction of the real peaks)
+/// decides nothing.
+constexpr double kMaxFitError = 0.05;
+
+std::string pct(double fraction) { return fmt::format("{:.1f}%", 100.0 * fraction); }
+
 /// Σ size / Σ requested size of the blocks live in the snapshot of `device` (1 when none).
 double rounding_inflation(const snapshot::Snapshot& snap, int device) {
   const metrics::MemoryTotals live =
@@ -36,12 +52,10 @@ double rounding_inflation(const snapshot::Snapshot& snap, int device) {
              : 1.0;
 }
 
-bool recorded_rounds_up(const alloc::AllocConfig& config) {
+bool rounds_up(const alloc::AllocConfig& config) {
   return std::any_of(config.roundup_power2_divisions.begin(), config.roundup_power2_divisions.end(),
                      [](std::uint32_t divisions) { return divisions > 0; });
 }
-
-bool rounds_up(const std::string& conf) { return conf.find("roundup_power2_divisions") != std::string::npos; }
 
 /// Optimizer.step annotations (PyTorch records them around torch.optim steps) ended before the OOM.
 std::optional<std::size_t> optimizer_steps_before(const snapshot::Snapshot& snap, int device, std::size_t oom_index) {
@@ -66,7 +80,7 @@ std::optional<std::size_t> optimizer_steps_before(const snapshot::Snapshot& snap
 /// A pass the recorded steps never ran (eval, checkpoint, an optimizer step): its peak is not
 /// in the trace, so only a list op that provably needs more than the device decides it.
 Verdict judge_unrecorded_pass(const snapshot::Snapshot& snap, int device, const RecordedCurve& curve,
-                              std::size_t oom_index, std::uint64_t cap, const OomCallPath& call_path,
+                              std::size_t oom_index, std::uint64_t cap, const std::string& statement,
                               std::span<const inputs::StepRecord> steps, Diagnosis& d) {
   if (d.phase == "optimizer") {
     const ListOpProjection op = project_failing_list_op(snap, device, curve, oom_index);
@@ -87,9 +101,9 @@ Verdict judge_unrecorded_pass(const snapshot::Snapshot& snap, int device, const 
   const std::int64_t after = steps.empty() ? -1 : steps.back().step;
   d.trigger = d.phase == "optimizer" ? "an optimizer step allocating its state"
               : d.phase == "checkpoint" ? "a checkpoint save"
-              : d.phase == "eval" ? fmt::format("an eval pass ({}){}", call_path.statement,
+              : d.phase == "eval" ? fmt::format("an eval pass ({}){}", statement,
                                                 after >= 0 ? fmt::format(" after the last recorded step ({})", after) : "")
-                                  : fmt::format("a pass the recorded steps never ran ({})", call_path.statement);
+                                  : fmt::format("a pass the recorded steps never ran ({})", statement);
   d.projection.available = false;
   d.projection.unavailable_reason = fmt::format("the {} phase's peak is not in the trace: the recorded training steps "
                                                 "say nothing about it", d.phase);
@@ -107,7 +121,7 @@ Verdict judge_unrecorded_pass(const snapshot::Snapshot& snap, int device, const 
 
 /// A training step like the recorded ones: its projected peak (step_projection.h) against the capacity.
 Verdict judge_training_step(const snapshot::Snapshot& snap, int device, const alloc::AllocConfig& recorded_config,
-                            const WhatIfLine* best, std::uint64_t cap, const TelemetryInput* telemetry,
+                            const replay::WhatIfRow* best, std::uint64_t cap, const TelemetryInput* telemetry,
                             std::span<const inputs::StepRecord> steps, Diagnosis& d) {
   if (!telemetry) d.projection.unavailable_reason = "no step telemetry: the failing step's tokens and static memory are unknown";
   const StepProjection& p = d.projection;
@@ -140,12 +154,12 @@ Verdict judge_training_step(const snapshot::Snapshot& snap, int device, const al
   std::uint64_t peak = p.projected_peak_bytes;
   std::uint64_t next = p.next_step_peak_bytes;
   if (const double inflation = rounding_inflation(snap, device);
-      recorded_rounds_up(recorded_config) && best && !rounds_up(best->conf) && inflation > 1.01) {
+      rounds_up(recorded_config) && best && !rounds_up(best->config.config) && inflation > 1.01) {
     peak = static_cast<std::uint64_t>(static_cast<double>(peak) / inflation);
     next = static_cast<std::uint64_t>(static_cast<double>(next) / inflation);
     d.add_evidence("rounding", fmt::format("the recorded setting rounds requests up (roundup_power2_divisions): the snapshot's live blocks "
                                            "hold ×{:.3f} the bytes they asked for; {} does not round, and at requested sizes the step "
-                                           "projects to about {}", inflation, best->conf, format_bytes(next)));
+                                           "projects to about {}", inflation, best->config.conf, format_bytes(next)));
   }
   if (peak > cap) {
     d.add_evidence("projection_vs_capacity", fmt::format("the step needs about {} of live memory even with perfect packing; the device gives {} — "
@@ -183,6 +197,194 @@ Verdict judge_training_step(const snapshot::Snapshot& snap, int device, const al
   return Verdict::kFragmentation;
 }
 
+/// The fit's error on earlier units as a fraction (at least kProjectionFloor; kUncheckedProjection
+/// when no unit could check it), and the margins the verdict keeps from the capacity each way.
+void set_margins(TraceStepProjection& p, std::uint64_t cap) {
+  p.fit_margin = p.fit_error ? std::max(kProjectionFloor, *p.fit_error) : kUncheckedProjection;
+  const auto share = [&](std::uint64_t bytes) {
+    return static_cast<double>(bytes) / static_cast<double>(std::max<std::uint64_t>(cap, 1));
+  };
+  p.margin_to_fit = p.fit_margin + share(p.under_bytes);
+  p.margin_to_fail = p.fit_margin + share(p.over_bytes);
+}
+
+std::string describe_projection(const TraceStepProjection& p) {
+  std::string rest =
+      fmt::format("{} constant, {} linear", format_bytes(p.constant_bytes), format_bytes(p.linear_bytes));
+  if (p.quadratic_bytes) rest += fmt::format(", {} quadratic", format_bytes(p.quadratic_bytes));
+  if (p.other_bytes) rest += fmt::format(", {} another power", format_bytes(p.other_bytes));
+  if (p.unfitted_bytes)
+    rest += fmt::format(", {} that no earlier unit tells (taken as linear)", format_bytes(p.unfitted_bytes));
+  return fmt::format(
+      "the failing unit's allocations up to the failing malloc match unit {} of {} (events {}–{}) call stack by "
+      "call stack ({} of {}; the failing malloc is its event {}); their sizes are ×{:.3f} its own. Its rest, "
+      "scaled by how each allocation's size follows the scale over the other units ({}), makes the failing "
+      "step peak at {} live with perfect packing",
+      p.reference_unit, p.earlier_units + 1, p.reference_first_event, p.reference_end_event - 1, p.matched_allocations,
+      p.prefix_allocations, p.aligned_event, p.scale, rest, format_bytes(p.projected_peak_bytes));
+}
+
+/// The failing step projected from the trace alone (trace_projection.h), replayed at the
+/// capacity: capacity when even perfect packing exceeds it by more than the projection's
+/// margins (set_margins), fragmentation when a setting runs it with its margin, undetermined
+/// between.
+Verdict judge_projected_step(ProjectedStep& step, const std::vector<replay::WhatIfConfig>& configs,
+                             const replay::Capacity& capacity, double inflation, const DoctorOptions& options,
+                             const OomCallPath& call_path, Diagnosis& d) {
+  TraceStepProjection& p = step.figures;
+  const std::uint64_t cap = capacity.effective_bytes().value_or(0);
+  set_margins(p, cap);
+  replay_projected_step(step, configs, capacity, options.threads);
+  for (WhatIfLine& line : d.whatif)
+    for (const ProjectedRun& run : p.runs)
+      if (run.conf == line.conf) line.runs_projected_step = run.runs;
+  d.phase = p.eval_units ? "eval" : call_path.optimizer ? "optimizer" : "train";
+  d.phase_source = fmt::format("the failing unit's statement ({}) ran {} time(s) before in the trace: {} repeating",
+                               p.unit_statement, p.earlier_units, p.eval_units ? "evaluation" : "the training step");
+  d.add_evidence("phase", fmt::format("phase {}: {}", d.phase, d.phase_source));
+  d.add_evidence("projection", describe_projection(p));
+  const std::string margins = fmt::format(
+      "a setting must run it with {} of the capacity to spare, and perfect packing must "
+      "miss it by {}, to decide",
+      pct(p.margin_to_fit), pct(p.margin_to_fail));
+  d.add_evidence(
+      "fit",
+      p.fit_error
+          ? fmt::format("the fit checked on {} earlier unit{}: projected from unit {}, {} peak{} came within {} of "
+                        "the real one{}; {}",
+                        p.checked_units, p.checked_units == 1 ? "" : "s", p.reference_unit,
+                        p.checked_units == 1 ? "its" : "their", p.checked_units == 1 ? "" : "s", pct(*p.fit_error),
+                        p.checked_units == 1 ? "" : "s", margins)
+          : fmt::format("no other unit allocates like unit {}, so the fit cannot be checked on the trace's own "
+                        "history; {}",
+                        p.reference_unit, margins));
+  if (p.over_bytes || p.under_bytes)
+    d.add_evidence(
+        "doubt", fmt::format("the projection may be up to {} high and {} low: allocations no unit tells how they scale "
+                             "(constant to quadratic), frees without a counterpart, a reference of another kind",
+                             format_bytes(p.over_bytes), format_bytes(p.under_bytes)));
+  if (p.kind_difference_bytes)
+    d.add_evidence(
+        "reference_kind",
+        fmt::format(
+            "no earlier unit began holding what the failing one did (its blocks within 5%): "
+            "the reference began {} {} (the optimizer's state or gradients): its rest may make "
+            "{} than the failing unit's will",
+            format_bytes(p.kind_difference_bytes), p.over_bytes >= p.kind_difference_bytes ? "lower" : "higher",
+            p.over_bytes >= p.kind_difference_bytes ? "blocks the failing unit already holds, more" : "fewer blocks"));
+  if (p.unmatched_free_bytes)
+    d.add_evidence("unmatched",
+                   fmt::format("{} that the reference freed has no counterpart in the failing unit: the projection "
+                               "keeps it",
+                               format_bytes(p.unmatched_free_bytes)));
+  const std::string size =
+      std::abs(p.scale - 1) >= 0.02
+          ? fmt::format("its allocations ×{:.2f} those of unit {}, the most alike", p.scale, p.reference_unit)
+          : fmt::format("the size of unit {}", p.reference_unit);
+  d.trigger =
+      p.eval_units
+          ? fmt::format("unit {} of the trace's evaluation ({}), {}", p.earlier_units + 1, p.unit_statement, size)
+      : p.smaller_units == p.aligned_units && p.aligned_units > 0
+          ? fmt::format(
+                "the longest batch of the trace so far: larger than the {} earlier step(s) it aligns with ({}), {}",
+                p.aligned_units, p.unit_statement, size)
+          : fmt::format("training step {} of the trace ({}), {}", p.earlier_units + 1, p.unit_statement, size);
+  const double upper = static_cast<double>(cap) * (1 + p.margin_to_fail);
+  const double lower = static_cast<double>(cap) * (1 - p.margin_to_fit);
+  const auto peak = static_cast<double>(p.projected_peak_bytes);
+  const double next = peak + static_cast<double>(p.next_unit_extra_bytes);
+  const auto undecided = [&] {
+    d.decide_with = {
+        "one rerun with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True at the same memory: if it fails in the same "
+        "step, the verdict is capacity",
+        "a snapshot whose trace holds more steps like the failing one (a larger max_entries), so the fit can be "
+        "checked on more of them",
+        "or make room instead of deciding: activation checkpointing, or a smaller micro-batch with more accumulation"};
+    return Verdict::kUndetermined;
+  };
+  if (p.fit_error && *p.fit_error > kMaxFitError) {
+    d.add_evidence("fit_rejected",
+                   fmt::format("the projection misses the trace's own earlier units by up to {} (more than {}): it "
+                               "does not fit its own history, so it decides nothing",
+                               pct(*p.fit_error), pct(kMaxFitError)));
+    return undecided();
+  }
+  // Sizes recorded under roundup_power2_divisions are rounded up: what the step needs with
+  // perfect packing at the sizes it asked for is less (the snapshot's live blocks tell by how much).
+  const double asked = peak / inflation;
+  if (inflation > 1.01)
+    d.add_evidence(
+        "rounding",
+        fmt::format("the recorded setting rounds requests up: the snapshot's live blocks hold ×{:.3f} the bytes "
+                    "they asked for, so at the sizes asked for the step needs about {}",
+                    inflation, format_bytes(static_cast<std::uint64_t>(asked))));
+  if (asked > upper) {
+    const auto needed = static_cast<std::uint64_t>(asked);
+    d.add_evidence("projection_vs_capacity",
+                   fmt::format("the step needs {} of live memory even with perfect packing; the device gives "
+                               "{} — short by {}, beyond the projection's margins",
+                               format_bytes(needed), format_bytes(cap), format_bytes(needed - cap)));
+    return Verdict::kCapacity;
+  }
+
+  const ProjectedRun* best = nullptr;
+  for (const WhatIfLine& line : d.whatif)  // least reserved up to the OOM point first
+    for (const ProjectedRun& run : p.runs)
+      if (!best && run.conf == line.conf && run.runs_with_margin) best = &run;
+  const bool all_fail =
+      std::all_of(p.runs.begin(), p.runs.end(), [](const ProjectedRun& r) { return r.fails_with_margin; });
+  if (best && next / inflation > lower) {
+    d.add_evidence(
+        "next_step",
+        fmt::format("the failing step itself fits, but the unit after the reference began {} higher than it "
+                    "did (what the steps after a zero_grad hold again): a batch as long as the failing one a "
+                    "step later would need about {} of the {} the device gives. Whether a later batch is that "
+                    "long is not in the trace",
+                    format_bytes(p.next_unit_extra_bytes), format_bytes(static_cast<std::uint64_t>(next / inflation)),
+                    format_bytes(cap)));
+    return undecided();
+  }
+  if (best && p.longest_unit && static_cast<double>(p.longest_peak_bytes) / inflation > lower) {
+    d.add_evidence("longest_batch",
+                   fmt::format("the failing step itself fits, but unit {} of the trace was a longer batch; one that long "
+                               "begun as the failing step began would need about {} live of the {} the device gives. "
+                               "The job makes such batches; whether the run meets one again is not in the trace",
+                               *p.longest_unit, format_bytes(p.longest_peak_bytes), format_bytes(cap)));
+    return undecided();
+  }
+  if (best) {
+    d.recommended_conf = best->conf;
+    const auto needed = static_cast<std::uint64_t>(next / inflation);
+    d.add_evidence("projection_vs_capacity",
+                   fmt::format("the projected step fits: {} live at its peak with perfect packing, {} to spare of {}; "
+                               "PYTORCH_CUDA_ALLOC_CONF={} runs it with {} less memory than that",
+                               format_bytes(needed), format_bytes(cap - std::min(cap, needed)), format_bytes(cap),
+                               best->conf.empty() ? "\"\"" : best->conf, pct(p.margin_to_fit)));
+    return Verdict::kFragmentation;
+  }
+  if (all_fail && !step.trace.starts_mid_run && !p.runs.empty() && inflation <= 1.01) {
+    d.add_evidence(
+        "projection_vs_capacity",
+        fmt::format("the projected step needs {} live with perfect packing, but no allocator setting of the sweep runs "
+                    "it even at {} more than the {} the device gives: what a real allocator needs above the live "
+                    "bytes does not fit",
+                    format_bytes(p.projected_peak_bytes), pct(p.margin_to_fail), format_bytes(cap)));
+    return Verdict::kCapacity;
+  }
+  d.add_evidence(
+      "too_close",
+      fmt::format(
+          "the projected step needs {} live with perfect packing against {}{}: within the "
+          "margins the projection needs ({} below, {} above) of what decides it{}",
+          format_bytes(static_cast<std::uint64_t>(next)), format_bytes(cap),
+          best ? "" : fmt::format("; the settings that run it need more than {} less that margin", format_bytes(cap)),
+          pct(p.margin_to_fit), pct(p.margin_to_fail),
+          step.trace.starts_mid_run ? " (the trace starts mid-run: a setting replayed from its "
+                                      "state inherits pieces the job's start would not have made)"
+                                    : ""));
+  return undecided();
+}
+
 }  // namespace
 
 Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemetry, const RecordedCurve& curve,
@@ -198,8 +400,8 @@ Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemet
 
   replay::WhatIfOptions whatif_options;
   whatif_options.threads = options.threads;
-  const auto configs = replay::standard_sweep(prepared, capacity.allowed_maximum.has_value());
-  const replay::WhatIfReport report = replay::run_whatif(prepared, configs, capacity, whatif_options);
+  whatif_options.progress = options.progress;
+  const replay::WhatIfReport report = replay::sweep_at_capacity(prepared, capacity, whatif_options);
   fill_whatif(report, d);
 
   replay::ReplayOptions ideal_options = replay::replay_options_for(capacity);
@@ -208,18 +410,18 @@ Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemet
   const std::uint64_t request = d.oom_context->request_bytes;
   const std::uint64_t cap = d.capacity_bytes.value_or(0);
 
-  const WhatIfLine* recorded = nullptr;
-  const WhatIfLine* best = nullptr;
-  for (const WhatIfLine& line : d.whatif) {
-    if (line.recorded) recorded = &line;
-    if (!best && line.passes_oom_point.value_or(false)) best = &line;
+  const replay::WhatIfRow* recorded = nullptr;
+  const replay::WhatIfRow* best = nullptr;
+  for (const replay::WhatIfRow& row : report.rows) {
+    if (row.config.recorded) recorded = &row;
+    if (!best && row.passes_oom_point()) best = &row;
   }
-  if (d.recommended_conf.empty() && best) d.recommended_conf = best->conf;
+  if (d.recommended_conf.empty() && best) d.recommended_conf = best->config.conf;
   d.add_evidence("capacity", fmt::format("capacity {}: {}", format_bytes(cap), capacity.source));
   if (recorded)
     d.add_evidence("replay_recorded", fmt::format("replaying the trace under the recorded config ({}) at {} {} at the recorded OOM (event {})",
-                                                  recorded->conf.empty() ? "defaults" : recorded->conf, format_bytes(cap),
-                                                  recorded->passes_oom_point.value_or(false) ? "does NOT fail" : "fails as the real run did", oom_index));
+                                                  recorded->config.conf.empty() ? "defaults" : recorded->config.conf, format_bytes(cap),
+                                                  recorded->passes_oom_point() ? "does NOT fail" : "fails as the real run did", oom_index));
 
   const std::span<const inputs::StepRecord> steps =
       telemetry ? std::span<const inputs::StepRecord>(telemetry->records) : std::span<const inputs::StepRecord>();
@@ -236,7 +438,35 @@ Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemet
       d.add_evidence("optimizer_steps", fmt::format("the trace holds {} completed optimizer steps, the telemetry records {}: the step after "
                                                     "the last record finished its training work before the OOM", *done, recorded));
   }
-  if (call_path.has_stack) d.add_evidence("call_site", fmt::format("the failing malloc was called from {} (statement {})", call_path.innermost, call_path.statement));
+  const TraceUnits units = find_trace_units(snap, trace.device, oom_index);
+  d.memory_advice = memory_advice(snap, trace.device, oom_index, units, cap);
+  if (!units.repeats() && !units.eval && !phase.repeats_step && d.phase == "unknown" && !units.program_frame.empty()) {
+    d.phase_source = fmt::format("no statement of the program's loop ran more than once before the OOM: the run failed in "
+                                 "its first step (at {}), so there is no earlier step to compare with",
+                                 units.program_frame);
+    std::erase_if(d.evidence, [](const Evidence& e) { return e.key == "phase"; });
+    d.add_evidence("phase", fmt::format("phase {}: {}", d.phase, d.phase_source));
+  }
+  if (units.eval && !units.repeats() && !phase.repeats_step && d.phase != "eval") {
+    d.phase = "eval";
+    d.phase_source = fmt::format("the failing malloc is in an evaluation ({}) that did not run before in the trace",
+                                 units.eval_statement);
+    std::erase_if(d.evidence, [](const Evidence& e) { return e.key == "phase"; });
+    d.add_evidence("phase", fmt::format("phase {}: {}", d.phase, d.phase_source));
+  }
+  if (units.repeats() && !phase.repeats_step && (d.phase == "unknown" || units.eval)) {
+    // The program's own loop repeats where the statement-level view saw none (a trainer's
+    // loop below one top-level call): the failing unit ran before.
+    d.phase = units.eval ? "eval" : call_path.optimizer ? "optimizer" : "train";
+    d.phase_source =
+        fmt::format("the failing unit's statement ({}) ran {} time(s) before in the trace: {} repeating",
+                    units.statement, units.starts.size() - 1, units.eval ? "evaluation" : "the training step");
+    std::erase_if(d.evidence, [](const Evidence& e) { return e.key == "phase"; });
+    d.add_evidence("phase", fmt::format("phase {}: {}", d.phase, d.phase_source));
+  }
+  if (call_path.has_stack)
+    d.add_evidence("call_site", fmt::format("the failing malloc was called from {} (statement {})", call_path.innermost,
+                                            units.repeats() ? units.statement : call_path.statement));
 
   // The projection also tells the phase apart (a failing pass unlike the recorded steps), which
   // the report names even when the ideal packer alone decides.
@@ -260,13 +490,42 @@ Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemet
                                              format_bytes(request), format_bytes(cap), format_bytes(curve.allocated[oom_index]),
                                              format_bytes(curve.allocated[oom_index] + request)));
   if (best)
-    d.add_evidence("replay_best", fmt::format("PYTORCH_CUDA_ALLOC_CONF={} passes the recorded OOM point at the same {} (peak reserved {} without a limit)",
-                                              best->conf.empty() ? "\"\"" : best->conf, format_bytes(cap), format_bytes(best->peak_reserved_bytes)));
+    d.add_evidence(
+        "replay_best",
+        fmt::format(
+            "PYTORCH_CUDA_ALLOC_CONF={} passes the recorded OOM point at the same {}, reserving at most {} up to it",
+            best->config.conf.empty() ? "\"\"" : best->config.conf, format_bytes(cap),
+            format_bytes(best->at_capacity ? best->at_capacity->stats.peak_reserved_bytes
+                                           : best->unlimited.stats.peak_reserved_bytes)));
   else
-    d.add_evidence("replay_best", fmt::format("no allocator config of the sweep ({} configs) passes the recorded OOM point at {}", d.whatif.size(), format_bytes(cap)));
+    d.add_evidence("replay_best",
+                   fmt::format("no allocator config of the sweep ({} configs) passes the recorded OOM point at {}",
+                               report.rows.size(), format_bytes(cap)));
 
+  // Without telemetry that projects the step, the trace's own repeating units may.
+  const bool telemetry_projects =
+      telemetry && phase.repeats_step && !d.projection.different_pass && d.projection.available;
+  if (!telemetry_projects) {
+    if (units.repeats()) {
+      ProjectedStep step = project_step_from_trace(prepared, snap, trace.device, curve, oom_index, units);
+      if (step.figures.available) {
+        std::erase_if(d.evidence, [](const Evidence& e) { return e.key == "phase"; });
+        const double inflation = rounds_up(prepared.recorded_config) ? rounding_inflation(snap, trace.device) : 1.0;
+        std::vector<replay::WhatIfConfig> configs;
+        for (const replay::WhatIfRow& row : report.rows) configs.push_back(row.config);
+        const Verdict verdict = judge_projected_step(step, configs, capacity, inflation, options, call_path, d);
+        d.trace_projection = std::move(step.figures);
+        return verdict;
+      }
+      d.trace_projection = std::move(step.figures);
+    } else {
+      d.trace_projection.unavailable_reason = "no statement of the program's loop ran more than once before the OOM";
+    }
+  }
   if (!phase.repeats_step || d.projection.different_pass)
-    return judge_unrecorded_pass(snap, trace.device, curve, oom_index, cap, call_path, steps, d);
+    return judge_unrecorded_pass(snap, trace.device, curve, oom_index, cap,
+                                 units.eval && !units.eval_statement.empty() ? units.eval_statement : call_path.statement,
+                                 steps, d);
   return judge_training_step(snap, trace.device, prepared.recorded_config, best, cap, telemetry, steps, d);
 }
 

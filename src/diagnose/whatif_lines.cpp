@@ -9,7 +9,9 @@ void fill_whatif(const replay::WhatIfReport& report, Diagnosis& d) {
     line.recorded = row.config.recorded;
     line.peak_reserved_bytes = row.unlimited.stats.peak_reserved_bytes;
     if (row.at_capacity) {
-      line.passes_oom_point = row.at_capacity->passed_recorded_oom || !row.at_capacity->oom;
+      line.peak_reserved_at_capacity_bytes = row.at_capacity->stats.peak_reserved_bytes;
+      if (row.at_capacity->oom) line.oom_event = row.at_capacity->oom_trace_index;
+      line.passes_oom_point = row.passes_oom_point();
       line.fits = !row.at_capacity->oom && !row.at_capacity->passed_recorded_oom;  // ran the whole trace
     }
     d.whatif.push_back(std::move(line));

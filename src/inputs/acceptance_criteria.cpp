@@ -131,7 +131,7 @@ AcceptanceCriteria read_acceptance_criteria_file(const std::filesystem::path& pa
   return parse_acceptance_criteria(read_text_file(path, kMaxCriteriaBytes, "a criteria file"), path.string());
 }
 
-void write_acceptance_criteria(std::ostream& out, const AcceptanceCriteria& criteria) {
+nlohmann::ordered_json acceptance_criteria_json(const AcceptanceCriteria& criteria) {
   nlohmann::ordered_json object;
   object["version"] = criteria.version;
   if (criteria.device_memory_bytes) object["device_memory_bytes"] = *criteria.device_memory_bytes;
@@ -144,7 +144,11 @@ void write_acceptance_criteria(std::ostream& out, const AcceptanceCriteria& crit
   object["max_step_time_spread"] = criteria.max_step_time_spread;
   object["max_throughput_spread"] = criteria.max_throughput_spread;
   object["warmup_steps"] = criteria.warmup_steps;
-  out << object.dump(2) << '\n';
+  return object;
+}
+
+void write_acceptance_criteria(std::ostream& out, const AcceptanceCriteria& criteria) {
+  out << acceptance_criteria_json(criteria).dump(2) << '\n';
 }
 
 }  // namespace fragscope::inputs

@@ -15,6 +15,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace fragscope::inputs {
 
 inline constexpr int kAcceptanceCriteriaVersion = 1;
@@ -42,8 +44,11 @@ AcceptanceCriteria parse_acceptance_criteria(std::string_view json_text, std::st
 /// @brief Reads the criteria file at `path`.
 AcceptanceCriteria read_acceptance_criteria_file(const std::filesystem::path& path);
 
-/// @brief Writes `criteria` with every key (pretty-printed JSON, then '\n'); parsing the output
-/// gives `criteria` back.
+/// @brief `criteria` as a JSON object with every key, in the file's order.
+nlohmann::ordered_json acceptance_criteria_json(const AcceptanceCriteria& criteria);
+
+/// @brief Writes acceptance_criteria_json(criteria) pretty-printed, then '\n': the criteria
+/// file. Parsing the output gives `criteria` back.
 void write_acceptance_criteria(std::ostream& out, const AcceptanceCriteria& criteria);
 
 }  // namespace fragscope::inputs

@@ -95,6 +95,25 @@ std::optional<std::int64_t> counter_after(std::string_view line, std::string_vie
   return value;
 }
 
+// The snapshot reader's bound on a device index (a node has far fewer GPUs).
+constexpr std::int64_t kMaxDeviceId = 4096;
+
+// "device ID N", range-checked before it is narrowed to int: 4294967297 is not device 1.
+std::optional<int> device_id_after(std::string_view line, std::string_view source, std::size_t line_no) {
+  auto rest = trim(line.substr(line.find("device ID") + std::string_view("device ID").size()));
+  std::size_t length = !rest.empty() && rest.front() == '-' ? 1 : 0;
+  while (length < rest.size() && rest[length] >= '0' && rest[length] <= '9') ++length;
+  const auto text = rest.substr(0, length);
+  std::int64_t id = 0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
+  if (ec == std::errc::invalid_argument) return std::nullopt;  // no number: the device stays unknown
+  if (ec != std::errc() || id < 0 || id > kMaxDeviceId) {
+    throw InputError(fmt::format("{}:{}: device ID {} out of range (0 to {})", source, line_no,
+                                 printable_excerpt(text), kMaxDeviceId));
+  }
+  return static_cast<int>(id);
+}
+
 }  // namespace
 
 bool SummaryCell::matches(std::int64_t exact) const {
@@ -120,7 +139,7 @@ MemorySummary parse_memory_summary(std::string_view text, std::string_view sourc
     pos = end == std::string_view::npos ? text.size() : end + 1;
     ++line_no;
     if (const auto at = line.find("memory summary, device ID"); at != std::string_view::npos) {
-      if (auto id = counter_after(line, "device ID")) summary.device = static_cast<int>(*id);
+      if (auto id = device_id_after(line, source, line_no)) summary.device = id;
       continue;
     }
     if (line.find("CUDA OOMs:") != std::string_view::npos) {

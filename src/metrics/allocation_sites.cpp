@@ -54,7 +54,7 @@ std::vector<AllocationSite> top_allocation_sites(const snapshot::Snapshot& snaps
       site.location = "(no stack recorded)";
     } else {
       const auto& frame = snapshot.stacks.frame(frame_id);
-      site.location = fmt::format("{}:{} in {}", snapshot.strings.view(frame.filename), frame.line,
+      site.location = fmt::format("{}:{} in {}", snapshot.strings.view(frame.filename), frame.line_text(),
                                   snapshot.strings.view(frame.name));
     }
     result.push_back(std::move(site));

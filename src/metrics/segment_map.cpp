@@ -22,7 +22,11 @@ std::vector<SegmentRow> build_segment_map(const snapshot::Snapshot& snapshot, in
   for (std::size_t i = 0; i < snapshot.segments.size(); ++i) {
     const auto& segment = snapshot.segments[i];
     if (segment.device != device) continue;
-    SegmentRow row{i, segment.address, segment.total_size, 0, 0, {}};
+    SegmentRow row;
+    row.segment_index = i;
+    row.address = segment.address;
+    row.pool_id = segment.pool_id;
+    row.total_size = segment.total_size;
     std::uint64_t offset = 0;
     for (const auto& block : snapshot.blocks_of(segment)) {
       const RunKind kind = kind_of(block.state);

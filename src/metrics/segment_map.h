@@ -4,6 +4,7 @@
 /// the allocator's memory "seen from above" in text or HTML.
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "snapshot/snapshot.h"
@@ -22,6 +23,9 @@ struct SegmentRun {
 struct SegmentRow {
   std::size_t segment_index = 0;  ///< into Snapshot::segments
   std::uint64_t address = 0;
+  /// `segment_pool_id`: (0, 0) the default pools, else a private pool (a CUDA graph's, a MemPool)
+  /// whose free blocks serve only that pool's allocations.
+  std::pair<std::int64_t, std::int64_t> pool_id{0, 0};
   std::uint64_t total_size = 0;
   std::uint64_t free_bytes = 0;  ///< inactive bytes in this segment
   std::uint64_t largest_free = 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 
 namespace fragscope::metrics {
 
@@ -11,15 +12,19 @@ SnapshotAnalysis analyze_snapshot(const snapshot::Snapshot& snapshot, int device
   SnapshotAnalysis a;
   a.device = device;
   std::set<int> devices;
-  std::map<std::pair<int, std::uint64_t>, PoolStreamTotals> groups;
+  std::map<std::tuple<std::pair<std::int64_t, std::int64_t>, int, std::uint64_t>, PoolStreamTotals> groups;
+  MemoryTotals default_pools;
   for (const auto& segment : snapshot.segments) {
     devices.insert(segment.device);
     if (segment.device != device) continue;
     const auto blocks = snapshot.blocks_of(segment);
     a.totals.add(segment, blocks);
-    auto& group = groups[{static_cast<int>(segment.pool), segment.stream}];
+    auto& group = groups[{segment.pool_id, static_cast<int>(segment.pool), segment.stream}];
     group.pool = segment.pool;
     group.stream = segment.stream;
+    group.mem_pool = segment.pool_id;
+    (segment.pool_id == std::pair<std::int64_t, std::int64_t>{0, 0} ? default_pools : a.private_pools)
+        .add(segment, blocks);
     group.totals.add(segment, blocks);
     if (segment.is_expandable) ++a.expandable_segments;
   }
@@ -31,7 +36,7 @@ SnapshotAnalysis analyze_snapshot(const snapshot::Snapshot& snapshot, int device
   a.trace = summarize_trace(snapshot, device);
   a.segment_map = build_segment_map(snapshot, device);
   if (!a.trace.ooms.empty()) a.driver_free_bytes = a.trace.ooms.back().device_free_bytes;
-  a.largest_cached_allocation = a.totals.largest_free_block;
+  a.largest_cached_allocation = default_pools.largest_free_block;
   a.reserved_at_trace_start =
       static_cast<std::int64_t>(a.totals.reserved_bytes) - a.trace.net_reserved_change;
   a.trace_peak_reserved = a.reserved_at_trace_start + a.trace.peak_reserved_rise;

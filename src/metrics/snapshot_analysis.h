@@ -19,6 +19,8 @@ namespace fragscope::metrics {
 struct PoolStreamTotals {
   snapshot::PoolKind pool = snapshot::PoolKind::kLarge;
   std::uint64_t stream = 0;
+  /// (0, 0) the default pools; else a private pool (CUDA graph, torch.cuda.MemPool).
+  std::pair<std::int64_t, std::int64_t> mem_pool{0, 0};
   MemoryTotals totals;
 };
 
@@ -27,6 +29,9 @@ struct SnapshotAnalysis {
   bool device_picked = false;  ///< `device` was chosen as the one holding the memory, not asked for
   std::vector<int> devices;    ///< devices with segments or a trace
   MemoryTotals totals;       ///< all segments of `device`
+  /// The segments of private pools (CUDA graphs, MemPools): their free blocks serve only their
+  /// own pool's allocations.
+  MemoryTotals private_pools;
   std::vector<PoolStreamTotals> by_pool_stream;
   std::uint64_t expandable_segments = 0;
   std::vector<AllocationSite> top_sites;
@@ -34,7 +39,8 @@ struct SnapshotAnalysis {
   std::vector<SegmentRow> segment_map;
   /// The driver's free bytes at the last recorded OOM (the only driver reading a snapshot holds).
   std::optional<std::uint64_t> driver_free_bytes;
-  /// The largest request that can succeed without a new cudaMalloc: the largest free block.
+  /// The largest request that can succeed without a new cudaMalloc: the largest free block of
+  /// the default pools (a private pool's serve only its graph's or MemPool's allocations).
   std::uint64_t largest_cached_allocation = 0;
   /// Reserved bytes when the trace began: end-state reserved minus the trace's net change.
   std::int64_t reserved_at_trace_start = 0;

@@ -10,6 +10,54 @@
 #include "util/gpu_catalog.h"
 
 namespace fragscope::replay {
+namespace {
+
+/// The capacity a stretch is replayed at (capacity.h).
+std::uint64_t piece_value(const CapacityPiece& piece) {
+  if (piece.driver_estimate && *piece.driver_estimate >= piece.lower &&
+      (!piece.upper || *piece.driver_estimate < *piece.upper)) {
+    return *piece.driver_estimate;
+  }
+  return piece.upper ? *piece.upper - 1 : piece.lower;
+}
+
+/// Capacity over time from the trace's stretches. REQUIRES: more than one.
+void infer_over_time(const CapacityEvidence& evidence, Capacity& capacity) {
+  const std::vector<CapacityPiece>& pieces = evidence.pieces;
+  for (std::size_t i = 0; i < pieces.size(); ++i) {
+    capacity.steps.push_back({i == 0 ? 0 : pieces[i].first_trace_index, piece_value(pieces[i])});
+    if (i == 0) continue;
+    const CapacityPiece& before = pieces[i - 1];
+    const CapacityPiece& after = pieces[i];
+    CapacityChange change;
+    change.by_trace_index = after.first_trace_index;
+    change.from_bytes = capacity.steps[i - 1].bytes;
+    change.to_bytes = capacity.steps[i].bytes;
+    // A refusal at or below what was served before: it shrank by more than served - refused;
+    // a success at or above what was refused before: it grew by at least success - refused + 1.
+    const bool shrank = after.upper && after.upper_trace_index == after.first_trace_index &&
+                        *after.upper <= before.lower;
+    if (shrank) {
+      change.after_trace_index = before.lower_trace_index;
+      change.at_least_bytes = before.lower - *after.upper + 1;
+    } else {
+      change.after_trace_index = before.upper_trace_index;
+      change.at_least_bytes = after.lower - *before.upper + 1;
+    }
+    capacity.changes.push_back(change);
+  }
+  capacity.bytes = capacity.steps.front().bytes;
+  std::uint64_t grew = 0;
+  for (const CapacityChange& c : capacity.changes) {
+    if (c.non_pytorch_grew()) grew += c.from_bytes - c.to_bytes;
+  }
+  capacity.source = fmt::format(
+      "over time: no one capacity explains the trace's cudaMallocs; {} stretches, memory outside PyTorch's "
+      "allocator took {} more by the end than at the start",
+      pieces.size(), format_bytes(grew));
+}
+
+}  // namespace
 
 Capacity resolve_capacity(const PreparedTrace& trace, const CapacityRequest& request) {
   Capacity capacity;
@@ -35,6 +83,8 @@ Capacity resolve_capacity(const PreparedTrace& trace, const CapacityRequest& req
                                   format_bytes(gpu->context_reserve_bytes));
   } else if (request.unlimited) {
     capacity.source = "unlimited (asked)";
+  } else if (trace.capacity.pieces.size() > 1) {
+    infer_over_time(trace.capacity, capacity);
   } else if (!trace.ooms.empty()) {
     const RecordedOom& oom = trace.ooms.front();
     capacity.bytes = oom.reserved_at_oom + oom.device_free;
@@ -47,6 +97,21 @@ Capacity resolve_capacity(const PreparedTrace& trace, const CapacityRequest& req
     capacity.source = fmt::format("recorded OOM at event {}: {} reserved + {} free on the device",
                                   oom.trace_index, format_bytes(oom.reserved_at_oom),
                                   format_bytes(oom.device_free));
+    // A driver OOM: the driver's refusals and successes bound it more tightly than device_free
+    // (with room on the device, a cap refused it: below).
+    if (oom.device_free <= segment && !trace.capacity.pieces.empty()) {
+      const CapacityPiece& piece = trace.capacity.pieces.front();
+      if (piece.upper && *capacity.bytes >= *piece.upper) {
+        capacity.bytes = *piece.upper - 1;
+        capacity.source += fmt::format(", less {}: a cudaMalloc asking for {} in total was refused at event {}",
+                                       format_bytes(oom.reserved_at_oom + oom.device_free - *capacity.bytes),
+                                       format_bytes(*piece.upper), piece.upper_trace_index);
+      } else if (*capacity.bytes < piece.lower) {
+        capacity.bytes = piece.lower;
+        capacity.source += fmt::format(", raised to the {} the driver served at event {}",
+                                       format_bytes(piece.lower), piece.lower_trace_index);
+      }
+    }
   } else if (trace.capacity.failed_at && *trace.capacity.failed_at > trace.capacity.lower_bound) {
     capacity.bytes = *trace.capacity.failed_at - 1;
     capacity.source = fmt::format(
@@ -82,7 +147,7 @@ Capacity resolve_capacity(const PreparedTrace& trace, const CapacityRequest& req
     }
     if (capacity.device_total == 0) {
       throw InputError(
-          "--memory-fraction needs the device's memory: give --device-memory BYTES or --gpu NAME");
+          "--memory-fraction needs the device's memory: give --device-memory SIZE or --gpu NAME");
     }
     // As PyTorch: allowed = fraction × totalGlobalMem, only when the fraction is below 1.
     if (*fraction < 1.0) {

@@ -18,6 +18,7 @@ struct SegmentAtStart {
   std::uint64_t stream = 0;
   bool small = false;
   bool expandable = false;
+  std::pair<std::int64_t, std::int64_t> pool{0, 0};
 };
 using SegmentMap = std::map<std::uint64_t, SegmentAtStart>;  // address → segment / mapped run
 
@@ -72,6 +73,7 @@ std::uint32_t undo_segment_events(SegmentMap& segments,
         if (next != segments.end() && next->second.expandable &&
             next->second.stream == e->stream) {
           run.small = next->second.small;
+          run.pool = next->second.pool;
           run.size += next->second.size;
           segments.erase(next);
         }
@@ -81,6 +83,7 @@ std::uint32_t undo_segment_events(SegmentMap& segments,
           if (prev->second.expandable && prev->second.stream == e->stream &&
               prev->first + prev->second.size == e->addr) {
             run.small = prev->second.small;
+            run.pool = prev->second.pool;
             run.size += prev->second.size;
             start = prev->first;
             segments.erase(prev);
@@ -119,16 +122,16 @@ std::uint64_t infer_size(const LiveAtStart& b, std::uint64_t boundary, const Seg
 
 }  // namespace
 
-InitialState reconstruct_initial_state(const snapshot::Snapshot& snapshot, int device,
-                                       std::span<const snapshot::TraceEvent> trace,
-                                       const alloc::AllocConfig& config,
-                                       const std::function<alloc::StreamId(std::uint64_t)>& stream_id) {
+InitialState reconstruct_initial_state(
+    const snapshot::Snapshot& snapshot, int device, std::span<const snapshot::TraceEvent> trace,
+    const alloc::AllocConfig& config, const std::function<alloc::StreamId(std::uint64_t)>& stream_id,
+    const std::function<alloc::MemPoolId(std::pair<std::int64_t, std::int64_t>)>& mem_pool_id) {
   InitialState state;
   SegmentMap segments;
   for (const snapshot::Segment& s : snapshot.segments) {
     if (s.device != device) continue;
     segments[s.address] = {s.total_size, s.stream, s.pool == snapshot::PoolKind::kSmall,
-                           s.is_expandable};
+                           s.is_expandable, s.pool_id};
   }
   state.anomalies += undo_segment_events(segments, trace);
 
@@ -177,6 +180,7 @@ InitialState reconstruct_initial_state(const snapshot::Snapshot& snapshot, int d
     out.address = address;
     out.size = seg.size;
     out.stream = stream_id(seg.stream);
+    out.mem_pool = mem_pool_id(seg.pool);
     out.small_pool = seg.small;
     out.expandable = seg.expandable;
     auto blocks = by_segment.find(address);

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "alloc/alloc_config.h"
@@ -31,9 +32,11 @@ struct InitialState {
 
 /// @brief Reconstructs the state before `trace[0]` for `device`.
 /// @param stream_id maps a cudaStream_t value to the dense id the replay uses.
-InitialState reconstruct_initial_state(const snapshot::Snapshot& snapshot, int device,
-                                       std::span<const snapshot::TraceEvent> trace,
-                                       const alloc::AllocConfig& config,
-                                       const std::function<alloc::StreamId(std::uint64_t)>& stream_id);
+/// @param mem_pool_id maps a segment's `segment_pool_id` to the dense pool id the replay uses
+///        (segments the trace's undo re-adds are the default pools').
+InitialState reconstruct_initial_state(
+    const snapshot::Snapshot& snapshot, int device, std::span<const snapshot::TraceEvent> trace,
+    const alloc::AllocConfig& config, const std::function<alloc::StreamId(std::uint64_t)>& stream_id,
+    const std::function<alloc::MemPoolId(std::pair<std::int64_t, std::int64_t>)>& mem_pool_id);
 
 }  // namespace fragscope::replay

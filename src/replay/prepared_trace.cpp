@@ -7,6 +7,8 @@
 
 #include "alloc/size_rules.h"
 #include "replay/initial_state.h"
+#include "replay/mem_pools.h"
+#include "replay/release_origin.h"
 #include "util/error.h"
 
 namespace fragscope::replay {
@@ -52,8 +54,11 @@ alloc::SegmentAction segment_action(TraceAction a) {
 /// Builds the op list in one forward pass.
 class Compiler {
  public:
-  Compiler(PreparedTrace& out, std::span<const snapshot::TraceEvent> trace)
-      : out_(out), trace_(trace) {}
+  Compiler(PreparedTrace& out, const snapshot::Snapshot& snapshot, int device,
+           std::span<const snapshot::TraceEvent> trace)
+      : out_(out), trace_(trace), origins_(snapshot), pools_(snapshot, device, trace) {}
+
+  MemPoolMap& pools() { return pools_; }
 
   void seed_initial_slots() {
     for (const alloc::InitialSegment& segment : out_.initial_segments) {
@@ -68,13 +73,24 @@ class Compiler {
   void run(std::uint64_t initial_reserved) {
     reserved_ = initial_reserved;
     out_.recorded_peak_reserved = reserved_;
+    out_.capacity.pieces.push_back({0, reserved_, 0, std::nullopt, 0, std::nullopt});
+    last_alloc_ = trace_.size();
+    for (std::size_t i = trace_.size(); i-- > 0;) {
+      if (trace_[i].action == TraceAction::kAlloc) {
+        last_alloc_ = i;
+        break;
+      }
+    }
     for (std::size_t i = 0; i < trace_.size(); ++i) {
       const snapshot::TraceEvent& e = trace_[i];
       const TraceAction a = e.action;
-      if (in_burst_ && !is_segment_event(a) && a != TraceAction::kFreeCompleted &&
-          a != TraceAction::kAlloc && a != TraceAction::kOom) {
-        // Segments released with no malloc to follow: an empty_cache() call.
-        emit_empty_cache(static_cast<std::uint32_t>(i));
+      const bool grows = a == TraceAction::kSegmentAlloc || a == TraceAction::kSegmentMap;
+      const bool shrinks = a == TraceAction::kSegmentFree || a == TraceAction::kSegmentUnmap;
+      // A malloc's release is always followed by its cudaMalloc/map or its OOM, never by a block
+      // served from the cache: anything else ends the releases seen so far as a cache flush.
+      if (in_burst_ && !burst_failed_ && !shrinks && !grows && a != TraceAction::kFreeCompleted &&
+          a != TraceAction::kOom) {
+        emit_empty_cache();
       }
       switch (a) {
         case TraceAction::kAlloc: on_alloc(e, i); break;
@@ -84,12 +100,13 @@ class Compiler {
         case TraceAction::kSegmentAlloc:
         case TraceAction::kSegmentMap: on_segment_grow(e); break;
         case TraceAction::kSegmentFree:
-        case TraceAction::kSegmentUnmap: on_segment_shrink(e); break;
+        case TraceAction::kSegmentUnmap: on_segment_shrink(e, i); break;
         default: break;  // snapshot markers and annotations do not touch the allocator
       }
     }
-    if (in_burst_) emit_empty_cache(static_cast<std::uint32_t>(trace_.size() - 1));
+    if (in_burst_) emit_empty_cache();
     flush_deferred(static_cast<std::uint32_t>(trace_.size() ? trace_.size() - 1 : 0));
+    out_.mem_pools = pools_.pools();
     out_.recorded_final_reserved = reserved_;
     out_.slot_count = static_cast<std::uint32_t>(slot_high_water_);
   }
@@ -135,6 +152,7 @@ class Compiler {
   void end_group() {
     in_burst_ = false;
     burst_failed_ = false;
+    burst_is_flush_ = false;
   }
 
   void on_alloc(const snapshot::TraceEvent& e, std::size_t i) {
@@ -148,6 +166,7 @@ class Compiler {
     const std::uint32_t slot = take_slot();
     slots_[e.addr] = slot;
     out_.ops.push_back(make(OpKind::kAlloc, e.size, slot, e.stream, i));
+    out_.ops.back().pool = pools_.pool_of_block(e.addr, e.stream);
     flush_deferred(static_cast<std::uint32_t>(i));
     end_group();
   }
@@ -198,14 +217,22 @@ class Compiler {
   }
 
   void on_oom(const snapshot::TraceEvent& e, std::size_t i) {
-    out_.ops.push_back(make(OpKind::kOom, e.size, 0, e.stream, i));
-    out_.ooms.push_back({static_cast<std::uint32_t>(i), e.size, e.addr, reserved_});
+    if (in_burst_ && burst_is_flush_) emit_empty_cache();
+    // The run went on allocating after this OOM: its caller caught the OutOfMemoryError.
+    const bool caught = last_alloc_ < trace_.size() && last_alloc_ > i;
+    out_.ops.push_back(make(caught ? OpKind::kCaughtOom : OpKind::kOom, e.size, 0, e.stream, i));
+    out_.ops.back().pool = pools_.pool_of_oom(e.stream);
+    out_.ooms.push_back({static_cast<std::uint32_t>(i), e.size, e.addr, reserved_, caught});
     ++out_.capacity.release_bursts;
+    observe_refused(i, reserved_, reserved_ + device_request(e.size));
+    CapacityPiece& piece = out_.capacity.pieces.back();
+    if (!piece.driver_estimate) piece.driver_estimate = reserved_ + e.addr;
     flush_deferred(static_cast<std::uint32_t>(i));
     end_group();
   }
 
   void on_segment_grow(const snapshot::TraceEvent& e) {
+    if (in_burst_ && burst_is_flush_) emit_empty_cache();  // this cudaMalloc belongs to the next malloc
     if (in_burst_ && !burst_failed_) {
       // The first cudaMalloc/map after a release burst is the one that failed before it.
       burst_failed_ = true;
@@ -215,30 +242,78 @@ class Compiler {
         out_.capacity.failed_at = failed;
         out_.capacity.failed_at_trace_index = static_cast<std::uint32_t>(&e - trace_.data());
       }
+      observe_refused(static_cast<std::size_t>(&e - trace_.data()), burst_reserved_, failed);
     }
+    pools_.on_segment_event(static_cast<std::size_t>(&e - trace_.data()));
     reserved_ += e.size;
     out_.recorded_peak_reserved = std::max(out_.recorded_peak_reserved, reserved_);
     out_.capacity.lower_bound = std::max(out_.capacity.lower_bound, reserved_);
+    observe_served(static_cast<std::size_t>(&e - trace_.data()), reserved_);
     out_.segment_events.push_back({segment_action(e.action), e.addr, e.size});
     out_.address_hints.push_back({e.addr, e.size});
   }
 
-  void on_segment_shrink(const snapshot::TraceEvent& e) {
+  void on_segment_shrink(const snapshot::TraceEvent& e, std::size_t i) {
+    const ReleaseOrigin origin = origins_.classify(e.stack);
+    const bool flush = origin == ReleaseOrigin::kFlush;
+    // A flush right before a malloc's own release (or the reverse) is a group of its own.
+    if (in_burst_ && origin != ReleaseOrigin::kUnknown && flush != burst_is_flush_) emit_empty_cache();
     if (!in_burst_) {
       in_burst_ = true;
+      burst_is_flush_ = flush;
+      burst_first_ = static_cast<std::uint32_t>(i);
       burst_reserved_ = reserved_;
     }
+    pools_.on_segment_event(i);
     reserved_ -= std::min(reserved_, e.size);
     out_.segment_events.push_back({segment_action(e.action), e.addr, e.size});
   }
 
-  void emit_empty_cache(std::uint32_t index) {
-    Op op = make(OpKind::kEmptyCache, 0, 0, 0, index);
-    out_.ops.push_back(op);
-    flush_deferred(index);
-    end_group();
+  /// Bytes the driver was asked for by a malloc of `rounded` bytes that found nothing cached: a
+  /// new segment, or under expandable segments at most its pages (never less than was asked).
+  std::uint64_t device_request(std::uint64_t rounded) const {
+    const alloc::AllocConfig& config = out_.recorded_config;
+    if (!config.expandable_segments) return alloc::allocation_size(rounded, config);
+    const std::uint64_t page = alloc::pool_of(rounded) == alloc::PoolKind::kSmall ? alloc::kSmallBuffer
+                                                                                   : config.large_segment_size;
+    return (rounded + page - 1) / page * page;
   }
 
+  // Capacity stretches (CapacityPiece): grown greedily, each as long as one capacity explains it.
+  void observe_served(std::size_t i, std::uint64_t held) {
+    CapacityPiece& piece = out_.capacity.pieces.back();
+    const auto index = static_cast<std::uint32_t>(i);
+    if (piece.upper && held >= *piece.upper) {
+      out_.capacity.pieces.push_back({index, held, index, std::nullopt, 0, std::nullopt});
+    } else if (held > piece.lower) {
+      piece.lower = held;
+      piece.lower_trace_index = index;
+    }
+  }
+  void observe_refused(std::size_t i, std::uint64_t held, std::uint64_t refused) {
+    CapacityPiece& piece = out_.capacity.pieces.back();
+    const auto index = static_cast<std::uint32_t>(i);
+    if (refused <= piece.lower) {
+      out_.capacity.pieces.push_back({index, held, index, refused, index, std::nullopt});
+      return;
+    }
+    if (held > piece.lower) {
+      piece.lower = held;
+      piece.lower_trace_index = index;
+    }
+    if (!piece.upper || refused < *piece.upper) {
+      piece.upper = refused;
+      piece.upper_trace_index = index;
+    }
+  }
+
+  /// The releases since burst_first_ were an emptyCache() call.
+  void emit_empty_cache() {
+    out_.ops.push_back(make(OpKind::kEmptyCache, 0, 0, 0, burst_first_));
+    ++out_.flushes;
+    flush_deferred(burst_first_);
+    end_group();
+  }
   struct Deferred {
     std::uint32_t slot;
     std::uint64_t stream;
@@ -255,9 +330,22 @@ class Compiler {
   std::vector<Deferred> deferred_;
   std::uint64_t reserved_ = 0;
   std::uint64_t burst_reserved_ = 0;
+  std::uint32_t burst_first_ = 0;   // trace index of the group's first release
+  std::size_t last_alloc_ = 0;      // trace index of the last `alloc` (trace size when none)
   bool in_burst_ = false;
   bool burst_failed_ = false;
+  bool burst_is_flush_ = false;     // the stacks say emptyCache()
+  ReleaseOriginClassifier origins_;
+  MemPoolMap pools_;
 };
+
+}  // namespace
+
+const RecordedOom* fatal_oom(const PreparedTrace& trace) {
+  return trace.ooms.empty() || trace.ooms.back().caught ? nullptr : &trace.ooms.back();
+}
+
+namespace {
 
 /// Refuses addresses and sizes no CUDA allocator produces (the models rely on both: addresses
 /// below 2^48 and 512-aligned, sizes below 2^48).
@@ -310,11 +398,12 @@ PreparedTrace prepare_trace(const snapshot::Snapshot& snapshot, int device,
   out.recorded_config = recorded_config(snapshot.allocator_settings);
   out.ops.reserve(trace.size() * 3 / 5 + 16);
 
-  Compiler compiler(out, trace);
+  Compiler compiler(out, snapshot, device, trace);
   compiler.stream_id(0);  // the legacy default stream is always id 0
   InitialState initial = reconstruct_initial_state(
       snapshot, device, trace, out.recorded_config,
-      [&](std::uint64_t stream) { return compiler.stream_id(stream); });
+      [&](std::uint64_t stream) { return compiler.stream_id(stream); },
+      [&](std::pair<std::int64_t, std::int64_t> pool) { return compiler.pools().dense(pool); });
   out.initial_segments = std::move(initial.segments);
   out.recorded_initial_reserved = initial.reserved;
   out.anomalies += initial.anomalies;

@@ -14,11 +14,16 @@
 /// - reconstructs the allocator state at the first event when the ring buffer started mid-run
 ///   (initial_state.h), and walks the recorded reserved-bytes curve;
 /// - collects what the trace says about the device's capacity: the `oom` entries' free bytes
-///   and the release bursts of failed cudaMallocs.
+///   and the release bursts of failed cudaMallocs;
+/// - tells cache flushes from a malloc's own releases (release_origin.h: by the releases' stacks,
+///   else a release followed by anything but a cudaMalloc/map or an OOM is a flush), and OOMs the
+///   run died of from OOMs its caller caught (an `alloc` follows them);
+/// - gives each malloc the memory pool that served it (mem_pools.h: CUDA graphs' private pools).
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "alloc/alloc_config.h"
@@ -33,8 +38,9 @@ enum class OpKind : std::uint8_t {
   kFree,           ///< free of slot (free_requested + free_completed at once)
   kFreeRequested,  ///< free of slot that waits on other streams' events
   kFreeCompleted,  ///< those events completed
-  kOom,            ///< the real malloc(size = rounded size, stream) failed here
-  kEmptyCache,     ///< segments released outside any malloc (torch.cuda.empty_cache())
+  kOom,            ///< the real malloc(size = rounded size, stream) failed here, and the run died of it
+  kCaughtOom,      ///< the same, but the caller caught the OutOfMemoryError and the run went on
+  kEmptyCache,     ///< segments released outside any malloc: an emptyCache() call
 };
 
 /// @brief One operation. 32 bytes; the replay loop streams through an array of these.
@@ -46,7 +52,9 @@ struct Op {
   std::uint32_t hint_end = 0;       ///< this op's address hints end here (see address_hints)
   alloc::StreamId stream = 0;
   OpKind kind = OpKind::kAlloc;
+  alloc::MemPoolId pool = alloc::kDefaultPool;  ///< kAlloc/kOom/kCaughtOom: the pool asked (mem_pools.h)
 };
+static_assert(sizeof(Op) == 32);
 
 /// @brief A recorded `oom` entry.
 struct RecordedOom {
@@ -54,6 +62,21 @@ struct RecordedOom {
   std::uint64_t size = 0;              ///< rounded request
   std::uint64_t device_free = 0;       ///< cudaMemGetInfo free bytes at the OOM
   std::uint64_t reserved_at_oom = 0;   ///< recorded reserved bytes at that moment
+  bool caught = false;                 ///< the run allocated again afterwards (the caller caught it)
+};
+
+/// @brief A stretch of the trace over which one capacity explains every cudaMalloc/map the
+/// driver served or refused. Non-PyTorch memory that moves (cuDNN/cuBLAS workspaces, NCCL
+/// buffers, lazily loaded modules, other processes) makes several: a new stretch starts where
+/// the driver serves at or above a level it refused before, or refuses at or below a level it
+/// served before.
+struct CapacityPiece {
+  std::uint32_t first_trace_index = 0;
+  std::uint64_t lower = 0;  ///< capacity ≥ this: reserved bytes held or just served
+  std::uint32_t lower_trace_index = 0;
+  std::optional<std::uint64_t> upper;  ///< capacity < this: bytes held + a cudaMalloc/map refused
+  std::uint32_t upper_trace_index = 0;
+  std::optional<std::uint64_t> driver_estimate;  ///< reserved + device_free at the stretch's first OOM
 };
 
 /// @brief What the trace tells about the device's capacity for this process.
@@ -65,6 +88,8 @@ struct CapacityEvidence {
   std::optional<std::uint64_t> failed_at;
   std::uint32_t failed_at_trace_index = 0;
   std::uint32_t release_bursts = 0;  ///< failed cudaMallocs seen (each one a retry or an OOM)
+  /// The stretches, in trace order (one when a constant capacity explains the trace).
+  std::vector<CapacityPiece> pieces;
 };
 
 struct PreparedTrace {
@@ -83,6 +108,9 @@ struct PreparedTrace {
   bool starts_mid_run = false;  ///< the trace does not start from an empty allocator
 
   std::vector<std::uint64_t> streams;  ///< dense stream id → cudaStream_t value
+  /// Dense memory-pool id → PyTorch's pool id ([0] = (0, 0), the default pools; others are
+  /// private pools: CUDA graphs, torch.compile reduce-overhead, torch.cuda.MemPool).
+  std::vector<std::pair<std::int64_t, std::int64_t>> mem_pools;
   alloc::AllocConfig recorded_config;  ///< from allocator_settings (defaults when absent)
   bool recorded_config_known = false;
 
@@ -90,6 +118,7 @@ struct PreparedTrace {
   std::uint64_t recorded_peak_reserved = 0;     ///< max of the recorded reserved curve
   std::uint64_t recorded_final_reserved = 0;
   std::vector<RecordedOom> ooms;
+  std::uint32_t flushes = 0;  ///< emptyCache() calls (kEmptyCache ops)
   CapacityEvidence capacity;
   std::uint32_t anomalies = 0;  ///< events that fit no live block (e.g. a ring-buffer edge)
 };
@@ -99,5 +128,8 @@ struct PreparedTrace {
 ///         allocator_settings hold a config PyTorch would reject.
 PreparedTrace prepare_trace(const snapshot::Snapshot& snapshot, int device,
                             const std::string& source);
+
+/// @brief The recorded OOM the run died of (the last one no caller caught), or nullptr.
+const RecordedOom* fatal_oom(const PreparedTrace& trace);
 
 }  // namespace fragscope::replay

@@ -1,6 +1,7 @@
 #include "replay/replay_engine.h"
 
 #include <algorithm>
+#include <limits>
 #include <memory>
 #include <type_traits>
 
@@ -100,19 +101,46 @@ ReplayResult replay_through(Model& model, alloc::DeviceMemory& device, const Pre
   bool hints_offered = false;
   const bool timeline_on = options.timeline_points > 0;
   std::size_t replayed = 0;
+  const std::vector<CapacityStep>& steps = options.capacity_steps;
+  constexpr std::uint32_t kNoStep = std::numeric_limits<std::uint32_t>::max();
+  std::size_t next_step = 0;
+  std::uint32_t next_step_at = steps.empty() ? kNoStep : steps[0].from_trace_index;
+  ProgressCounter* const progress = options.progress;
+  constexpr std::size_t kProgressBatch = std::size_t{1} << 16;  // a few milliseconds of replay
 
   for (std::size_t i = 0; i < ops.size() && !stop; ++i) {
     const Op& op = ops[i];
+    if (op.trace_index >= next_step_at) [[unlikely]] {
+      while (next_step < steps.size() && steps[next_step].from_trace_index <= op.trace_index) {
+        device.set_capacity(steps[next_step++].bytes);
+      }
+      next_step_at = next_step < steps.size() ? steps[next_step].from_trace_index : kNoStep;
+    }
     switch (op.kind) {
       case OpKind::kAlloc:
-      case OpKind::kOom: {
+      case OpKind::kOom:
+      case OpKind::kCaughtOom: {
         // Offer the real driver's addresses of this malloc (most mallocs have none).
         if (options.use_recorded_addresses && (op.hint_end != hints_begin || hints_offered)) {
           device.offer_hints({trace.address_hints.data() + hints_begin,
                               op.hint_end - hints_begin});
           hints_offered = op.hint_end != hints_begin;
         }
-        const BlockHandle h = model.malloc(op.size, op.stream);
+        if constexpr (!std::is_same_v<Model, alloc::CachingAllocator>) {
+          if (op.kind == OpKind::kCaughtOom) break;  // the floor: what the run needed, as it ran
+        }
+        const BlockHandle h = model.malloc(op.size, op.stream, op.pool);
+        if (op.kind == OpKind::kCaughtOom) {
+          // The caller catches the OutOfMemoryError and goes on. Served here, the memory is used
+          // and given back by that caller before the trace goes on: freed at once.
+          if (h == kNoBlock) {
+            ++result.caught_ooms;
+          } else {
+            ++result.served_caught_ooms;
+            model.free(h);
+          }
+          break;
+        }
         const bool recorded_oom = op.kind == OpKind::kOom;
         if (h == kNoBlock) {
           if (!result.oom) {
@@ -161,7 +189,9 @@ ReplayResult replay_through(Model& model, alloc::DeviceMemory& device, const Pre
     segments_begin = op.segment_end;
     if (timeline_on) timeline.observe(i, op.trace_index, stats.reserved_bytes, stats.allocated_bytes);
     ++replayed;
+    if (replayed % kProgressBatch == 0 && progress != nullptr) progress->add(kProgressBatch);
   }
+  if (progress != nullptr) progress->add(ops.size() - replayed / kProgressBatch * kProgressBatch);
   timeline.finish();
   result.ops_replayed = replayed;
   if (replayed) result.last_trace_index = ops[replayed - 1].trace_index;
@@ -178,6 +208,7 @@ ReplayResult replay_through(Model& model, alloc::DeviceMemory& device, const Pre
 ReplayOptions replay_options_for(const Capacity& capacity) {
   ReplayOptions options;
   options.capacity = capacity.bytes;
+  options.capacity_steps = capacity.steps;
   options.allowed_memory_maximum = capacity.allowed_maximum;
   options.device_total_memory = capacity.device_total;
   return options;

@@ -6,9 +6,11 @@
 /// two halves of a record_stream free, empty_cache). A malloc the model cannot serve is an
 /// OOM: at a recorded `oom` entry the real run failed there too and the replay goes on (the
 /// trace continues with the failed step's frees); anywhere else the replay stops, because the
-/// rest of the trace assumes that malloc succeeded. A config that serves a recorded OOM's
-/// request has passed the point where the real run died: the replay stops there, as the trace
-/// does for anything but clean-up.
+/// rest of the trace assumes that malloc succeeded. A config that serves the request of the OOM
+/// the run died of has passed the point where the real run died: the replay stops there, as the
+/// trace does for anything but clean-up. An OOM the run's caller caught (cuDNN's algorithm
+/// search, a retry loop) is no end: failing there is what the recording did, and a config that
+/// serves it frees the block at once (the caller used and released it) and goes on.
 /// Thread-safety: run_replay only reads the PreparedTrace; call it from many threads at once.
 
 #include <cstdint>
@@ -19,6 +21,7 @@
 #include "alloc/allocator_model.h"
 #include "replay/capacity.h"
 #include "replay/prepared_trace.h"
+#include "util/progress.h"
 
 namespace fragscope::replay {
 
@@ -30,6 +33,8 @@ enum class ModelKind : std::uint8_t {
 struct ReplayOptions {
   /// Bytes this process may hold on the device (cudaMalloc fails beyond); nullopt = unlimited.
   std::optional<std::uint64_t> capacity;
+  /// Capacity over time (capacity.h): from each step's event on, its bytes replace `capacity`.
+  std::vector<CapacityStep> capacity_steps;
   /// set_per_process_memory_fraction: fraction × device memory; nullopt = no fraction.
   std::optional<std::uint64_t> allowed_memory_maximum;
   /// totalGlobalMem when known (sizes expandable segments' virtual ranges).
@@ -40,6 +45,9 @@ struct ReplayOptions {
   bool self_check = false;
   /// Points of the reserved/allocated timeline (0 = none).
   std::size_t timeline_points = 60;
+  /// Counts every op of the trace in batches as it is replayed, the ops after a stop included
+  /// (null = not counted).
+  ProgressCounter* progress = nullptr;
 };
 
 /// @brief Options that simulate `capacity`'s device: its cudaMalloc limit, fraction cap and
@@ -56,11 +64,13 @@ struct TimelinePoint {
 
 struct ReplayResult {
   alloc::AllocatorStats stats;           ///< the model's statistics when the replay ended
-  bool oom = false;                      ///< some malloc failed
+  bool oom = false;                      ///< a malloc failed that no caller caught
   std::optional<std::uint32_t> oom_trace_index;  ///< the first failing event
   std::uint64_t oom_request_bytes = 0;   ///< what that malloc asked for
   bool oom_matches_recorded = false;     ///< the first OOM is at a recorded `oom` entry
-  bool passed_recorded_oom = false;      ///< served a recorded OOM's request; stopped there
+  bool passed_recorded_oom = false;      ///< served the fatal recorded OOM's request; stopped there
+  std::uint32_t caught_ooms = 0;         ///< recorded caught OOMs that failed here too
+  std::uint32_t served_caught_ooms = 0;  ///< recorded caught OOMs this config served
   bool completed = false;                ///< replayed every op to the end of the trace
   std::uint32_t last_trace_index = 0;    ///< the last event replayed
   std::size_t ops_replayed = 0;

@@ -10,6 +10,7 @@
 #include "replay/capacity.h"
 #include "replay/prepared_trace.h"
 #include "replay/replay_engine.h"
+#include "util/progress.h"
 
 namespace fragscope::replay {
 
@@ -20,13 +21,16 @@ struct ReplaySummary {
   Capacity capacity;
   ReplayResult result;
   ReplayResult ideal;
+  /// With capacity over time and the recorded OOM reproduced: the same replay at the capacity
+  /// the run started with (does the OOM follow from non-PyTorch memory's growth?).
+  std::optional<ReplayResult> at_start_capacity;
 };
 
 /// @brief Replays `trace` under `conf` (nullopt = the recorded allocator_settings) at
 /// `capacity`, with the ideal packer alongside. The self-check runs when the config is the
-/// recorded one.
+/// recorded one. `progress` hears of both replays as one task counted in trace events.
 /// @throws InputError when `conf` is not a valid PYTORCH_CUDA_ALLOC_CONF.
 ReplaySummary summarize_replay(const PreparedTrace& trace, const std::optional<std::string>& conf,
-                               const Capacity& capacity);
+                               const Capacity& capacity, const Progress& progress = {});
 
 }  // namespace fragscope::replay

@@ -1,8 +1,11 @@
 #include "replay/whatif.h"
 
 #include <algorithm>
+#include <bit>
 #include <functional>
 #include <thread>
+
+#include <fmt/format.h>
 
 #include "util/run_parallel.h"
 
@@ -15,8 +18,15 @@ ReplayOptions options_for(const Capacity& capacity, std::optional<std::uint64_t>
                           bool use_recorded_addresses) {
   ReplayOptions options = replay_options_for(capacity);
   options.capacity = bytes;
+  if (!bytes) options.capacity_steps.clear();  // demand: no limit at any time
   options.use_recorded_addresses = use_recorded_addresses;
   return options;
+}
+
+std::string limits_task(std::size_t configs, bool at_capacity, bool min_capacity) {
+  if (at_capacity && min_capacity) return fmt::format("what-if: {} configs at the capacity, least capacity", configs);
+  if (min_capacity) return fmt::format("what-if: least capacity of {} configs", configs);
+  return fmt::format("what-if: {} configs at the capacity", configs);
 }
 
 }  // namespace
@@ -54,18 +64,41 @@ std::vector<WhatIfConfig> standard_sweep(const PreparedTrace& trace, bool fracti
   return sweep;
 }
 
+namespace {
+
+std::uint64_t bisection_low(std::uint64_t floor) { return floor / kStep * kStep; }
+
+std::uint64_t bisection_high(std::uint64_t floor, std::uint64_t ceiling) {
+  return std::max(bisection_low(floor), (ceiling + kStep - 1) / kStep * kStep);
+}
+
+}  // namespace
+
+std::uint64_t max_bisection_replays(std::uint64_t floor, std::uint64_t ceiling) {
+  // One replay at the floor, then one per halving of the steps between: ceil(log2(steps)).
+  const std::uint64_t steps = (bisection_high(floor, ceiling) - bisection_low(floor)) / kStep;
+  return 1 + (steps > 1 ? std::bit_width(steps - 1) : 0);
+}
+
 std::uint64_t find_min_capacity(const PreparedTrace& trace, ModelKind kind,
                                 const alloc::AllocConfig& config, const ReplayOptions& base,
                                 std::uint64_t floor, std::uint64_t ceiling) {
   ReplayOptions options = base;
   options.timeline_points = 0;
+  options.capacity_steps.clear();  // one capacity for the whole run
+  std::uint64_t replays = 0;
   auto survives = [&](std::uint64_t capacity) {
     options.capacity = capacity;
+    ++replays;
     return !run_replay(trace, kind, config, options).oom;
   };
-  std::uint64_t lo = floor / kStep * kStep;
-  std::uint64_t hi = std::max(lo, (ceiling + kStep - 1) / kStep * kStep);  // survives
-  if (survives(lo)) return lo;
+  auto done = [&](std::uint64_t capacity) {
+    if (base.progress) base.progress->add((max_bisection_replays(floor, ceiling) - replays) * trace.ops.size());
+    return capacity;
+  };
+  std::uint64_t lo = bisection_low(floor);
+  std::uint64_t hi = bisection_high(floor, ceiling);  // survives
+  if (survives(lo)) return done(lo);
   while (hi - lo > kStep) {  // invariant: lo fails, hi survives
     const std::uint64_t mid = lo + (hi - lo) / kStep / 2 * kStep;
     if (survives(mid)) {
@@ -74,7 +107,23 @@ std::uint64_t find_min_capacity(const PreparedTrace& trace, ModelKind kind,
       lo = mid;
     }
   }
-  return hi;
+  return done(hi);
+}
+
+WhatIfConfig user_config(const std::string& conf) {
+  const alloc::AllocConfig config = alloc::parse_alloc_conf(conf);
+  return {alloc::to_alloc_conf(config), config, false};
+}
+
+WhatIfReport sweep_at_capacity(const PreparedTrace& trace, const Capacity& capacity, const WhatIfOptions& options,
+                               std::vector<WhatIfConfig> extra) {
+  std::vector<WhatIfConfig> configs = standard_sweep(trace, capacity.allowed_maximum.has_value());
+  for (WhatIfConfig& c : extra) {
+    const bool known =
+        std::any_of(configs.begin(), configs.end(), [&](const WhatIfConfig& k) { return k.config == c.config; });
+    if (!known) configs.push_back(std::move(c));
+  }
+  return run_whatif(trace, configs, capacity, options);
 }
 
 WhatIfReport run_whatif(const PreparedTrace& trace, const std::vector<WhatIfConfig>& configs,
@@ -83,10 +132,14 @@ WhatIfReport run_whatif(const PreparedTrace& trace, const std::vector<WhatIfConf
   report.capacity = capacity;
   report.threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
   report.rows.resize(configs.size());
-  const ReplayOptions unlimited = options_for(capacity, std::nullopt, options.use_recorded_addresses);
-  const ReplayOptions limited = options_for(capacity, capacity.bytes, options.use_recorded_addresses);
+  ReplayOptions unlimited = options_for(capacity, std::nullopt, options.use_recorded_addresses);
+  ReplayOptions limited = options_for(capacity, capacity.bytes, options.use_recorded_addresses);
+  const std::uint64_t events = trace.ops.size();
 
   // Demand first (the ideal packer's peak is every bisection's floor), then the rest.
+  ProgressCounter demand(options.progress, fmt::format("what-if: {} configs, no memory limit", configs.size()),
+                         "events", (configs.size() + 1) * events);
+  unlimited.progress = &demand;
   std::vector<std::function<void()>> tasks;
   tasks.emplace_back([&] {
     report.ideal = run_replay(trace, ModelKind::kIdeal, trace.recorded_config, unlimited);
@@ -100,6 +153,16 @@ WhatIfReport run_whatif(const PreparedTrace& trace, const std::vector<WhatIfConf
   report.threads = std::min<unsigned>(report.threads, static_cast<unsigned>(tasks.size()));
   run_parallel(tasks, report.threads);
 
+  std::uint64_t replays = capacity.bytes ? configs.size() : 0;
+  if (options.min_capacity) {
+    for (const WhatIfRow& row : report.rows)
+      replays += max_bisection_replays(report.ideal.stats.peak_reserved_bytes, row.unlimited.stats.peak_reserved_bytes);
+  }
+  ProgressCounter limits(options.progress,
+                         limits_task(configs.size(), capacity.bytes.has_value(), options.min_capacity), "events",
+                         replays * events);
+  unlimited.progress = &limits;
+  limited.progress = &limits;
   tasks.clear();
   for (std::size_t i = 0; i < configs.size(); ++i) {
     WhatIfRow& row = report.rows[i];

@@ -20,6 +20,7 @@
 #include "replay/capacity.h"
 #include "replay/prepared_trace.h"
 #include "replay/replay_engine.h"
+#include "util/progress.h"
 
 namespace fragscope::replay {
 
@@ -41,6 +42,8 @@ struct WhatIfRow {
   std::optional<std::uint64_t> min_capacity;  ///< smallest surviving capacity (when asked)
   /// Fits the capacity: no OOM there (or no capacity at all).
   bool fits() const { return !at_capacity || !at_capacity->oom; }
+  /// At the capacity: served the malloc the recorded run failed (or never ran out).
+  bool passes_oom_point() const { return at_capacity && (at_capacity->passed_recorded_oom || !at_capacity->oom); }
 };
 
 struct WhatIfReport {
@@ -55,15 +58,34 @@ struct WhatIfOptions {
   bool min_capacity = false;
   unsigned threads = 0;  ///< 0 = std::thread::hardware_concurrency()
   bool use_recorded_addresses = true;
+  /// Hears of two tasks counted in trace events: the replays without a limit, then those at the
+  /// capacity and the bisections (the replays a bisection can take at most; it adds those it
+  /// did not need when it ends).
+  Progress progress;
 };
 
 /// @brief Replays `trace` under every config of `configs`.
 WhatIfReport run_whatif(const PreparedTrace& trace, const std::vector<WhatIfConfig>& configs,
                         const Capacity& capacity, const WhatIfOptions& options);
 
+/// @brief A config a user asks for (`PYTORCH_CUDA_ALLOC_CONF` syntax), labelled with its
+/// normalised spelling (alloc::to_alloc_conf).
+/// @throws InputError when PyTorch would reject `conf`.
+WhatIfConfig user_config(const std::string& conf);
+
+/// @brief The standard sweep of `trace` (with garbage_collection_threshold when the capacity
+/// is a memory fraction), then each of `extra` the sweep does not hold already, replayed at
+/// `capacity`: what `whatif` and the doctor both run.
+WhatIfReport sweep_at_capacity(const PreparedTrace& trace, const Capacity& capacity, const WhatIfOptions& options,
+                               std::vector<WhatIfConfig> extra = {});
+
 /// @brief Smallest capacity (multiple of 2 MiB) at which `config` survives the trace.
+/// `base.progress` counts max_bisection_replays(floor, ceiling) replays of the trace.
 std::uint64_t find_min_capacity(const PreparedTrace& trace, ModelKind kind,
                                 const alloc::AllocConfig& config, const ReplayOptions& base,
                                 std::uint64_t floor, std::uint64_t ceiling);
+
+/// @brief The most replays find_min_capacity(…, floor, ceiling) runs.
+std::uint64_t max_bisection_replays(std::uint64_t floor, std::uint64_t ceiling);
 
 }  // namespace fragscope::replay

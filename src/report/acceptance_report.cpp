@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "report/json_header.h"
+
 namespace fragscope::report {
 
 using diagnose::CheckReport;
@@ -63,6 +65,7 @@ void write_check_table(std::ostream& out, const CheckReport& report, std::string
     previous_subject = rows[i][0];
     out << line << report.results[i].detail << '\n';
   }
+  for (const auto& w : report.warnings) out << "warning: " << w << '\n';
   const auto failed = report.count(CriterionVerdict::kFail);
   const auto skipped = report.count(CriterionVerdict::kNotEvaluated);
   out << fmt::format("result: {} ({} passed, {} failed, {} not evaluated){}\n", report.passed() ? "PASS" : "FAIL",
@@ -76,11 +79,13 @@ void write_check_table(std::ostream& out, const CheckReport& report, std::string
 void write_check_json(std::ostream& out, const CheckReport& report, const AcceptanceCriteria& criteria,
                       std::string_view criteria_source) {
   nlohmann::ordered_json doc;
+  add_json_header(doc, kCheckJsonSchema);
   doc["passed"] = report.passed();
   doc["failed"] = report.count(CriterionVerdict::kFail);
   doc["not_evaluated"] = report.count(CriterionVerdict::kNotEvaluated);
   doc["allow_unevaluated"] = report.allow_unevaluated;
   doc["criteria_source"] = criteria_source;
+  doc["warnings"] = report.warnings;
   std::ostringstream criteria_json;
   inputs::write_acceptance_criteria(criteria_json, criteria);
   doc["criteria"] = nlohmann::ordered_json::parse(criteria_json.str());

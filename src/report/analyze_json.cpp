@@ -1,5 +1,7 @@
 #include "report/analyze_report.h"
 
+#include "report/json_header.h"
+
 namespace fragscope::report {
 
 namespace {
@@ -33,18 +35,21 @@ const char* run_kind_name(metrics::RunKind kind) {
 
 nlohmann::json analyze_to_json(const metrics::SnapshotAnalysis& a, const std::string& source) {
   nlohmann::json j = totals_json(a.totals);
+  add_json_header(j, kAnalyzeJsonSchema);
   j["source"] = source;
   j["device"] = a.device;
   j["devices"] = a.devices;
   j["device_picked"] = a.device_picked;
   j["expandable_segments"] = a.expandable_segments;
   j["largest_cached_allocation_bytes"] = a.largest_cached_allocation;
+  j["private_pools"] = totals_json(a.private_pools);
   j["driver_free_bytes"] = a.driver_free_bytes ? nlohmann::json(*a.driver_free_bytes) : nlohmann::json();
   auto& pools = j["by_pool_stream"] = nlohmann::json::array();
   for (const auto& g : a.by_pool_stream) {
     auto entry = totals_json(g.totals);
     entry["pool"] = g.pool == snapshot::PoolKind::kSmall ? "small" : "large";
     entry["stream"] = g.stream;
+    entry["mem_pool"] = {g.mem_pool.first, g.mem_pool.second};
     pools.push_back(std::move(entry));
   }
   auto& sites = j["top_sites"] = nlohmann::json::array();
@@ -63,7 +68,8 @@ nlohmann::json analyze_to_json(const metrics::SnapshotAnalysis& a, const std::st
   for (const auto& row : a.segment_map) {
     nlohmann::json runs = nlohmann::json::array();
     for (const auto& r : row.runs) runs.push_back({run_kind_name(r.kind), r.offset, r.size});
-    rows.push_back({{"address", row.address}, {"total_size", row.total_size},
+    rows.push_back({{"address", row.address}, {"pool_id", {row.pool_id.first, row.pool_id.second}},
+                    {"total_size", row.total_size},
                     {"free_bytes", row.free_bytes}, {"largest_free", row.largest_free}, {"runs", std::move(runs)}});
   }
   return j;

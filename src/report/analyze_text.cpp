@@ -34,8 +34,11 @@ void write_segment_map(const metrics::SnapshotAnalysis& a, const AnalyzeTextOpti
     std::string cells(o.map_width, '.');
     for (std::size_t c = 0; c < o.map_width; ++c)
       cells[c] = cell_char(row, row.total_size * c / o.map_width, row.total_size * (c + 1) / o.map_width);
-    fmt::print(out, "  0x{:012x} {:>11} |{}| free {:>11}, largest {}\n", row.address,
-               format_bytes(row.total_size), cells, format_bytes(row.free_bytes), format_bytes(row.largest_free));
+    fmt::print(out, "  0x{:012x} {:>11} |{}| free {:>11}, largest {}{}\n", row.address,
+               format_bytes(row.total_size), cells, format_bytes(row.free_bytes), format_bytes(row.largest_free),
+               row.pool_id == std::pair<std::int64_t, std::int64_t>{0, 0}
+                   ? ""
+                   : fmt::format("; private pool ({}, {})", row.pool_id.first, row.pool_id.second));
   }
   if (shown < rows.size()) {
     std::uint64_t rest = 0, rest_free = 0;
@@ -74,6 +77,10 @@ void write_analyze_text(const metrics::SnapshotAnalysis& a, const std::string& s
   fmt::print(out, "\nWhat nvidia-smi cannot see\n");
   fmt::print(out, "  nvidia-smi counts all {} reserved as used; {} of it is free inside PyTorch's cache.\n",
              format_bytes(t.reserved_bytes), format_bytes(t.inactive_bytes));
+  if (a.private_pools.reserved_bytes)
+    fmt::print(out, "  {} of it is reserved by private pools (CUDA graphs, MemPools), {} of that free: it serves "
+                    "only their own allocations.\n",
+               format_bytes(a.private_pools.reserved_bytes), format_bytes(a.private_pools.inactive_bytes));
   if (a.driver_free_bytes)
     fmt::print(out, "  nvidia-smi would show {} free (the driver's reading at the OOM).\n", format_bytes(*a.driver_free_bytes));
   fmt::print(out, "  The largest allocation that can succeed right now from the cache: {}{}.\n",
@@ -90,11 +97,14 @@ void write_analyze_text(const metrics::SnapshotAnalysis& a, const std::string& s
 
   if (a.by_pool_stream.size() > 0) {
     fmt::print(out, "\nBy pool and stream (blocks are reused only within both)\n");
-    fmt::print(out, "  {:<6} {:>16} {:>11} {:>11} {:>11} {:>11} {:>6}\n", "pool", "stream", "reserved",
+    fmt::print(out, "  {:<13} {:>16} {:>11} {:>11} {:>11} {:>11} {:>6}\n", "pool", "stream", "reserved",
                "allocated", "free", "largest", "frag");
     for (const auto& g : a.by_pool_stream)
-      fmt::print(out, "  {:<6} {:>16} {:>11} {:>11} {:>11} {:>11} {:>6.3f}\n",
-                 g.pool == snapshot::PoolKind::kSmall ? "small" : "large",
+      fmt::print(out, "  {:<13} {:>16} {:>11} {:>11} {:>11} {:>11} {:>6.3f}\n",
+                 fmt::format("{}{}", g.pool == snapshot::PoolKind::kSmall ? "small" : "large",
+                             g.mem_pool == std::pair<std::int64_t, std::int64_t>{0, 0}
+                                 ? ""
+                                 : fmt::format(" ({},{})", g.mem_pool.first, g.mem_pool.second)),
                  g.stream == 0 ? std::string("0 (default)") : fmt::format("0x{:x}", g.stream),
                  format_bytes(g.totals.reserved_bytes), format_bytes(g.totals.allocated_bytes),
                  format_bytes(g.totals.inactive_bytes), format_bytes(g.totals.largest_free_block),

@@ -72,6 +72,9 @@ void facts(std::ostream& out, const Diagnosis& d) {
                                  100 * d.steady_data_wait_fraction.value_or(*d.data_wait_fraction)));
   if (d.gpu_idle_fraction) row("GPU idle", fmt::format("{:.1f}% of nvidia-smi samples", 100 * *d.gpu_idle_fraction));
   if (d.capacity_bytes) row("capacity", format_bytes(*d.capacity_bytes) + " — " + d.capacity_source);
+  if (d.trace_projection.available)
+    row("projected step peak", format_bytes(d.trace_projection.projected_peak_bytes) + " — from unit " +
+                                   std::to_string(d.trace_projection.reference_unit) + " of the trace, with perfect packing");
   if (d.projection.available) row("projected step peak", format_bytes(d.projection.projected_peak_bytes));
   if (d.projection.available && d.projection.returning_bytes > 0)
     row("projected next steps", format_bytes(d.projection.next_step_peak_bytes) + " — with " +
@@ -246,18 +249,25 @@ void step_time_svg(std::ostream& out, const Diagnosis& d) {
 
 void whatif_table(std::ostream& out, const Diagnosis& d) {
   if (d.whatif.empty()) return;
+  const bool at_capacity = d.capacity_bytes.has_value();
+  const bool projected = d.trace_projection.available;
   out << "<h2>What if: the trace replayed per allocator setting"
-      << (d.capacity_bytes ? " at " + escape(format_bytes(*d.capacity_bytes)) : std::string()) << "</h2>\n";
-  out << "<table id=\"whatif\"><tr><th>PYTORCH_CUDA_ALLOC_CONF</th><th>peak reserved</th><th>at capacity</th></tr>\n";
+      << (at_capacity ? " at " + escape(format_bytes(*d.capacity_bytes)) : std::string()) << "</h2>\n";
+  out << "<table id=\"whatif\"><tr><th>PYTORCH_CUDA_ALLOC_CONF</th><th>" << (at_capacity ? "reserved (to the OOM point)" : "peak reserved")
+      << "</th><th>at capacity</th>" << (projected ? "<th>projected step</th>" : "") << "</tr>\n";
   for (const auto& w : d.whatif) {
-    const bool recommended = w.conf == d.recommended_conf;
-    const std::string verdict = !w.passes_oom_point ? "–" : w.fits.value_or(false) ? "fits" : *w.passes_oom_point ? "passes the OOM point" : "OOM";
+    const bool recommended = !d.recommended_conf.empty() && w.conf == d.recommended_conf;
+    const std::uint64_t reserved =
+        at_capacity ? w.peak_reserved_at_capacity_bytes.value_or(w.peak_reserved_bytes) : w.peak_reserved_bytes;
     out << "<tr" << (recommended ? " class=\"rec\"" : "") << "><td><code>" << escape(w.conf.empty() ? "(defaults)" : w.conf) << "</code>"
         << (w.recorded ? " (recorded)" : "") << (recommended ? " ← recommended" : "") << "</td><td class=\"num\">"
-        << escape(format_bytes(w.peak_reserved_bytes)) << "</td><td>" << verdict << "</td></tr>\n";
+        << escape(format_bytes(reserved)) << "</td><td>" << escape(whatif_at_capacity(w)) << "</td>";
+    if (projected) out << "<td>" << (!w.runs_projected_step ? "" : *w.runs_projected_step ? "runs it" : "OOM") << "</td>";
+    out << "</tr>\n";
   }
   if (d.ideal_peak_bytes)
-    out << "<tr><td>ideal packer (the floor)</td><td class=\"num\">" << escape(format_bytes(*d.ideal_peak_bytes)) << "</td><td></td></tr>\n";
+    out << "<tr><td>ideal packer (the floor)</td><td class=\"num\">" << escape(format_bytes(*d.ideal_peak_bytes)) << "</td><td></td>"
+        << (projected ? "<td></td>" : "") << "</tr>\n";
   out << "</table>\n";
 }
 
@@ -271,6 +281,7 @@ void write_doctor_html(std::ostream& out, const Diagnosis& d) {
       << "<title>fragscope doctor: " << verdict << "</title>\n<style>" << kStyle << "</style>\n" << kErrorHook << "</head><body>\n";
   out << "<div id=\"errors\"></div>\n";
   out << "<h1><span class=\"verdict v-" << verdict << "\" id=\"verdict\">" << verdict << "</span>" << escape(d.headline) << "</h1>\n";
+  list(out, "Warnings", d.warnings);
   facts(out, d);
   list(out, "Evidence", [&] {
     std::vector<std::string> lines;

@@ -1,5 +1,7 @@
 #include "report/doctor_report.h"
 
+#include "report/json_header.h"
+
 namespace fragscope::report {
 namespace {
 
@@ -33,6 +35,51 @@ json projection_json(const diagnose::StepProjection& p) {
           {"next_step_peak_bytes", p.next_step_peak_bytes}};
 }
 
+json trace_projection_json(const diagnose::TraceStepProjection& p) {
+  if (!p.available) return {{"available", false}, {"reason", p.unavailable_reason}};
+  json runs = json::array();
+  for (const auto& r : p.runs)
+    runs.push_back({{"conf", r.conf},
+                    {"recorded", r.recorded},
+                    {"runs", r.runs},
+                    {"runs_with_margin", r.runs_with_margin},
+                    {"fails_with_margin", r.fails_with_margin}});
+  return {{"available", true},
+          {"unit_statement", p.unit_statement},
+          {"eval_units", p.eval_units},
+          {"earlier_units", p.earlier_units},
+          {"reference_unit", p.reference_unit},
+          {"reference_first_event", p.reference_first_event},
+          {"reference_end_event", p.reference_end_event},
+          {"aligned_event", p.aligned_event},
+          {"prefix_allocations", p.prefix_allocations},
+          {"matched_allocations", p.matched_allocations},
+          {"scale", p.scale},
+          {"aligned_units", p.aligned_units},
+          {"smaller_units", p.smaller_units},
+          {"longest_unit", optional_json(p.longest_unit)},
+          {"longest_peak_bytes", p.longest_peak_bytes},
+          {"constant_bytes", p.constant_bytes},
+          {"linear_bytes", p.linear_bytes},
+          {"quadratic_bytes", p.quadratic_bytes},
+          {"other_bytes", p.other_bytes},
+          {"unfitted_bytes", p.unfitted_bytes},
+          {"unmatched_free_bytes", p.unmatched_free_bytes},
+          {"kind_difference_bytes", p.kind_difference_bytes},
+          {"checked_units", p.checked_units},
+          {"fit_error", optional_json(p.fit_error)},
+          {"over_bytes", p.over_bytes},
+          {"under_bytes", p.under_bytes},
+          {"fit_margin", p.fit_margin},
+          {"margin_to_fit", p.margin_to_fit},
+          {"margin_to_fail", p.margin_to_fail},
+          {"start_level_bytes", p.start_level_bytes},
+          {"live_at_oom_bytes", p.live_at_oom_bytes},
+          {"projected_peak_bytes", p.projected_peak_bytes},
+          {"next_unit_extra_bytes", p.next_unit_extra_bytes},
+          {"runs", runs}};
+}
+
 json oom_json(const std::optional<diagnose::OomContext>& c) {
   if (!c) return nullptr;
   return {{"request_bytes", c->request_bytes},
@@ -58,8 +105,18 @@ json doctor_json(const diagnose::Diagnosis& d) {
   for (const auto& a : d.do_not) do_not.push_back(action_json(a));
   json whatif = json::array();
   for (const auto& w : d.whatif)
-    whatif.push_back({{"conf", w.conf}, {"recorded", w.recorded}, {"peak_reserved_bytes", w.peak_reserved_bytes},
-                      {"passes_oom_point", optional_json(w.passes_oom_point)}, {"fits", optional_json(w.fits)}});
+    whatif.push_back({{"conf", w.conf},
+                      {"recorded", w.recorded},
+                      {"peak_reserved_bytes", w.peak_reserved_bytes},
+                      {"peak_reserved_at_capacity_bytes", optional_json(w.peak_reserved_at_capacity_bytes)},
+                      {"at_capacity", whatif_at_capacity(w)},
+                      {"passes_oom_point", optional_json(w.passes_oom_point)},
+                      {"fits", optional_json(w.fits)},
+                      {"runs_projected_step", optional_json(w.runs_projected_step)}});
+  json advice = json::array();
+  for (const auto& a : d.memory_advice)
+    advice.push_back(
+        {{"key", a.key}, {"title", a.title}, {"setting", a.setting}, {"evidence", a.evidence}, {"bytes", a.bytes}});
   json skipped = json::array();
   for (const auto& [path, reason] : d.skipped_inputs) skipped.push_back({{"path", path}, {"reason", reason}});
   json ranks = json::array();
@@ -67,7 +124,7 @@ json doctor_json(const diagnose::Diagnosis& d) {
     ranks.push_back({{"rank", r.rank}, {"oom", r.oom}, {"peak_reserved_bytes", optional_json(r.peak_reserved_bytes)},
                      {"peak_allocated_bytes", optional_json(r.peak_allocated_bytes)},
                      {"data_wait_fraction", optional_json(r.data_wait_fraction)}, {"sources", r.sources}});
-  return {{"verdict", std::string(diagnose::to_string(d.verdict))},
+  json doc = {{"verdict", std::string(diagnose::to_string(d.verdict))},
           {"headline", d.headline},
           {"phase", d.phase},
           {"phase_source", d.phase_source},
@@ -78,13 +135,16 @@ json doctor_json(const diagnose::Diagnosis& d) {
           {"evidence", evidence},
           {"actions", actions},
           {"do_not", do_not},
+          {"warnings", d.warnings},
           {"decide_with", d.decide_with},
           {"healthy", d.healthy},
           {"oom", oom_json(d.oom_context)},
           {"capacity_bytes", optional_json(d.capacity_bytes)},
           {"capacity_source", d.capacity_source},
           {"projection", projection_json(d.projection)},
+          {"trace_projection", trace_projection_json(d.trace_projection)},
           {"whatif", whatif},
+          {"memory_advice", advice},
           {"recommended_alloc_conf", d.recommended_conf.empty() ? json(nullptr) : json(d.recommended_conf)},
           {"ideal_peak_bytes", optional_json(d.ideal_peak_bytes)},
           {"ranks", ranks},
@@ -93,6 +153,8 @@ json doctor_json(const diagnose::Diagnosis& d) {
           {"inputs_used", d.inputs_used},
           {"skipped_inputs", skipped},
           {"inputs_missing", d.inputs_missing}};
+  add_json_header(doc, kDoctorJsonSchema);
+  return doc;
 }
 
 }  // namespace fragscope::report

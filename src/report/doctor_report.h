@@ -5,12 +5,17 @@
 /// docs/doctor.md explains every line and key.
 
 #include <ostream>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "diagnose/diagnosis.h"
 
 namespace fragscope::report {
+
+/// @brief A what-if line's result at the capacity in `fragscope whatif`'s words: "OOM at event
+/// N", "fits (passes the OOM)", "fits"; "-" without a capacity.
+std::string whatif_at_capacity(const diagnose::WhatIfLine& line);
 
 /// @brief The report as text: verdict, evidence, context, actions, what not to do, inputs.
 void write_doctor_text(std::ostream& out, const diagnose::Diagnosis& diagnosis);

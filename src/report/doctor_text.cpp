@@ -1,7 +1,6 @@
-#include "report/doctor_report.h"
-
 #include <fmt/format.h>
 
+#include "report/doctor_report.h"
 #include "util/bytes.h"
 
 namespace fragscope::report {
@@ -17,7 +16,8 @@ void actions(std::ostream& out, std::string_view title, const std::vector<diagno
   for (std::size_t i = 0; i < list.size(); ++i) {
     const diagnose::Action& a = list[i];
     const std::string mark = numbered ? fmt::format("{}.", i + 1) : std::string("-");
-    out << fmt::format("  {} {}{}\n", mark, a.title, numbered && !a.sufficient ? " (not shown to be enough on its own)" : "");
+    out << fmt::format("  {} {}{}\n", mark, a.title,
+                       numbered && !a.sufficient ? " (not shown to be enough on its own)" : "");
     if (!a.setting.empty()) out << fmt::format("     {}\n", a.setting);
     if (!a.evidence.empty()) out << fmt::format("     why: {}\n", a.evidence);
   }
@@ -35,30 +35,53 @@ std::vector<std::string> skipped_lines(const diagnose::Diagnosis& d) {
   return out;
 }
 
-std::string at_capacity(const diagnose::WhatIfLine& w) {
-  if (!w.passes_oom_point) return "-";
-  if (w.fits.value_or(false)) return "fits";
-  return *w.passes_oom_point ? "passes the OOM point" : "OOM";
+std::string projected_step(const diagnose::WhatIfLine& w) {
+  if (!w.runs_projected_step) return "";
+  return *w.runs_projected_step ? "runs it" : "OOM";
 }
 
 }  // namespace
 
+std::string whatif_at_capacity(const diagnose::WhatIfLine& w) {
+  if (!w.passes_oom_point) return "-";
+  if (w.oom_event) return fmt::format("OOM at event {}", *w.oom_event);
+  return w.fits.value_or(false) ? "fits" : "fits (passes the OOM)";
+}
+
 void write_doctor_text(std::ostream& out, const diagnose::Diagnosis& d) {
   out << fmt::format("fragscope doctor · verdict: {}\n{}\n\n", diagnose::to_string(d.verdict), d.headline);
+  for (const std::string& w : d.warnings) out << "warning: " << w << '\n';
+  if (!d.warnings.empty()) out << '\n';
   field(out, "phase", d.phase_source.empty() ? d.phase : fmt::format("{} ({})", d.phase, d.phase_source));
   field(out, "trigger", d.trigger);
   if (d.data_wait_fraction)
-    field(out, "data wait", fmt::format("{:.1f}% of step time ({:.1f}% at steady state)", 100 * *d.data_wait_fraction,
-                                        100 * d.steady_data_wait_fraction.value_or(*d.data_wait_fraction)));
-  if (d.gpu_idle_fraction) field(out, "gpu idle", fmt::format("{:.1f}% of nvidia-smi samples", 100 * *d.gpu_idle_fraction));
-  if (d.capacity_bytes) field(out, "capacity", fmt::format("{} ({})", format_bytes(*d.capacity_bytes), d.capacity_source));
-  if (d.projection.available)
-    field(out, "projected", fmt::format("{} peak for the failing step (static {} + activations){}", format_bytes(d.projection.projected_peak_bytes),
-                                        format_bytes(d.projection.static_bytes),
-                                        d.projection.returning_bytes == 0 ? ""
-                                        : fmt::format("; {} for the steps after it, with {} of gradients back",
-                                                      format_bytes(d.projection.next_step_peak_bytes),
-                                                      format_bytes(d.projection.returning_bytes))));
+    field(out, "data wait",
+          fmt::format("{:.1f}% of step time ({:.1f}% at steady state)", 100 * *d.data_wait_fraction,
+                      100 * d.steady_data_wait_fraction.value_or(*d.data_wait_fraction)));
+  if (d.gpu_idle_fraction)
+    field(out, "gpu idle", fmt::format("{:.1f}% of nvidia-smi samples", 100 * *d.gpu_idle_fraction));
+  if (d.capacity_bytes)
+    field(out, "capacity", fmt::format("{} ({})", format_bytes(*d.capacity_bytes), d.capacity_source));
+  if (const diagnose::TraceStepProjection& t = d.trace_projection; t.available)
+    field(out, "projected",
+          fmt::format("{} peak for the failing step with perfect packing (from unit {} of {}, sizes ×{:.3f}; "
+                      "fit within {} on {} earlier unit{}){}",
+                      format_bytes(t.projected_peak_bytes), t.reference_unit, t.earlier_units + 1, t.scale,
+                      t.fit_error ? fmt::format("{:.1f}%", 100 * *t.fit_error) : std::string("?"), t.checked_units,
+                      t.checked_units == 1 ? "" : "s",
+                      t.next_unit_extra_bytes == 0
+                          ? ""
+                          : fmt::format("; {} for a step like it a step later",
+                                        format_bytes(t.projected_peak_bytes + t.next_unit_extra_bytes))));
+  else if (d.projection.available)
+    field(out, "projected",
+          fmt::format("{} peak for the failing step (static {} + activations){}",
+                      format_bytes(d.projection.projected_peak_bytes), format_bytes(d.projection.static_bytes),
+                      d.projection.returning_bytes == 0
+                          ? ""
+                          : fmt::format("; {} for the steps after it, with {} of gradients back",
+                                        format_bytes(d.projection.next_step_peak_bytes),
+                                        format_bytes(d.projection.returning_bytes))));
   field(out, "ranks", d.rank_spread);
 
   out << "\nevidence\n";
@@ -69,16 +92,26 @@ void write_doctor_text(std::ostream& out, const diagnose::Diagnosis& d) {
   actions(out, "do not", d.do_not, false);
 
   if (!d.whatif.empty()) {
+    const bool at_capacity = d.capacity_bytes.has_value();
+    const bool projected = d.trace_projection.available;
     out << fmt::format("\nwhat if (trace replayed per PYTORCH_CUDA_ALLOC_CONF{})\n",
-                       d.capacity_bytes ? " at " + format_bytes(*d.capacity_bytes) : std::string());
-    out << fmt::format("  {:<52} {:>14}  {}\n", "PYTORCH_CUDA_ALLOC_CONF", "peak reserved", "at capacity");
+                       at_capacity ? " at " + format_bytes(*d.capacity_bytes) : std::string());
+    out << fmt::format("  {:<52} {:>14}  {:<22}{}\n", "PYTORCH_CUDA_ALLOC_CONF",
+                       at_capacity ? "reserved" : "peak reserved", at_capacity ? "at capacity" : "",
+                       projected ? "  projected step" : "");
     for (const auto& w : d.whatif) {
       const std::string conf = (w.conf.empty() ? std::string("(defaults)") : w.conf) + (w.recorded ? " *" : "") +
-                               (w.conf == d.recommended_conf ? " ←" : "");
-      out << fmt::format("  {:<52} {:>14}  {}\n", conf, format_bytes(w.peak_reserved_bytes), at_capacity(w));
+                               (!d.recommended_conf.empty() && w.conf == d.recommended_conf ? " ←" : "");
+      const std::uint64_t reserved =
+          at_capacity ? w.peak_reserved_at_capacity_bytes.value_or(w.peak_reserved_bytes) : w.peak_reserved_bytes;
+      out << fmt::format("  {:<52} {:>14}  {:<22}{}\n", conf, format_bytes(reserved), whatif_at_capacity(w),
+                         projected ? "  " + projected_step(w) : std::string());
     }
-    if (d.ideal_peak_bytes) out << fmt::format("  {:<52} {:>14}\n", "ideal packer (the floor)", format_bytes(*d.ideal_peak_bytes));
-    out << "  * recorded config   ← recommended\n";
+    if (d.ideal_peak_bytes)
+      out << fmt::format("  {:<52} {:>14}\n", "ideal packer (the floor)", format_bytes(*d.ideal_peak_bytes));
+    out << fmt::format(
+        "  * recorded config{}{}\n", d.recommended_conf.empty() ? "" : "   ← recommended",
+        at_capacity ? "; reserved: the most each reserves under the capacity, up to the recorded OOM point" : "");
   }
   lines(out, "inputs used", d.inputs_used);
   lines(out, "skipped (damaged or special files)", skipped_lines(d));

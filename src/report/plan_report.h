@@ -1,28 +1,23 @@
 #pragma once
 /// @file plan_report.h
-/// @brief `fragscope plan` output: a per-GPU table that explains every figure (in the manner of
-/// tcmalloc's stats page), the proposals table, the canary plan, and the same as one JSON object.
-///
-/// JSON keys (docs/plan.md): peak_allocated_bytes, peak_reserved_bytes, device_bytes,
-/// usable_bytes, fits, margin_bytes, peak_phase, headroom_fraction, activations_per_layer_bytes,
-/// breakdown {name: bytes}, phases [{phase, bytes}], job {…}, and "proposals" / "canary" when
-/// asked for.
+/// @brief `fragscope plan` output: the job and what the plan assumes, a per-GPU table that
+/// explains every figure (in the manner of tcmalloc's stats page), the verdict, the proposals
+/// table, the largest micro-batch and sequence length that fit, the canary plan; and the same as
+/// one JSON object. Every percentage of HBM is peak reserved / device memory, printed by
+/// plan::percent_text, so no printed number contradicts another (docs/plan.md lists each line
+/// and key).
 
 #include <ostream>
 
-#include "plan/canary_plan.h"
+#include "plan/job_plan.h"
 #include "plan/job_spec.h"
-#include "plan/memory_model.h"
-#include "plan/proposals.h"
 
 namespace fragscope::report {
 
-/// @brief The estimate as text. `proposals` and `canary` may be null.
-void write_plan_text(std::ostream& out, const plan::JobSpec& spec, const plan::MemoryEstimate& estimate,
-                     const plan::ProposalSet* proposals, const plan::CanaryPlan* canary);
+/// @brief The plan as text.
+void write_plan_text(std::ostream& out, const plan::JobSpec& spec, const plan::JobPlan& plan);
 
-/// @brief The estimate as one JSON object (one line per key, two-space indent).
-void write_plan_json(std::ostream& out, const plan::JobSpec& spec, const plan::MemoryEstimate& estimate,
-                     const plan::ProposalSet* proposals, const plan::CanaryPlan* canary);
+/// @brief The plan as one JSON object (two-space indent).
+void write_plan_json(std::ostream& out, const plan::JobSpec& spec, const plan::JobPlan& plan);
 
 }  // namespace fragscope::report

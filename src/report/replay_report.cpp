@@ -4,12 +4,15 @@
 
 #include <fmt/format.h>
 
+#include "report/json_header.h"
 #include "report/timeline_chart.h"
 #include "util/bytes.h"
 
 namespace fragscope::report {
 
 using replay::Capacity;
+using replay::CapacityChange;
+using replay::CapacityStep;
 using replay::PreparedTrace;
 using replay::ReplayResult;
 using replay::ReplaySummary;
@@ -52,6 +55,15 @@ std::string oom_line(const ReplayResult& r) {
   return "none";
 }
 
+/// One movement of the memory outside the caching allocator.
+std::string change_line(const CapacityChange& c) {
+  return fmt::format("non-PyTorch memory {} by {} (at least {}) between events {} and {}: capacity {} → {}",
+                     c.non_pytorch_grew() ? "grew" : "shrank",
+                     format_bytes(c.non_pytorch_grew() ? c.from_bytes - c.to_bytes : c.to_bytes - c.from_bytes),
+                     format_bytes(c.at_least_bytes), c.after_trace_index, c.by_trace_index,
+                     format_bytes(c.from_bytes), format_bytes(c.to_bytes));
+}
+
 nlohmann::json timeline_json(const std::vector<TimelinePoint>& points) {
   nlohmann::json out = nlohmann::json::array();
   for (const TimelinePoint& p : points) {
@@ -68,10 +80,24 @@ nlohmann::json optional_index(const std::optional<std::uint32_t>& index) {
 }
 
 nlohmann::json capacity_json(const Capacity& c) {
+  nlohmann::json steps = nlohmann::json::array();
+  for (const CapacityStep& step : c.steps) {
+    steps.push_back({{"from_event", step.from_trace_index}, {"bytes", step.bytes}});
+  }
+  nlohmann::json changes = nlohmann::json::array();
+  for (const CapacityChange& change : c.changes) {
+    changes.push_back({{"after_event", change.after_trace_index},
+                       {"by_event", change.by_trace_index},
+                       {"from_bytes", change.from_bytes},
+                       {"to_bytes", change.to_bytes},
+                       {"at_least_bytes", change.at_least_bytes}});
+  }
   return {{"bytes", c.bytes ? nlohmann::json(*c.bytes) : nlohmann::json(nullptr)},
           {"allowed_maximum_bytes",
            c.allowed_maximum ? nlohmann::json(*c.allowed_maximum) : nlohmann::json(nullptr)},
-          {"source", c.source}};
+          {"source", c.source},
+          {"steps", steps},
+          {"changes", changes}};
 }
 
 }  // namespace
@@ -93,6 +119,7 @@ void write_replay_text(std::ostream& out, const ReplaySummary& s) {
     out << fmt::format("fraction  {} allowed (set_per_process_memory_fraction)\n",
                        format_bytes(*s.capacity.allowed_maximum));
   }
+  for (const CapacityChange& c : s.capacity.changes) out << "          " << change_line(c) << "\n";
   out << "\n";
   std::string vs_recorded;
   if (s.conf_is_recorded) {
@@ -115,6 +142,25 @@ void write_replay_text(std::ostream& out, const ReplaySummary& s) {
   out << fmt::format("segments         {:>12}   cudaMalloc segments live at the end\n",
                      st.segments);
   out << fmt::format("OOM              {}\n", oom_line(r));
+  if (s.at_start_capacity) {
+    const ReplayResult& a = *s.at_start_capacity;
+    out << fmt::format("OOM cause        {}\n",
+                       a.oom && a.oom_matches_recorded
+                           ? fmt::format("not the growth of non-PyTorch memory: at the starting capacity ({}) the run "
+                                         "fails there too", format_bytes(s.capacity.steps.front().bytes))
+                           : fmt::format("non-PyTorch memory's growth: at the starting capacity ({}) the run {}",
+                                         format_bytes(s.capacity.steps.front().bytes),
+                                         a.oom ? fmt::format("fails elsewhere (event {})", *a.oom_trace_index)
+                                               : "passes its OOM"));
+  }
+  if (trace.flushes) {
+    out << fmt::format("flushes          {:>12}   emptyCache() calls (user, framework, cuDNN), replayed as flushes\n",
+                       trace.flushes);
+  }
+  if (r.caught_ooms || r.served_caught_ooms) {
+    out << fmt::format("caught OOMs      {:>12}   OOMs the run's caller caught: {} failed here too, {} served\n",
+                       r.caught_ooms + r.served_caught_ooms, r.caught_ooms, r.served_caught_ooms);
+  }
   if (s.conf_is_recorded) {
     if (r.segment_mismatches == 0) {
       out << "self-check       every malloc's segment events match the recording\n";
@@ -139,7 +185,7 @@ void write_replay_text(std::ostream& out, const ReplaySummary& s) {
 nlohmann::json replay_json(const ReplaySummary& s) {
   const PreparedTrace& trace = *s.trace;
   const ReplayResult& r = s.result;
-  return {
+  nlohmann::json j = {
       {"snapshot", trace.source},
       {"device", trace.device},
       {"trace_events", trace.trace_events},
@@ -165,9 +211,16 @@ nlohmann::json replay_json(const ReplaySummary& s) {
       {"recorded",
        {{"peak_reserved_bytes", trace.recorded_peak_reserved},
         {"initial_reserved_bytes", trace.recorded_initial_reserved},
-        {"oom_event_index",
-         trace.ooms.empty() ? nlohmann::json(nullptr) : nlohmann::json(trace.ooms[0].trace_index)},
-        {"failed_cuda_mallocs", trace.capacity.release_bursts}}},
+        {"oom_event_index", replay::fatal_oom(trace) ? nlohmann::json(replay::fatal_oom(trace)->trace_index)
+                                                    : nlohmann::json(nullptr)},
+        {"failed_cuda_mallocs", trace.capacity.release_bursts},
+        {"flushes", trace.flushes}}},
+      {"caught_ooms", {{"failed", r.caught_ooms}, {"served", r.served_caught_ooms}}},
+      {"oom_at_start_capacity",
+       s.at_start_capacity ? nlohmann::json{{"oom", s.at_start_capacity->oom},
+                                            {"oom_event_index", optional_index(s.at_start_capacity->oom_trace_index)},
+                                            {"passed_recorded_oom", s.at_start_capacity->passed_recorded_oom}}
+                           : nlohmann::json(nullptr)},
       {"self_check",
        s.conf_is_recorded
            ? nlohmann::json{{"segment_mismatches", r.segment_mismatches},
@@ -177,6 +230,8 @@ nlohmann::json replay_json(const ReplaySummary& s) {
       {"anomalies", trace.anomalies},
       {"timeline", timeline_json(r.timeline)},
   };
+  add_json_header(j, kReplayJsonSchema);
+  return j;
 }
 
 void write_whatif_text(std::ostream& out, const PreparedTrace& trace, const WhatIfReport& report) {
@@ -264,16 +319,18 @@ nlohmann::json whatif_json(const PreparedTrace& trace, const WhatIfReport& repor
         row.min_capacity ? nlohmann::json(*row.min_capacity) : nlohmann::json(nullptr);
     rows.push_back(std::move(j));
   }
-  return {{"snapshot", trace.source},
-          {"device", trace.device},
-          {"trace_events", trace.trace_events},
-          {"capacity", capacity_json(report.capacity)},
-          {"ideal_peak_bytes", report.ideal.stats.peak_reserved_bytes},
-          {"threads", report.threads},
-          {"configs", rows},
-          {"recommended_alloc_conf",
-           report.recommended ? nlohmann::json(report.rows[*report.recommended].config.conf)
-                              : nlohmann::json(nullptr)}};
+  nlohmann::json j = {{"snapshot", trace.source},
+                      {"device", trace.device},
+                      {"trace_events", trace.trace_events},
+                      {"capacity", capacity_json(report.capacity)},
+                      {"ideal_peak_bytes", report.ideal.stats.peak_reserved_bytes},
+                      {"threads", report.threads},
+                      {"configs", rows},
+                      {"recommended_alloc_conf",
+                       report.recommended ? nlohmann::json(report.rows[*report.recommended].config.conf)
+                                          : nlohmann::json(nullptr)}};
+  add_json_header(j, kWhatIfJsonSchema);
+  return j;
 }
 
 }  // namespace fragscope::report

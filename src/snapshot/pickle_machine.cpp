@@ -312,12 +312,26 @@ std::int64_t Machine::boxed_int(Value v) const {
 
 double Machine::to_float(Value v) const {
   if (v.kind() == Kind::kFloat) return floats_[v.payload()];
+  if (v.kind() == Kind::kUInt64) return static_cast<double>(to_uint(v));
   return static_cast<double>(to_int(v));
 }
 
 [[gnu::always_inline]] inline Value Machine::read_long(std::size_t n) {
-  // n-byte little-endian two's complement. Wider than 8 bytes: kept only as "huge".
+  // n-byte little-endian two's complement. 9 bytes ending in 0: an unsigned 64-bit value (how
+  // Python writes 2^63 to 2^64 − 1). Anything wider: kept only as "huge".
   if (n == 0) return Value::inline_int(0);
+  if (n == 9) [[unlikely]] {
+    need(9, "LONG1");
+    if (data_[pos_ + 8] == 0) {
+      const std::uint64_t bits = read_le(8);
+      pos_ += 1;
+      if (bits >> 63) {
+        wide_ints_.push_back(static_cast<std::int64_t>(bits));
+        return Value::make(Kind::kUInt64, wide_ints_.size() - 1);
+      }
+      return make_int(static_cast<std::int64_t>(bits));  // not minimal, still a 64-bit value
+    }
+  }
   if (n > 8) [[unlikely]] {
     while (n > 0) {  // skip in chunks; never buffer a hostile length whole
       const std::size_t step = std::min(n, kChunk);

@@ -151,7 +151,13 @@ class Machine {
     if (v.kind() == Kind::kInt) [[likely]] return v.inline_value();  // inline: a few per trace entry
     return boxed_int(v);
   }
-  /// @brief The float value; ints convert. REQUIRES: kind is kFloat, kInt or kWideInt.
+  /// @brief The value of an integer of 64 bits or fewer, as unsigned (a negative one as its two's
+  /// complement). REQUIRES: kind is kInt, kWideInt or kUInt64.
+  std::uint64_t to_uint(Value v) const {
+    if (v.kind() == Kind::kUInt64) return static_cast<std::uint64_t>(wide_ints_[v.payload()]);
+    return static_cast<std::uint64_t>(to_int(v));
+  }
+  /// @brief The float value; ints convert. REQUIRES: kind is kFloat, kInt, kWideInt or kUInt64.
   double to_float(Value v) const;
   ObjectKind object_kind(Value v) const { return objects_[v.payload()].kind; }
   TypedRef typed(Value v) const {

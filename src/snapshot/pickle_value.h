@@ -16,7 +16,10 @@ enum class Kind : std::uint8_t {
   kBool,
   kInt,       ///< payload: signed 60-bit integer
   kWideInt,   ///< payload: index into the machine's wide integers (fits int64)
-  kHugeInt,   ///< an integer wider than 64 bits (kept only as "too large")
+  /// An integer in [2^63, 2^64): a C++ size_t PyTorch wrote as it is (2^64 − 1 for a frame's
+  /// unknown line). payload: index into the machine's wide integers, which hold its bits.
+  kUInt64,
+  kHugeInt,   ///< an integer beyond [-2^63, 2^64) (kept only as "too large")
   kFloat,     ///< payload: index into the machine's floats
   kString,    ///< payload: StringId (str and bytes alike)
   kObject,    ///< payload: index into the machine's object table (list, dict, tuple, typed)

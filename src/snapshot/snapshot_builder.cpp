@@ -31,6 +31,7 @@ const char* kind_name(Kind k) {
     case Kind::kBool: return "a bool";
     case Kind::kInt:
     case Kind::kWideInt: return "an int";
+    case Kind::kUInt64: return "an int of 2^63 or more";
     case Kind::kHugeInt: return "an int wider than 64 bits";
     case Kind::kFloat: return "a float";
     case Kind::kString: return "a str";
@@ -43,6 +44,8 @@ const char* kind_name(Kind k) {
 }
 
 bool is_int(Value v) { return v.kind() == Kind::kInt || v.kind() == Kind::kWideInt; }
+/// An integer of 64 bits, signed or not (a cudaStream_t is a pointer: PyTorch may write it either way).
+bool is_int64_bits(Value v) { return is_int(v) || v.kind() == Kind::kUInt64; }
 
 }  // namespace
 
@@ -142,10 +145,18 @@ inline std::int64_t SnapshotBuilder::int_field(Machine& m, const Fields& f, Key 
 }
 
 inline std::uint64_t SnapshotBuilder::uint_field(Machine& m, const Fields& f, Key k, const char* what) const {
+  if (f.has(k) && f.value[k].kind() == Kind::kUInt64) [[unlikely]]
+    return m.to_uint(f.value[k]);
   const std::int64_t n = int_field(m, f, k, what);
   if (n < 0) [[unlikely]]
     negative_field(m, k, what, n);
   return static_cast<std::uint64_t>(n);
+}
+
+inline std::uint64_t SnapshotBuilder::bits_field(Machine& m, const Fields& f, Key k, const char* what) const {
+  if (!f.has(k) || !is_int64_bits(f.value[k])) [[unlikely]]
+    bad_field(m, f, k, what, "an int");
+  return m.to_uint(f.value[k]);
 }
 
 inline StringId SnapshotBuilder::string_field(Machine& m, const Fields& f, Key k, const char* what) const {
@@ -252,7 +263,9 @@ TypedRef SnapshotBuilder::make_frame(Machine& m, const Fields& f) {
   Frame frame;
   frame.filename = string_or_part_ref(m, f, kFilename, "frame");
   frame.name = string_or_part_ref(m, f, kName, "frame");
-  frame.line = int_field(m, f, kLine, "frame");
+  // C++ frames of torch.compile carry 2^64 − 1 (an unsigned -1): no line is known.
+  const bool unknown = f.has(kLine) && f.value[kLine].kind() == Kind::kUInt64;
+  frame.line = unknown ? Frame::kUnknownLine : int_field(m, f, kLine, "frame");
   return {kFrameRef, out_.stacks.intern_frame(frame)};
 }
 
@@ -270,7 +283,7 @@ TypedRef SnapshotBuilder::make_event(Machine& m, const Fields& f) {
   if (f.has(kAddr)) e.addr = uint_field(m, f, kAddr, what);
   else if (f.has(kDeviceFree)) e.addr = uint_field(m, f, kDeviceFree, what);
   if (f.has(kSize)) e.size = uint_field(m, f, kSize, what);
-  if (f.has(kStream)) e.stream = static_cast<std::uint64_t>(int_field(m, f, kStream, what));
+  if (f.has(kStream)) e.stream = bits_field(m, f, kStream, what);
   if (f.has(kTimeUs)) e.time_us = int_field(m, f, kTimeUs, what);
   if (f.has(kFrames)) e.stack = stack_of(m, f.value[kFrames], what);
   if (f.has(kUserMetadata) && f.value[kUserMetadata].kind() == Kind::kString)
@@ -319,9 +332,12 @@ TypedRef SnapshotBuilder::make_segment(Machine& m, const Fields& f) {
   Segment s;
   s.address = uint_field(m, f, kAddress, what);
   s.total_size = uint_field(m, f, kTotalSize, what);
-  if (f.has(kDevice)) s.device = static_cast<int>(int_field(m, f, kDevice, what));
-  if (s.device < 0 || s.device > 4096) m.fail(fmt::format("segment: device {} out of range", s.device));
-  if (f.has(kStream)) s.stream = static_cast<std::uint64_t>(int_field(m, f, kStream, what));
+  if (f.has(kDevice)) {
+    const std::int64_t device = int_field(m, f, kDevice, what);  // checked before narrowing to int
+    if (device < 0 || device > 4096) m.fail(fmt::format("segment: device {} out of range", device));
+    s.device = static_cast<int>(device);
+  }
+  if (f.has(kStream)) s.stream = bits_field(m, f, kStream, what);
   if (f.has(kSegmentType)) s.pool = string_field(m, f, kSegmentType, what) == type_small_ ? PoolKind::kSmall : PoolKind::kLarge;
   if (f.has(kIsExpandable)) s.is_expandable = f.value[kIsExpandable].kind() == Kind::kBool && f.value[kIsExpandable].payload();
   if (f.has(kFrames)) s.stack = stack_of(m, f.value[kFrames], what);
@@ -363,6 +379,7 @@ std::string SnapshotBuilder::text_of(Machine& m, Value v, int depth) const {
     case Kind::kBool: return v.payload() ? "True" : "False";
     case Kind::kInt:
     case Kind::kWideInt: return std::to_string(m.to_int(v));
+    case Kind::kUInt64: return std::to_string(m.to_uint(v));
     case Kind::kHugeInt: return "<huge int>";
     case Kind::kFloat: return fmt::format("{}", m.to_float(v));
     case Kind::kString: {  // inside a container, cut: a value's text stays a few KiB
@@ -434,7 +451,11 @@ void SnapshotBuilder::read_annotations(Machine& m, Value list) {
       if (items[i].kind() != Kind::kString) continue;
       const StringId key = static_cast<StringId>(items[i].payload());
       const Value v = items[i + 1];
-      if (key == key_ids_[kDevice] && is_int(v)) a.device = static_cast<int>(m.to_int(v));
+      if (key == key_ids_[kDevice] && is_int(v)) {
+        const std::int64_t device = m.to_int(v);
+        if (device < 0 || device > 4096) m.fail(fmt::format("external annotation: device {} out of range", device));
+        a.device = static_cast<int>(device);
+      }
       else if (key == key_ids_[kTimeUs] && is_int(v)) a.time_us = m.to_int(v);
       else a.fields.emplace_back(key, v.kind() == Kind::kString ? static_cast<StringId>(v.payload()) : out_.strings.intern(text_of(m, v)));
     }

@@ -91,6 +91,8 @@ class SnapshotBuilder final : public pickle::Observer {
   [[noreturn]] void bad_field(pickle::Machine& m, const Fields& f, Key k, const char* what, const char* expected) const;
   [[noreturn]] void negative_field(pickle::Machine& m, Key k, const char* what, std::int64_t value) const;
   std::uint64_t uint_field(pickle::Machine& m, const Fields& f, Key k, const char* what) const;
+  /// An int of 64 bits as unsigned, whether written signed or not (a cudaStream_t).
+  std::uint64_t bits_field(pickle::Machine& m, const Fields& f, Key k, const char* what) const;
   std::int64_t int_field(pickle::Machine& m, const Fields& f, Key k, const char* what) const;
   StringId string_field(pickle::Machine& m, const Fields& f, Key k, const char* what) const;
   /// string_field(), or in a part a kPartRef id for a string of an earlier part.

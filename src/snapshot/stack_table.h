@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include <absl/container/flat_hash_map.h>
@@ -22,9 +23,14 @@ using StackId = std::uint32_t;
 
 /// @brief One Python frame: `{filename, line, name}` in the snapshot.
 struct Frame {
+  /// `line` when the snapshot gives none that fits a line: PyTorch writes 2^64 − 1 for frames of
+  /// torch.compile's C++ (an unsigned -1).
+  static constexpr std::int64_t kUnknownLine = -1;
   StringId filename = 0;
   StringId name = 0;
   std::int64_t line = 0;
+  /// @brief The line as text: its number, or "?" when unknown.
+  std::string line_text() const { return line == kUnknownLine ? "?" : std::to_string(line); }
   friend bool operator==(const Frame&, const Frame&) = default;
 };
 

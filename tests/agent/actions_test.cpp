@@ -1,6 +1,8 @@
 #include "agent/actions.h"
 
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <sstream>
@@ -9,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "agent/rank_file_reader.h"
 #include "test_support.h"
 
 namespace fragscope::agent {
@@ -39,6 +42,8 @@ class ActionDispatcherTest : public ::testing::Test {
     rank.record.pid = 77;
     rank.record.job = "llama";
     rank.record.step = 40;
+    rank.owner_uid = 1000;
+    rank.owner_gid = 1000;
     view_.ranks.push_back(rank);
     alert_.rule = Rule::kFragmentation;
     alert_.value = 0.31;
@@ -47,6 +52,17 @@ class ActionDispatcherTest : public ::testing::Test {
     alert_.rank = rank;
     alert_.target = rank.file_name;
     settings_.checkpoint.enabled = true;
+  }
+
+  std::vector<std::string> checkpoint_files() const {
+    return scan_rank_directory(dir_.path(), testing::unix_ns_now(), seconds(60)).checkpoint_files;
+  }
+
+  void wait_for_drain_exit(ActionDispatcher& actions) {
+    for (int i = 0; i < 200 && events_.str().find("drain_exit") == std::string::npos; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      actions.reap();
+    }
   }
 
   TempDir dir_;
@@ -79,16 +95,89 @@ TEST_F(ActionDispatcherTest, RequestsOfGoneRanksAreRemovedOthersKept) {
   actions.dispatch({alert_}, view_, t0_);
   std::ofstream(dir_.path() / "rank5-pid90.fsr.checkpoint.tmp") << "2\n";  // a rename that never happened
   std::ofstream(dir_.path() / "notes.txt") << "not ours\n";
-  actions.remove_requests_of_gone_ranks({"rank3-pid77.fsr"});
+  actions.remove_requests_of_gone_ranks({"rank3-pid77.fsr"}, checkpoint_files());
   EXPECT_TRUE(std::filesystem::exists(dir_.path() / "rank3-pid77.fsr.checkpoint"));
   EXPECT_FALSE(std::filesystem::exists(dir_.path() / "rank5-pid90.fsr.checkpoint.tmp"));
-  actions.remove_requests_of_gone_ranks({});  // rank 3 died (or went stale)
+  actions.remove_requests_of_gone_ranks({}, checkpoint_files());  // rank 3 died (or went stale)
   EXPECT_FALSE(std::filesystem::exists(dir_.path() / "rank3-pid77.fsr.checkpoint"));
   EXPECT_TRUE(std::filesystem::exists(dir_.path() / "notes.txt"));
   const auto events = events_of(events_);
   ASSERT_EQ(events.size(), 4u);  // log, checkpoint, two removals
   EXPECT_EQ(events[3]["event"], "checkpoint_request_removed");
   EXPECT_EQ(events[3]["path"], (dir_.path() / "rank3-pid77.fsr.checkpoint").string());
+}
+
+// Issue 16: with checkpoints off, the agent still deleted orphaned requests.
+TEST_F(ActionDispatcherTest, NothingIsRemovedWithoutTheCheckpointOptIn) {
+  std::ofstream(dir_.path() / "rank5-pid90.fsr.checkpoint") << "2\n";
+  for (bool dry_run : {false, true}) {
+    settings_.checkpoint.enabled = dry_run;
+    settings_.checkpoint.dry_run = dry_run;
+    ActionDispatcher actions(settings_, dir_.path(), "node-a", events_);
+    actions.remove_requests_of_gone_ranks({}, checkpoint_files());
+    EXPECT_TRUE(std::filesystem::exists(dir_.path() / "rank5-pid90.fsr.checkpoint")) << dry_run;
+  }
+}
+
+TEST_F(ActionDispatcherTest, OnlyRequestsOfTheAgentOrTheFoldersOwnerAreRemoved) {
+  // At the top level: another user's file and a link are kept, and the link's target untouched.
+  std::ofstream(dir_.path() / "rank5-pid90.fsr.checkpoint") << "2\n";
+  ASSERT_EQ(::chown((dir_.path() / "rank5-pid90.fsr.checkpoint").c_str(), 4242, 4242), 0);
+  std::ofstream(dir_.path() / "victim") << "precious\n";
+  std::filesystem::create_symlink(dir_.path() / "victim", dir_.path() / "rank6-pid91.fsr.checkpoint");
+  // In a per-user folder: the owner's request is removed, another user's kept.
+  const auto folder = dir_.path() / "1000";
+  std::filesystem::create_directory(folder);
+  ASSERT_EQ(::chown(folder.c_str(), 1000, 1000), 0);
+  std::ofstream(folder / "rank1-pid5.fsr.checkpoint") << "1\n";
+  ASSERT_EQ(::chown((folder / "rank1-pid5.fsr.checkpoint").c_str(), 1000, 1000), 0);
+  std::ofstream(folder / "rank2-pid6.fsr.checkpoint") << "1\n";
+  ASSERT_EQ(::chown((folder / "rank2-pid6.fsr.checkpoint").c_str(), 4242, 4242), 0);
+  ActionDispatcher actions(settings_, dir_.path(), "node-a", events_);
+  actions.remove_requests_of_gone_ranks({}, checkpoint_files());
+  EXPECT_TRUE(std::filesystem::exists(dir_.path() / "rank5-pid90.fsr.checkpoint"));
+  EXPECT_TRUE(std::filesystem::is_symlink(dir_.path() / "rank6-pid91.fsr.checkpoint"));
+  EXPECT_EQ(read_file(dir_.path() / "victim"), "precious\n");
+  EXPECT_FALSE(std::filesystem::exists(folder / "rank1-pid5.fsr.checkpoint"));
+  EXPECT_TRUE(std::filesystem::exists(folder / "rank2-pid6.fsr.checkpoint"));
+}
+
+// Issue 16: the temp file of a checkpoint request followed a planted link.
+TEST_F(ActionDispatcherTest, ACheckpointRequestNeverFollowsAPlantedLink) {
+  std::ofstream(dir_.path() / "victim") << "precious\n";
+  std::ofstream(dir_.path() / "victim2") << "precious\n";
+  std::filesystem::create_symlink(dir_.path() / "victim", dir_.path() / "rank3-pid77.fsr.checkpoint.tmp");
+  std::filesystem::create_symlink(dir_.path() / "victim2", dir_.path() / "rank3-pid77.fsr.checkpoint");
+  ActionDispatcher actions(settings_, dir_.path(), "node-a", events_);
+  actions.dispatch({alert_}, view_, t0_);
+  EXPECT_EQ(read_file(dir_.path() / "victim"), "precious\n");
+  EXPECT_EQ(read_file(dir_.path() / "victim2"), "precious\n");
+  const auto flag = dir_.path() / "rank3-pid77.fsr.checkpoint";
+  EXPECT_TRUE(std::filesystem::is_regular_file(std::filesystem::symlink_status(flag)));
+  EXPECT_EQ(read_file(flag), "1\n");
+  struct stat info {};
+  ASSERT_EQ(::lstat(flag.c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 07777, 0600u);  // private, and handed to the rank's owner
+  EXPECT_EQ(info.st_uid, 1000u);
+  EXPECT_EQ(info.st_gid, 1000u);
+  EXPECT_EQ(actions.count(ActionKind::kCheckpoint, ActionOutcome::kExecuted), 1u);
+}
+
+TEST_F(ActionDispatcherTest, ARequestGoesIntoTheRanksOwnFolder) {
+  const auto folder = dir_.path() / "1000";
+  std::filesystem::create_directory(folder);
+  ASSERT_EQ(::chown(folder.c_str(), 1000, 1000), 0);
+  alert_.rank->file_name = "1000/rank3-pid77.fsr";
+  alert_.target = alert_.rank->file_name;
+  ActionDispatcher actions(settings_, dir_.path(), "node-a", events_);
+  actions.dispatch({alert_}, view_, t0_);
+  EXPECT_EQ(read_file(folder / "rank3-pid77.fsr.checkpoint"), "1\n");
+  // A folder whose owner does not match its name gets nothing.
+  ASSERT_EQ(::chown(folder.c_str(), 1001, 1001), 0);
+  actions.dispatch({alert_}, view_, t0_ + seconds(600));
+  EXPECT_EQ(actions.count(ActionKind::kCheckpoint, ActionOutcome::kFailed), 1u);
+  EXPECT_EQ(events_of(events_).back()["detail"],
+            "cannot open the folder of 1000/rank3-pid77.fsr: 1000: owned by uid 1001, not by the uid its name states");
 }
 
 TEST_F(ActionDispatcherTest, RateLimitsPerTargetAndNumbersRequestsPastTheAck) {
@@ -122,6 +211,7 @@ TEST_F(ActionDispatcherTest, DryRunLogsWhatWouldHappenAndTouchesNothing) {
   settings_.dry_run = true;
   settings_.drain.enabled = true;
   settings_.drain.rules = {Rule::kFragmentation};
+  settings_.drain_on_rank_files = true;
   settings_.drain_command = {"touch", (dir_.path() / "drained").string()};
   ActionDispatcher actions(settings_, dir_.path(), "node-a", events_);
   actions.dispatch({alert_}, view_, t0_);
@@ -139,6 +229,7 @@ TEST_F(ActionDispatcherTest, DryRunDrainLogsTheCommandWithItsPlaceholdersReplace
   settings_.drain.enabled = true;
   settings_.drain.dry_run = true;
   settings_.drain.rules = {Rule::kFragmentation};
+  settings_.drain_on_rank_files = true;
   settings_.drain_command = {"kubectl", "drain", "{node}", "--reason={rule} on rank {rank} of {job}"};
   ActionDispatcher actions(settings_, dir_.path(), "node-a", events_);
   actions.dispatch({alert_}, view_, t0_);
@@ -147,10 +238,30 @@ TEST_F(ActionDispatcherTest, DryRunDrainLogsTheCommandWithItsPlaceholdersReplace
   EXPECT_EQ(events[1]["detail"], "would run: kubectl drain node-a --reason=fragmentation on rank 3 of llama");
 }
 
+// The dry run checks the substituted values as the real run does: it says what would be refused.
+TEST_F(ActionDispatcherTest, DryRunDrainSaysWhichValueWouldBeRefused) {
+  settings_.checkpoint.enabled = false;
+  settings_.drain.enabled = true;
+  settings_.drain.dry_run = true;
+  settings_.drain.rules = {Rule::kFragmentation};
+  settings_.drain_on_rank_files = true;
+  settings_.drain_command = {"kubectl", "drain", "{node}", "--reason={job}"};
+  ActionDispatcher actions(settings_, dir_.path(), "node-a", events_);
+  alert_.rank->record.job = "--force";
+  actions.dispatch({alert_}, view_, t0_);
+  const auto events = events_of(events_);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[1]["outcome"], "dry_run");
+  EXPECT_EQ(events[1]["detail"],
+            "would refuse: {job} would be '--force' (allowed: up to 128 letters, digits, '.', '_', '+', '-', "
+            "starting with a letter or digit)");
+}
+
 TEST_F(ActionDispatcherTest, PerActionDryRunLeavesTheOtherActionLive) {
   settings_.drain.enabled = true;
   settings_.drain.dry_run = true;
   settings_.drain.rules = {Rule::kFragmentation};
+  settings_.drain_on_rank_files = true;
   settings_.drain_command = {"touch", (dir_.path() / "drained").string()};
   ActionDispatcher actions(settings_, dir_.path(), "node-a", events_);
   actions.dispatch({alert_}, view_, t0_);
@@ -164,18 +275,14 @@ TEST_F(ActionDispatcherTest, DrainRunsArgvWithoutAShellAndLogsItsExit) {
   settings_.checkpoint.enabled = false;
   settings_.drain.enabled = true;
   settings_.drain.rules = {Rule::kFragmentation};
+  settings_.drain_on_rank_files = true;
   // A shell would run `touch x; touch y`; argv makes it one odd file name.
-  settings_.drain_command = {"touch", (dir_.path() / "drained-{node}-{rule}-{rank}-{gpu}").string(),
+  settings_.drain_command = {"touch", (dir_.path() / "drained-{node}-{rule}-{rank}-{gpu}-{job}").string(),
                              (dir_.path() / "a; touch b").string()};
   ActionDispatcher actions(settings_, dir_.path(), "node-a", events_);
   actions.dispatch({alert_}, view_, t0_);
-  for (int i = 0; i < 200 && actions.count(ActionKind::kDrain, ActionOutcome::kExecuted) == 1 &&
-                  events_.str().find("drain_exit") == std::string::npos;
-       ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    actions.reap();
-  }
-  EXPECT_TRUE(std::filesystem::exists(dir_.path() / "drained-node-a-fragmentation-3-1"));
+  wait_for_drain_exit(actions);
+  EXPECT_TRUE(std::filesystem::exists(dir_.path() / "drained-node-a-fragmentation-3-1-llama"));
   EXPECT_TRUE(std::filesystem::exists(dir_.path() / "a; touch b"));
   EXPECT_FALSE(std::filesystem::exists(dir_.path() / "b"));
   const auto events = events_of(events_);
@@ -186,10 +293,72 @@ TEST_F(ActionDispatcherTest, DrainRunsArgvWithoutAShellAndLogsItsExit) {
   EXPECT_EQ(events[2]["exit_status"], 0);
 }
 
+// Issue 16: a rank file's job of "../../x" made the drain command write outside its folder.
+TEST_F(ActionDispatcherTest, DrainRefusesPlaceholderValuesThatAreNotPlainNames) {
+  settings_.checkpoint.enabled = false;
+  settings_.drain.enabled = true;
+  settings_.drain.rules = {Rule::kFragmentation};
+  settings_.drain.min_interval = seconds(0);
+  settings_.drain_on_rank_files = true;
+  std::filesystem::create_directories(dir_.path() / "jobs" / "x");
+  settings_.drain_command = {"touch", (dir_.path() / "jobs" / "x" / "{job}").string()};
+  ActionDispatcher actions(settings_, dir_.path(), "node-a", events_);
+  alert_.rank->record.job = "../../escaped";
+  actions.dispatch({alert_}, view_, t0_);
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() / "escaped"));
+  EXPECT_EQ(events_of(events_).back()["detail"],
+            "refused: {job} would be '../../escaped' (allowed: up to 128 letters, digits, '.', '_', '+', '-', "
+            "starting with a letter or digit)");
+  alert_.rank->record.job = "--reference=/etc/shadow";  // an option, not a name
+  actions.dispatch({alert_}, view_, t0_ + seconds(1));
+  EXPECT_EQ(actions.count(ActionKind::kDrain, ActionOutcome::kFailed), 2u);
+  alert_.rank->record.job = "llama-7b_sft.v2";
+  actions.dispatch({alert_}, view_, t0_ + seconds(2));
+  wait_for_drain_exit(actions);
+  EXPECT_TRUE(std::filesystem::exists(dir_.path() / "jobs" / "x" / "llama-7b_sft.v2"));
+  EXPECT_EQ(actions.count(ActionKind::kDrain, ActionOutcome::kExecuted), 1u);
+}
+
+TEST(CommandValueTest, OnlyPlainNamesAndNumbersPass) {
+  for (const char* value : {"", "node-a", "ip-10-0-0-1.ec2.internal", "llama_7b", "3", "0.95", "1e+10", "nan"}) {
+    EXPECT_TRUE(is_safe_command_value(value)) << value;
+  }
+  for (const char* value : {"-1", "--force", "../x", "a/b", ".hidden", "a b", "a;b", "$(id)", "a\nb", "{job}"}) {
+    EXPECT_FALSE(is_safe_command_value(value)) << value;
+  }
+  EXPECT_TRUE(is_safe_command_value(std::string(128, 'a')));
+  EXPECT_FALSE(is_safe_command_value(std::string(129, 'a')));
+}
+
+// Issue 16: with NVML absent, a forged rank file claiming a full GPU drained the node.
+TEST_F(ActionDispatcherTest, RankFilesAloneCannotDrainTheNode) {
+  settings_.checkpoint.enabled = false;
+  settings_.drain.enabled = true;
+  settings_.drain.rules = {Rule::kHbmUsed};
+  settings_.drain_command = {"touch", (dir_.path() / "drained").string()};
+  alert_.rule = Rule::kHbmUsed;  // per rank, from its own reserved / total: what the rules do without NVML
+  alert_.value = 0.97;
+  ActionDispatcher actions(settings_, dir_.path(), "node-a", events_);
+  actions.dispatch({alert_}, view_, t0_);
+  actions.dispatch({alert_}, view_, t0_ + seconds(1));  // refused again, logged once a minute
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() / "drained"));
+  EXPECT_EQ(actions.count(ActionKind::kDrain, ActionOutcome::kFailed), 1u);
+  EXPECT_EQ(events_of(events_).back()["detail"].get<std::string>().rfind("refused: only a rank file supports", 0), 0u);
+  // NVML's own alert on the GPU drains: the refusals did not use up the node's rate limit.
+  Alert from_nvml = alert_;
+  from_nvml.rank.reset();
+  from_nvml.target = "gpu1";
+  actions.dispatch({from_nvml}, view_, t0_ + seconds(2));
+  wait_for_drain_exit(actions);
+  EXPECT_TRUE(std::filesystem::exists(dir_.path() / "drained"));
+  EXPECT_EQ(actions.count(ActionKind::kDrain, ActionOutcome::kExecuted), 1u);
+}
+
 TEST_F(ActionDispatcherTest, DrainThatCannotStartIsAFailure) {
   settings_.checkpoint.enabled = false;
   settings_.drain.enabled = true;
   settings_.drain.rules = {Rule::kFragmentation};
+  settings_.drain_on_rank_files = true;
   settings_.drain_command = {"/nonexistent/drain-node"};
   ActionDispatcher actions(settings_, dir_.path(), "node-a", events_);
   actions.dispatch({alert_}, view_, t0_);

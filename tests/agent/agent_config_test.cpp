@@ -55,6 +55,19 @@ command = ["kubectl", "cordon", "{node}"]
   EXPECT_EQ(config.actions.checkpoint.rules, std::set<Rule>{Rule::kAllocRetries});
   EXPECT_EQ(config.actions.checkpoint.min_interval, std::chrono::seconds(30));
   EXPECT_EQ(config.actions.drain_command, (std::vector<std::string>{"kubectl", "cordon", "{node}"}));
+  EXPECT_FALSE(config.actions.drain_on_rank_files);
+}
+
+TEST(AgentConfigTest, DrainingOnRankFilesIsAnExplicitChoice) {
+  const auto config = parse_agent_config(R"(
+[actions.drain]
+enabled = true
+command = ["kubectl", "cordon", "{node}"]
+rules = ["hbm_used", "alloc_retries"]
+trust_rank_files = true
+)", "agent.toml");
+  EXPECT_TRUE(config.actions.drain_on_rank_files);
+  EXPECT_EQ(config.actions.drain.rules, (std::set<Rule>{Rule::kHbmUsed, Rule::kAllocRetries}));
 }
 
 TEST(AgentConfigTest, MistakesAreOneLineErrorsNamingTheKey) {
@@ -66,6 +79,9 @@ TEST(AgentConfigTest, MistakesAreOneLineErrorsNamingTheKey) {
   EXPECT_EQ(error_of("[actions.drain]\nenabled = true\n"),
             "agent.toml: actions.drain.command: is required when drain is enabled");
   EXPECT_EQ(error_of("[actions]\ndry_run = \"yes\"\n"), "agent.toml: actions.dry_run: must be true or false");
+  EXPECT_EQ(error_of("[actions.drain]\nenabled = true\ncommand = [\"x\"]\nrules = [\"fragmentation\"]\n"),
+            "agent.toml: actions.drain.rules: 'fragmentation' is measured by rank files only, which any user on the "
+            "node can write; set trust_rank_files = true to drain on it");
   EXPECT_EQ(error_of("thresholds = 3\n"), "agent.toml: thresholds: must be a table");
   EXPECT_EQ(error_of("[thresholds\n").rfind("agent.toml:1:", 0), 0u);
 }

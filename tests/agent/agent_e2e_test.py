@@ -35,6 +35,33 @@ FRAGMENTED = {"allocated_bytes.all.current": 20_000_000_000, "reserved_bytes.all
               "inactive_split_bytes.all.current": 12_000_000_000, "num_alloc_retries": 4, "num_ooms": 1}
 
 
+# A live rank (the hook's writer, heartbeating) whose job holds invalid UTF-8 and an escape
+# sequence: the bytes are patched into the payload before the CRC is taken.
+HOSTILE_WRITER = """
+import sys, time
+from fragscope import shm
+JOB = b"bad\\xff\\xfejob\\x1b[31m\\xc0\\xaf"
+class Hostile(shm.RankRecord):
+    def pack(self):
+        payload = bytearray(super().pack())
+        at = 296 - shm.PAYLOAD_OFFSET
+        payload[at:at + len(JOB)] = JOB
+        return bytes(payload)
+def record():
+    return Hostile(pid=60007, rank=17, gpu=0, update_unix_ns=time.time_ns(), reserved_bytes=1_000_000)
+writer = shm.RankFileWriter(sys.argv[1], record())
+print("ready", flush=True)
+while True:
+    time.sleep(0.2)
+    writer.publish(record())
+"""
+
+
+def read_text(path):
+    with open(path) as f:
+        return f.read()
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -89,6 +116,9 @@ class AgentEndToEndTest(unittest.TestCase):
                 except subprocess.TimeoutExpired:
                     process.kill()
                     process.wait()
+            for stream in (process.stdout, process.stderr):
+                if stream is not None:
+                    stream.close()
         cls.tmp.cleanup()
 
     # -- setup ------------------------------------------------------------------------------
@@ -136,6 +166,12 @@ class AgentEndToEndTest(unittest.TestCase):
             env=dict(os.environ, PYTHONPATH=os.path.join(SOURCE, "python")), stdout=subprocess.PIPE, text=True)
         cls.processes.append(cls.doomed)
         assert cls.doomed.stdout.readline().strip() == "ready"
+        # A live rank whose job holds invalid UTF-8 and an escape sequence, under a valid CRC.
+        cls.hostile = subprocess.Popen(
+            [sys.executable, "-c", HOSTILE_WRITER, d],
+            env=dict(os.environ, PYTHONPATH=os.path.join(SOURCE, "python")), stdout=subprocess.PIPE, text=True)
+        cls.processes.append(cls.hostile)
+        assert cls.hostile.stdout.readline().strip() == "ready"
 
     @classmethod
     def _start_agent(cls):
@@ -251,6 +287,45 @@ scrape_configs:
         last = result.stderr.strip().splitlines()[-1]
         self.assertTrue(last.startswith(f"fragscope: error: --listen 127.0.0.1:{self.agent_port}: cannot serve HTTP there:"),
                         result.stderr)
+
+    def test_invalid_utf8_in_a_job_does_not_drop_the_node(self):
+        # Prometheus refuses a whole scrape over one invalid label value ("invalid UTF-8 label
+        # value", up = 0); the agent replaces what is not printable UTF-8 with U+FFFD.
+        series = wait_for("rank 17", lambda: self.query('fragscope_reserved_bytes{rank="17"}'))
+        self.assertEqual([dict(k)["training_job"] for k in series], ["bad\ufffd\ufffdjob\ufffd[31m\ufffd\ufffd"])
+        self.assertEqual(self.value('up{instance="127.0.0.1:%d"}' % self.agent_port), 1)
+
+    def _start_own_agent(self, rank_dir):
+        port = free_port()
+        events = os.path.join(self.tmp.name, f"events-{port}.jsonl")
+        agent = subprocess.Popen([FRAGSCOPE, "agent", f"--listen=127.0.0.1:{port}", f"--rank-dir={rank_dir}",
+                                  "--poll-interval=0.2", "--nvml-library=/nonexistent/libnvidia-ml.so.1",
+                                  f"--event-log={events}"])
+        self.processes.append(agent)
+        wait_for("the agent's first poll",
+                 lambda: http_get(f"http://127.0.0.1:{port}/healthz")[1] not in ("", "no poll has completed yet\n"))
+        return agent, port, events
+
+    def test_hangup_and_user_signals_are_logged_not_fatal(self):
+        agent, port, events = self._start_own_agent(self.rank_dir)
+        for sig in (signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
+            agent.send_signal(sig)
+        wait_for("the signal events", lambda: read_text(events).count('"event":"signal"') == 3)
+        self.assertIsNone(agent.poll())
+        self.assertEqual(http_get(f"http://127.0.0.1:{port}/healthz"), (200, "ok\n"))
+        agent.send_signal(signal.SIGTERM)
+        self.assertEqual(agent.wait(timeout=10), 0)
+        with open(events) as f:
+            logged = [json.loads(line) for line in f]
+        self.assertEqual([e["signal"] for e in logged if e["event"] == "signal"], ["SIGHUP", "SIGUSR1", "SIGUSR2"])
+        self.assertEqual(logged[-1]["event"], "stop")
+
+    def test_missing_rank_directory_is_degraded_not_healthy(self):
+        missing = os.path.join(self.tmp.name, "no-such-dir")
+        _, port, _ = self._start_own_agent(missing)
+        status, body = http_get(f"http://127.0.0.1:{port}/healthz")
+        self.assertEqual(status, 503)
+        self.assertEqual(body, f"degraded: rank directory {missing}: No such file or directory\n")
 
     def test_healthz_and_metrics_endpoints(self):
         self.assertEqual(http_get(f"http://127.0.0.1:{self.agent_port}/healthz"), (200, "ok\n"))

@@ -1,8 +1,10 @@
 #include "agent/agent.h"
 
+#include <fstream>
 #include <sstream>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "test_support.h"
 
@@ -86,6 +88,32 @@ TEST_F(AgentTest, RunPollsEveryIntervalUntilStopped) {
   const std::string events = events_.str();
   EXPECT_NE(events.find("\"event\":\"listening\""), std::string::npos) << events;
   EXPECT_NE(events.find("\"event\":\"stop\""), std::string::npos) << events;
+}
+
+TEST_F(AgentTest, BrokenAndStaleFilesAreLoggedOnceNotEveryPoll) {
+  ASSERT_EQ(run_python(dir_, "shm.RankFileWriter('" + dir_.path().string() +
+                                 "', shm.RankRecord(pid=7, rank=7, update_unix_ns=time.time_ns() - 3600 * 10**9))\n"),
+            0);
+  std::ofstream(dir_.path() / "rank9-pid9.fsr") << "junk";
+  AgentOptions options;
+  options.rank_dir = dir_.path();
+  options.nvml_library = "libnvidia-ml-missing.so.1";
+  Agent agent(options, AgentConfig{}, events_);
+  agent.poll();
+  agent.poll();
+  std::vector<nlohmann::json> logged;
+  std::istringstream lines(events_.str());
+  for (std::string line; std::getline(lines, line);) {
+    auto event = nlohmann::json::parse(line);
+    if (event["event"] == "rank_file") logged.push_back(event);
+  }
+  ASSERT_EQ(logged.size(), 2u) << events_.str();
+  EXPECT_EQ(logged[0]["file"], "rank7-pid7.fsr");
+  EXPECT_EQ(logged[0]["state"], "stale");
+  EXPECT_EQ(logged[0]["problem"].get<std::string>().rfind("no update for 360", 0), 0u);
+  EXPECT_EQ(logged[1]["file"], "rank9-pid9.fsr");
+  EXPECT_EQ(logged[1]["state"], "invalid");
+  EXPECT_EQ(logged[1]["problem"], "truncated: 4 bytes, the header alone is 32");
 }
 
 }  // namespace

@@ -1,5 +1,10 @@
 #include "agent/http_server.h"
 
+#include <algorithm>
+#include <atomic>
+#include <thread>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 #include "agent/node_metrics.h"
@@ -9,7 +14,16 @@
 namespace fragscope::agent {
 namespace {
 
+using testing::connect_loopback;
+using testing::http_exchange;
 using testing::http_get;
+using testing::read_until_closed;
+using testing::still_open;
+using std::chrono::milliseconds;
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 TEST(HttpServerTest, ServesMetricsAndHealth) {
   MetricsPage page;
@@ -61,6 +75,144 @@ TEST(HttpServerTest, PortInUseIsAClearInputError) {
   EXPECT_EQ(http_get(first.port(), "/healthz").status, 200);
   EXPECT_EQ(http_get(second.port(), "/healthz").status, 200);
   EXPECT_EQ(http_get(second.port(), "/nothing-here").status, 404);
+}
+
+// Issue 16: the server had two worker threads, so two slow clients took /healthz offline.
+TEST(HttpServerTest, HealthzAnswersFastWhile200SlowClientsAreConnected) {
+  MetricsPage page;
+  page.publish(NodeView{}, AgentStatus{});
+  HttpServer server("127.0.0.1:0", page, [] { return std::string(); });
+  // 100 clients stop half-way through their request line; 100 trickle a header line every 100 ms.
+  std::vector<int> slow;
+  for (int i = 0; i < 200; ++i) {
+    const int fd = connect_loopback(server.port());
+    ASSERT_GE(fd, 0);
+    const std::string start = i % 2 == 0 ? "GET /hea" : "GET /metrics HTTP/1.1\r\n";
+    ASSERT_EQ(::send(fd, start.data(), start.size(), MSG_NOSIGNAL), static_cast<ssize_t>(start.size()));
+    slow.push_back(fd);
+  }
+  std::atomic<bool> done{false};
+  std::thread trickle([&] {
+    while (!done) {
+      for (std::size_t i = 1; i < slow.size(); i += 2)
+        ::send(slow[i], "X-Slow: 1\r\n", 11, MSG_NOSIGNAL | MSG_DONTWAIT);
+      std::this_thread::sleep_for(milliseconds(100));
+    }
+  });
+  std::this_thread::sleep_for(milliseconds(200));
+  std::vector<double> latencies;
+  for (int probe = 0; probe < 20; ++probe) {
+    const auto start = std::chrono::steady_clock::now();
+    const auto health = http_get(server.port(), "/healthz", milliseconds(1000));
+    latencies.push_back(seconds_since(start));
+    EXPECT_EQ(health.status, 200) << "probe " << probe;
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  done = true;
+  trickle.join();
+  // The slow clients were all still connected while the probes ran.
+  EXPECT_EQ(std::count_if(slow.begin(), slow.end(), still_open), 200);
+  for (const int fd : slow) ::close(fd);
+  EXPECT_LT(*std::max_element(latencies.begin(), latencies.end()), 0.100);
+}
+
+// One header line every 100 ms must not keep a connection: the head deadline is absolute.
+TEST(HttpServerTest, ARequestHeadMustArriveWithinTheDeadlineHoweverItTrickles) {
+  MetricsPage page;
+  HttpLimits limits;
+  limits.head_timeout = milliseconds(800);
+  HttpServer server("127.0.0.1:0", page, [] { return std::string(); }, limits);
+  const int trickler = connect_loopback(server.port());
+  const int silent = connect_loopback(server.port());
+  const auto start = std::chrono::steady_clock::now();
+  ::send(trickler, "GET /healthz HTTP/1.1\r\n", 23, MSG_NOSIGNAL);
+  while (still_open(trickler) && seconds_since(start) < 5) {
+    ::send(trickler, "X-Slow: 1\r\n", 11, MSG_NOSIGNAL | MSG_DONTWAIT);
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+  const double closed_after = seconds_since(start);
+  EXPECT_GT(closed_after, 0.7);
+  EXPECT_LT(closed_after, 1.5);
+  std::string raw;
+  EXPECT_TRUE(read_until_closed(silent, raw, milliseconds(1000)));
+  EXPECT_EQ(raw, "");  // closed without an answer
+  ::close(trickler);
+  ::close(silent);
+}
+
+TEST(HttpServerTest, AtTheConnectionCapTheOldestUnfinishedRequestMakesRoom) {
+  MetricsPage page;
+  HttpLimits limits;
+  limits.max_connections = 32;
+  HttpServer server("127.0.0.1:0", page, [] { return std::string(); }, limits);
+  EXPECT_EQ(server.max_connections(), 32u);
+  std::vector<int> idle;
+  for (int i = 0; i < 100; ++i) idle.push_back(connect_loopback(server.port()));
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(http_get(server.port(), "/healthz").status, 200);
+  EXPECT_LT(seconds_since(start), 0.100);
+  std::this_thread::sleep_for(milliseconds(100));
+  // The server holds at most 32; the first ones opened were closed to make room.
+  EXPECT_LE(std::count_if(idle.begin(), idle.end(), still_open), 32);
+  EXPECT_FALSE(still_open(idle.front()));
+  EXPECT_TRUE(still_open(idle.back()));
+  for (const int fd : idle) ::close(fd);
+}
+
+TEST(HttpServerTest, AClientThatNeverReadsItsPageHoldsNothing) {
+  // A page of several MB: more than the socket buffers take, so the server must wait on the client.
+  NodeView view;
+  for (int i = 0; i < 2000; ++i) {
+    RankView rank;
+    rank.record.rank = i;
+    rank.record.job = "a-rather-long-job-name-to-make-the-page-big";
+    view.ranks.push_back(rank);
+  }
+  MetricsPage page;
+  page.publish(view, AgentStatus{});
+  const std::size_t page_size = page.text()->size();
+  ASSERT_GT(page_size, 4u << 20);
+  HttpLimits limits;
+  limits.write_timeout = milliseconds(500);
+  HttpServer server("127.0.0.1:0", page, [] { return std::string(); }, limits);
+  std::vector<int> readers;
+  for (int i = 0; i < 10; ++i) {
+    const int fd = connect_loopback(server.port());
+    const int small = 4096;
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    ::send(fd, "GET /metrics HTTP/1.1\r\n\r\n", 26, MSG_NOSIGNAL);
+    readers.push_back(fd);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(http_get(server.port(), "/healthz").status, 200);
+  EXPECT_LT(seconds_since(start), 0.100);
+  std::this_thread::sleep_for(milliseconds(1000));
+  for (const int fd : readers) {
+    std::string raw;
+    EXPECT_TRUE(read_until_closed(fd, raw, milliseconds(2000)));
+    EXPECT_LT(raw.size(), page_size);  // given up on at the write deadline
+    ::close(fd);
+  }
+  // A client that reads gets the whole page.
+  EXPECT_EQ(http_get(server.port(), "/metrics").body.size(), page_size);
+}
+
+TEST(HttpServerTest, MalformedOversizedAndOtherRequestsGetTheirStatus) {
+  MetricsPage page;
+  page.publish(NodeView{}, AgentStatus{});
+  HttpServer server("127.0.0.1:0", page, [] { return std::string(); });
+  EXPECT_EQ(http_exchange(server.port(), "garbage\r\n\r\n").status, 400);
+  EXPECT_EQ(http_exchange(server.port(), "GET /healthz HTTP/2.0\r\n\r\n").status, 505);
+  EXPECT_EQ(http_exchange(server.port(), "POST /healthz HTTP/1.1\r\nContent-Length: 0\r\n\r\n").status, 405);
+  EXPECT_EQ(http_exchange(server.port(), "GET /healthz HTTP/1.1\r\nX: a\x01b\r\n\r\n").status, 400);
+  const auto oversized =
+      http_exchange(server.port(), "GET /healthz HTTP/1.1\r\nX: " + std::string(20000, 'a') + "\r\n\r\n");
+  EXPECT_EQ(oversized.status, 431);
+  EXPECT_EQ(oversized.body, "request head larger than 8192 bytes\n");
+  const auto head = http_exchange(server.port(), "HEAD /metrics HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(head.status, 200);
+  EXPECT_EQ(head.body, "");
+  EXPECT_EQ(http_exchange(server.port(), "GET /healthz?verbose=1 HTTP/1.1\n\n").body, "ok\n");
 }
 
 }  // namespace

@@ -1,7 +1,10 @@
 #include "agent/rank_file_reader.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <vector>
 
@@ -161,19 +164,120 @@ TEST_F(RankFileReaderTest, ScanReadsOnlyRankFilesAndMarksStaleOnes) {
   std::ofstream(dir_.path() / "rank9-pid9.fsr.checkpoint") << "1\n";
   std::ofstream(dir_.path() / "rank9-pid9.fsr") << "junk";
   const auto now = testing::unix_ns_now();
-  auto readings = scan_rank_directory(dir_.path(), now, std::chrono::seconds(60));
-  ASSERT_EQ(readings.size(), 2u);
-  EXPECT_EQ(readings[0].path.filename(), "rank5-pid4242.fsr");
-  EXPECT_EQ(readings[0].state, RankFileState::kOk);
-  EXPECT_EQ(readings[1].state, RankFileState::kInvalid);
+  auto scan = scan_rank_directory(dir_.path(), now, std::chrono::seconds(60));
+  ASSERT_EQ(scan.readings.size(), 2u);
+  EXPECT_EQ(scan.readings[0].name, "rank5-pid4242.fsr");
+  EXPECT_EQ(scan.readings[0].path, dir_.path() / "rank5-pid4242.fsr");
+  EXPECT_EQ(scan.readings[0].state, RankFileState::kOk);
+  EXPECT_EQ(scan.readings[1].state, RankFileState::kInvalid);
+  EXPECT_EQ(scan.checkpoint_files, std::vector<std::string>{"rank9-pid9.fsr.checkpoint"});
+  EXPECT_EQ(scan.problem, "");
+  EXPECT_TRUE(scan.warnings.empty());
   // Two minutes later, without an update, the rank is stale.
-  readings = scan_rank_directory(dir_.path(), now + 120'000'000'000ull, std::chrono::seconds(60));
-  EXPECT_EQ(readings[0].state, RankFileState::kStale);
-  EXPECT_EQ(readings[0].record.rank, 5);
+  scan = scan_rank_directory(dir_.path(), now + 120'000'000'000ull, std::chrono::seconds(60));
+  EXPECT_EQ(scan.readings[0].state, RankFileState::kStale);
+  EXPECT_EQ(scan.readings[0].problem, "no update for 120 s");
+  EXPECT_EQ(scan.readings[0].record.rank, 5);
 }
 
-TEST_F(RankFileReaderTest, MissingDirectoryHasNoRanks) {
-  EXPECT_TRUE(scan_rank_directory(dir_.path() / "absent", testing::unix_ns_now(), std::chrono::seconds(60)).empty());
+// Issue 16: a missing rank folder looked like a healthy node with no ranks.
+TEST_F(RankFileReaderTest, MissingDirectoryIsAProblemNotAnEmptyNode) {
+  const auto scan = scan_rank_directory(dir_.path() / "absent", testing::unix_ns_now(), std::chrono::seconds(60));
+  EXPECT_TRUE(scan.readings.empty());
+  EXPECT_EQ(scan.problem, "rank directory " + (dir_.path() / "absent").string() + ": No such file or directory");
+}
+
+// Writes `count` live ranks through the hook's writer into `folder`.
+void write_ranks(const TempDir& dir, const std::filesystem::path& folder, int count) {
+  ASSERT_EQ(
+      run_python(dir, "for r in range(" + std::to_string(count) + "):\n    shm.RankFileWriter('" + folder.string() +
+                          "', shm.RankRecord(pid=100 + r, rank=r, update_unix_ns=time.time_ns()))\n"),
+      0);
+}
+
+std::size_t count_ok(const RankScan& scan) {
+  return static_cast<std::size_t>(std::count_if(scan.readings.begin(), scan.readings.end(),
+                                                [](const auto& r) { return r.state == RankFileState::kOk; }));
+}
+
+// Issue 16: 20,000 junk files hid 3 of 5 ranks (the cap took the first 4,096 *.fsr in
+// directory order).
+TEST_F(RankFileReaderTest, JunkNamesNeitherCountNorHideRanks) {
+  const TempDir tmpfs(testing::shared_memory_dir());
+  write_ranks(tmpfs, tmpfs.path(), 5);
+  for (int i = 0; i < 20000; ++i) std::ofstream(tmpfs.path() / ("junk" + std::to_string(i) + ".fsr"));
+  const auto scan = scan_rank_directory(tmpfs.path(), testing::unix_ns_now(), std::chrono::seconds(60));
+  EXPECT_EQ(scan.readings.size(), 5u);
+  EXPECT_EQ(count_ok(scan), 5u);
+  EXPECT_TRUE(scan.warnings.empty());
+}
+
+TEST_F(RankFileReaderTest, AFloodOfRankNamesIsCappedPerOwnerAndReported) {
+  const TempDir tmpfs(testing::shared_memory_dir());
+  write_ranks(tmpfs, tmpfs.path(), 5);
+  // Another user's 5,000 files with rank names: they cannot crowd out root's ranks.
+  for (int i = 0; i < 5000; ++i) {
+    const auto path = tmpfs.path() / ("rank" + std::to_string(i) + "-pid9" + std::to_string(i) + ".fsr");
+    std::ofstream(path) << "junk";
+    ASSERT_EQ(::chown(path.c_str(), 4242, 4242), 0);
+  }
+  const auto scan = scan_rank_directory(tmpfs.path(), testing::unix_ns_now(), std::chrono::seconds(60));
+  EXPECT_EQ(count_ok(scan), 5u);
+  EXPECT_EQ(scan.readings.size(), 5u + kMaxRankFiles);
+  ASSERT_EQ(scan.warnings.size(), 1u);
+  EXPECT_EQ(scan.warnings[0], tmpfs.path().string() + ": 904 rank files not read (at most 4096 per owner, the newest)");
+}
+
+TEST_F(RankFileReaderTest, AnOwnersNewestFilesAreTheOnesRead) {
+  const TempDir tmpfs(testing::shared_memory_dir());
+  // The same owner's 5,000 old junk files and 5 ranks written after them.
+  for (int i = 0; i < 5000; ++i) {
+    const auto path = tmpfs.path() / ("rank" + std::to_string(i) + "-pid9" + std::to_string(i) + ".fsr");
+    std::ofstream(path) << "junk";
+    const timespec an_hour_ago[2] = {{::time(nullptr) - 3600, 0}, {::time(nullptr) - 3600, 0}};
+    ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), an_hour_ago, 0), 0);
+  }
+  write_ranks(tmpfs, tmpfs.path(), 5);
+  const auto scan = scan_rank_directory(tmpfs.path(), testing::unix_ns_now(), std::chrono::seconds(60));
+  EXPECT_EQ(count_ok(scan), 5u);
+  EXPECT_EQ(scan.readings.size(), kMaxRankFiles);
+}
+
+// The hook's private folders: <root>/<uid>/, trusted only where the uid owns folder and file.
+TEST_F(RankFileReaderTest, PerUserFoldersAreReadWhereTheirOwnerMatches) {
+  const auto root = dir_.path();
+  const auto mine = root / "1000";
+  std::filesystem::create_directory(mine);
+  write_ranks(dir_, mine, 2);
+  for (const auto& entry : std::filesystem::directory_iterator(mine))
+    ASSERT_EQ(::chown(entry.path().c_str(), 1000, 1000), 0);
+  ASSERT_EQ(::chown(mine.c_str(), 1000, 1000), 0);
+  ::chmod(mine.c_str(), 0700);
+  // In that folder: a file of another user, a FIFO and a link, all with rank names.
+  std::filesystem::copy_file(mine / "rank0-pid100.fsr", mine / "rank7-pid107.fsr");
+  ASSERT_EQ(::chown((mine / "rank7-pid107.fsr").c_str(), 1001, 1001), 0);
+  ASSERT_EQ(::mkfifo((mine / "rank8-pid108.fsr").c_str(), 0600), 0);
+  std::filesystem::create_symlink(mine / "rank0-pid100.fsr", mine / "rank9-pid109.fsr");
+  // Folders that must not be read: one named for uid 1001 but owned by 1000, and a link.
+  std::filesystem::create_directory(root / "1001");
+  write_ranks(dir_, root / "1001", 1);
+  ASSERT_EQ(::chown((root / "1001").c_str(), 1000, 1000), 0);
+  std::filesystem::create_directory_symlink(mine, root / "1002");
+
+  const auto scan = scan_rank_directory(root, testing::unix_ns_now(), std::chrono::seconds(60));
+  std::vector<std::string> names;
+  for (const auto& reading : scan.readings) names.push_back(reading.name + " " + state_name(reading.state));
+  EXPECT_EQ(names, (std::vector<std::string>{"1000/rank0-pid100.fsr ok", "1000/rank1-pid101.fsr ok",
+                                             "1000/rank7-pid107.fsr invalid", "1000/rank8-pid108.fsr invalid",
+                                             "1000/rank9-pid109.fsr invalid"}));
+  EXPECT_EQ(scan.readings[0].owner_uid, 1000u);
+  EXPECT_EQ(scan.readings[0].path, mine / "rank0-pid100.fsr");
+  EXPECT_EQ(scan.readings[2].problem, "owned by uid 1001, not by the folder's owner 1000");
+  EXPECT_EQ(scan.readings[3].problem, "not a regular file");
+  EXPECT_EQ(scan.readings[4].problem, "not a regular file");
+  ASSERT_EQ(scan.warnings.size(), 1u);
+  EXPECT_EQ(scan.warnings[0],
+            root.string() + ": 2 per-user folder names skipped, not a folder of that uid (first by name: 1001)");
 }
 
 }  // namespace

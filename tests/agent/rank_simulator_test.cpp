@@ -5,6 +5,7 @@
 #include <fstream>
 #include <thread>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "agent/rank_file_reader.h"
@@ -89,7 +90,7 @@ TEST(RankSimulatorTest, PublishesTheRecordedStepsAtPaceAndLoops) {
   RankSimulator simulator({load_recorded_run(kFixtures / "calib")}, dir.path(), 50.0);
   ASSERT_EQ(simulator.rank_files().size(), 1u);
   const auto path = simulator.rank_files()[0];
-  EXPECT_EQ(path.filename(), "simulated-calib.fsr");
+  EXPECT_EQ(path.filename(), fmt::format("rank0-pid{}.fsr", ::getpid()));  // a name the agent reads
   const RankRecord r = wait_for_record(path, [](const RankRecord& r) { return r.step > 32; });  // second pass
   EXPECT_EQ(r.job, "calib");
   EXPECT_EQ(r.gpu, 0);

@@ -79,7 +79,10 @@ class SimulateEndToEndTest(unittest.TestCase):
         with open(config, "w") as f:
             f.write('[thresholds]\nhold_for_seconds = 0\n'
                     '[actions.checkpoint]\nenabled = true\nrules = ["alloc_retries"]\n'
+                    # alloc_retries is a rank rule: only a rank file supports it, so the drain needs
+                    # trust_rank_files (docs/SECURITY.md); the simulated ranks are this test's own.
                     '[actions.drain]\nenabled = true\ndry_run = true\nrules = ["alloc_retries"]\n'
+                    'trust_rank_files = true\n'
                     'command = ["kubectl", "drain", "{node}", "--ignore-daemonsets"]\n')
         cls.rank_dir = os.path.join(cls.tmp.name, "ranks")
         cls.events = os.path.join(cls.tmp.name, "events.jsonl")

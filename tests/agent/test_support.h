@@ -14,11 +14,18 @@
 
 namespace fragscope::agent::testing {
 
-/// A fresh directory under the system temp dir, removed with everything in it.
+/// Where rank files live in production (tmpfs), where creating thousands of files is cheap.
+inline std::filesystem::path shared_memory_dir() {
+  std::error_code error;
+  return std::filesystem::is_directory("/dev/shm", error) ? std::filesystem::path("/dev/shm")
+                                                          : std::filesystem::temp_directory_path();
+}
+
+/// A fresh directory under `base` (the system temp dir by default), removed with everything in it.
 class TempDir {
  public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "fragscope-test-XXXXXX").string();
+  explicit TempDir(const std::filesystem::path& base = std::filesystem::temp_directory_path()) {
+    std::string pattern = (base / "fragscope-test-XXXXXX").string();
     path_ = ::mkdtemp(pattern.data());
   }
   ~TempDir() {

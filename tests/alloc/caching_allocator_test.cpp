@@ -115,6 +115,64 @@ TEST(CachingAllocatorTest, FreeMergesWithFreeNeighbours) {
   EXPECT_EQ(h.stats().segments, 0u);
 }
 
+TEST(CachingAllocatorTest, EmptyCacheReleasesEveryFullyFreeSegmentOfEveryPool) {
+  // torch.cuda.empty_cache(): synchronise pending frees, then cudaFree every unsplit free
+  // segment, large pools then small, of every stream; a segment with a live block stays.
+  Harness h("");
+  const BlockHandle large0 = h.model.malloc(30 * kMiB, 0);
+  const BlockHandle small0 = h.model.malloc(1000, 0);
+  const BlockHandle large1 = h.model.malloc(12 * kMiB, 1);
+  const BlockHandle mid1 = h.model.malloc(4 * kMiB, 1);  // a 20 MiB segment, split
+  const BlockHandle pending = h.model.malloc(2000, 1);
+  h.model.malloc(4 * kMiB, 1);  // keeps mid1's segment in use
+  h.model.free(large0);
+  h.model.free(small0);
+  h.model.free(large1);
+  h.model.free(mid1);
+  h.model.free_requested(pending);  // used on another stream: waits for its events
+  EXPECT_EQ(h.stats().reserved_bytes, 30 * kMiB + 2 * kMiB + 12 * kMiB + 20 * kMiB + 2 * kMiB);
+  h.take_log();
+  h.model.empty_cache();
+  EXPECT_EQ(h.stats().reserved_bytes, 20 * kMiB);
+  EXPECT_EQ(h.stats().segments, 1u);
+  EXPECT_EQ(h.stats().num_sync_all_streams, 1u);
+  const auto log = h.take_log();
+  ASSERT_EQ(log.size(), 4u);
+  EXPECT_EQ(log[0].size, 30 * kMiB);  // large pools first (stream order), then the small ones
+  EXPECT_EQ(log[1].size, 12 * kMiB);
+  EXPECT_EQ(log[2].size, 2 * kMiB);
+  EXPECT_EQ(log[3].size, 2 * kMiB);
+  for (const SegmentEvent& e : log) EXPECT_EQ(e.action, SegmentAction::kFree);
+  h.model.free_completed(pending);  // already freed by the flush's synchronisation: no effect
+  EXPECT_EQ(h.stats().reserved_bytes, 20 * kMiB);
+}
+
+TEST(CachingAllocatorTest, PrivatePoolsKeepTheirBlocksAndOutliveEveryRelease) {
+  // A CUDA graph's pool (torch.compile reduce-overhead): its segments serve only its mallocs,
+  // and neither empty_cache() nor a failed cudaMalloc's release gives them back.
+  constexpr MemPoolId kGraphPool = 1;
+  Harness h("", 60 * kMiB);
+  const BlockHandle graph = h.model.malloc(5 * kMiB, 0, kGraphPool);
+  const std::uint64_t graph_address = h.model.address(graph);
+  EXPECT_EQ(h.stats().reserved_bytes, 20 * kMiB);
+  h.model.free(graph);
+  const BlockHandle plain = h.model.malloc(5 * kMiB, 0);  // the graph's free 20 MiB do not serve it
+  EXPECT_NE(h.model.address(plain), graph_address);
+  EXPECT_EQ(h.stats().reserved_bytes, 40 * kMiB);
+  h.model.free(plain);
+  h.model.empty_cache();
+  EXPECT_EQ(h.stats().reserved_bytes, 20 * kMiB);  // the default pool's segment only
+  // 50 MiB do not fit beside the graph's 20: the release frees nothing of it, and the malloc fails.
+  h.take_log();
+  EXPECT_EQ(h.model.malloc(50 * kMiB, 0), kNoBlock);
+  EXPECT_EQ(h.stats().reserved_bytes, 20 * kMiB);
+  EXPECT_TRUE(h.take_log().empty());
+  // The graph's cached block serves the graph's next malloc.
+  const BlockHandle again = h.model.malloc(5 * kMiB, 0, kGraphPool);
+  EXPECT_EQ(h.model.address(again), graph_address);
+  EXPECT_EQ(h.stats().reserved_bytes, 20 * kMiB);
+}
+
 TEST(CachingAllocatorTest, MaxSplitSizeKeepsOversizeBlocksWhole) {
   Harness h("max_split_size_mb:64");
   const BlockHandle big = h.model.malloc(100 * kMiB, 0);

@@ -96,29 +96,6 @@ TEST(AnalyzeErrors, WrongFlagsExit2) {
 namespace fragscope {
 namespace {
 
-TEST(AnalyzeProgress, BarOnATerminalForLargeFilesOnly) {
-  // `script` gives the command a pseudo-terminal, as an interactive user has.
-  const std::string big = std::string(FRAGSCOPE_FIXTURES_DIR) + "/big/snapshot.pickle.zst";
-  const auto out = std::filesystem::path(::testing::TempDir()) / "tty_output";
-  const std::string command = "script -qefc " +
-                              testing::shell_quote(testing::shell_quote(testing::fragscope_binary()) +
-                                                   " analyze --json " + testing::shell_quote(big) +
-                                                   " >/dev/null") +
-                              " /dev/null > " + testing::shell_quote(out.string());
-  ASSERT_EQ(std::system(command.c_str()), 0);
-  std::ifstream in(out);
-  const std::string tty((std::istreambuf_iterator<char>(in)), {});
-  EXPECT_NE(tty.find("reading " + big + " ["), std::string::npos) << tty;
-  EXPECT_NE(tty.find("100% of 104.78 MiB"), std::string::npos) << tty;
-  // Without a terminal (the other tests) stderr stays empty.
-}
-
-}  // namespace
-}  // namespace fragscope
-
-namespace fragscope {
-namespace {
-
 // Issue 16: `analyze` on a snapshot whose memory is on device 1 (every rank but 0 of a multi-GPU
 // node) printed 0 bytes and exited 0. The recording of frag_oom_104, moved to device 1 by Python.
 TEST(AnalyzeDevice, TheDeviceHoldingTheMemoryIsAnalysedAndNamed) {

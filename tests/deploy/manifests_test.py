@@ -174,7 +174,7 @@ class SchemaTest(unittest.TestCase):
             expected = {"": set(), "overlays/prometheus-operator": {"ServiceMonitor", "PrometheusRule"},
                         "overlays/drain": {"ClusterRole", "ClusterRoleBinding"}}[directory]
             self.assertEqual(kinds - {"Namespace", "PriorityClass", "ServiceAccount", "DaemonSet", "Service",
-                                      "ConfigMap"}, expected, directory)
+                                      "NetworkPolicy", "ConfigMap"}, expected, directory)
             if directory == "overlays/drain":
                 self.assertTrue(ds["spec"]["template"]["spec"]["automountServiceAccountToken"])
                 self.assertIn("enabled = true", config["data"]["agent.toml"].split("[actions.drain]")[1])
@@ -230,6 +230,21 @@ class AgentObjectsTest(unittest.TestCase):
         cls.objects = objects_of("")
         cls.kinds = {kind: obj for (kind, _), obj in cls.objects.items()}
 
+    def test_network_policy_admits_only_prometheus_to_the_metrics_port(self):
+        policy = self.kinds["NetworkPolicy"]["spec"]
+        pod = self.kinds["DaemonSet"]["spec"]["template"]
+        self.assertEqual(policy["podSelector"]["matchLabels"], pod["metadata"]["labels"])
+        self.assertEqual(policy["policyTypes"], ["Ingress"])
+        [rule] = policy["ingress"]
+        [source] = rule["from"]  # one entry: namespace AND pod selector, not either
+        self.assertEqual(set(source), {"namespaceSelector", "podSelector"})
+        self.assertTrue(source["namespaceSelector"]["matchLabels"])
+        self.assertTrue(source["podSelector"]["matchLabels"])
+        [container] = pod["spec"]["containers"]
+        ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+        self.assertEqual([(p["port"], p["protocol"]) for p in rule["ports"]], [("metrics", "TCP")])
+        self.assertIn("metrics", ports)
+
     def test_daemonset_wires_the_agent(self):
         ds = self.kinds["DaemonSet"]
         pod = ds["spec"]["template"]
@@ -256,9 +271,32 @@ class AgentObjectsTest(unittest.TestCase):
         self.assertTrue({"cpu", "memory"} <= set(agent["resources"]["limits"]))
         self.assertFalse(agent["securityContext"]["allowPrivilegeEscalation"])
         init = spec["initContainers"][0]
-        self.assertEqual(init["command"], ["/bin/busybox", "chmod", "1777", "/dev/shm/fragscope"])
+        self.assertEqual(init["command"], ["/bin/busybox", "sh", "-c",
+                                           "chgrp 65532 /dev/shm/fragscope && chmod 3777 /dev/shm/fragscope"])
         self.assertEqual(init["image"], agent["image"], "no image from another registry")
         self.assertEqual(kustomization("kubernetes")["images"][0]["name"], agent["image"])
+
+    def test_agent_reads_the_rank_folders_through_its_group_without_capabilities(self):
+        spec = self.kinds["DaemonSet"]["spec"]["template"]["spec"]
+        pod = spec["securityContext"]
+        agent = next(c for c in spec["containers"] if c["name"] == "agent")
+        init = next(c for c in spec["initContainers"] if c["name"] == "rank-dir")
+        for container in (agent, init):
+            context = container["securityContext"]
+            self.assertFalse(context["allowPrivilegeEscalation"], container["name"])
+            self.assertTrue(context["readOnlyRootFilesystem"], container["name"])
+            self.assertEqual(context["capabilities"], {"drop": ["ALL"]}, container["name"])
+            self.assertNotIn("runAsGroup", context, "the pod's group: the agent's, which the init container sets")
+            self.assertNotIn("privileged", context)
+        self.assertNotIn("runAsUser", agent["securityContext"])
+        self.assertNotIn("automountServiceAccountToken", spec)
+        # The hooks make their folders 0750 and files 0640 in the root's group when it is
+        # set-group-ID (python/fragscope/rank_folder.py): the agent's group, mode 3777.
+        self.assertEqual(init["securityContext"]["runAsUser"], 0, "the owner of the kubelet's directory")
+        script = init["command"][3]
+        self.assertIn(f"chgrp {pod['runAsGroup']} /dev/shm/fragscope", script)
+        self.assertIn("chmod 3777 /dev/shm/fragscope", script)
+        self.assertEqual(pod["runAsGroup"], 65532)
 
     def test_priority_class_is_our_own_and_usable_outside_kube_system(self):
         spec = self.kinds["DaemonSet"]["spec"]["template"]["spec"]

@@ -9,7 +9,6 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "inputs/nvidia_smi_csv.h"
 #include "inputs/telemetry_reader.h"
 #include "util/bytes.h"
 #include "util/error.h"
@@ -28,10 +27,9 @@ TelemetryFile telemetry(const std::string& scenario) {
 }
 
 CheckInput canary(const std::string& scenario, const char* smi_file) {
-  CheckInput input;
-  input.ranks = group_by_rank({telemetry(scenario)});
-  if (smi_file) input.smi.push_back(fragscope::inputs::read_nvidia_smi_csv_file(kFixtures / scenario / smi_file));
-  return input;
+  std::vector<std::string> smi;
+  if (smi_file) smi.push_back((kFixtures / scenario / smi_file).string());
+  return read_check_input({(kFixtures / scenario / "steps.jsonl").string()}, smi);
 }
 
 const CriterionResult& find(const CheckReport& report, std::string_view criterion, std::string_view subject_prefix = "") {
@@ -213,6 +211,27 @@ TEST(AcceptanceCheck, SyntheticTwoRankRunWithPhasesOomsAndRetries) {
   lenient.allow_oom = true;
   lenient.max_alloc_retries = 3;
   EXPECT_TRUE(check_acceptance(lenient, input).passed());
+}
+
+TEST(AcceptanceCheck, HbmIsJudgedAgainstThePlannedCard) {
+  // The issue: check measured HBM against the telemetry's 140 GiB device instead of the planned
+  // 80 GiB card, without a word.
+  CheckInput input;
+  input.ranks = group_by_rank({{"rank0.jsonl", synthetic_rank(0, 0, 0)}});
+  for (auto& record : input.ranks[0].records)
+    record.device_total_bytes = 140 * static_cast<std::int64_t>(fragscope::kGiB);
+  AcceptanceCriteria planned;
+  planned.device_memory_bytes = 80 * fragscope::kGiB;
+  const auto report = check_acceptance(planned, input);
+  const auto& hbm = find(report, "max_hbm_fraction");
+  EXPECT_DOUBLE_EQ(*hbm.measured, 40.0 / 80.0);
+  EXPECT_NE(hbm.detail.find("the planned card"), std::string::npos);
+  ASSERT_EQ(report.warnings.size(), 1u);
+  EXPECT_NE(report.warnings[0].find("140.00 GiB"), std::string::npos);
+  EXPECT_NE(report.warnings[0].find("80.00 GiB"), std::string::npos);
+  // The same card as planned (cudaMemGetInfo's total vs memory.total): no warning.
+  planned.device_memory_bytes = 141 * fragscope::kGiB;
+  EXPECT_TRUE(check_acceptance(planned, input).warnings.empty());
 }
 
 TEST(AcceptanceCheck, GroupingByFileAndByRankField) {

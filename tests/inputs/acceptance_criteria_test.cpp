@@ -75,6 +75,19 @@ TEST(AcceptanceCriteria, WriterRoundTrips) {
   EXPECT_EQ(again.str(), out.str());
 }
 
+TEST(AcceptanceCriteria, TheJsonObjectIsTheFileWritten) {
+  AcceptanceCriteria c;
+  c.device_memory_bytes = 150109880320;
+  c.max_hbm_fraction = 0.85;
+  const nlohmann::ordered_json j = acceptance_criteria_json(c);
+  std::ostringstream out;
+  write_acceptance_criteria(out, c);
+  EXPECT_EQ(j.dump(2) + "\n", out.str());
+  EXPECT_EQ(j.begin().key(), "version");  // the file's key order
+  EXPECT_EQ(j.at("device_memory_bytes"), 150109880320ull);
+  EXPECT_EQ(j.size(), 11u);  // every key
+}
+
 TEST(AcceptanceCriteria, ErrorsNameTheFileAndTheKey) {
   EXPECT_EQ(error_of(R"({})"), "criteria.json: missing \"version\" (this fragscope reads version 1)");
   EXPECT_EQ(error_of(R"({"version": 2})"),

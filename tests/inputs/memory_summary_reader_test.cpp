@@ -94,3 +94,18 @@ TEST(MemorySummaryReader, BrokenInput) {
     EXPECT_STREQ(e.what(), "summary.txt:1: cannot read \"lots MiB\" in the Allocated memory row");
   }
 }
+
+// Issue 16: "device ID 4294967297" was cut to 32 bits (device 1) and read without complaint.
+TEST(MemorySummaryReader, DeviceIdIsCheckedBeforeItIsNarrowed) {
+  const std::string table = "| Allocated memory      |    1062 MB |    4877 MB |   89299 MB |   88237 MB |\n";
+  EXPECT_EQ(parse_memory_summary("|  PyTorch CUDA memory summary, device ID 7  |\n" + table, "s.txt").device, 7);
+  for (const std::string id : {"4294967297", "-1", "4097", "99999999999999999999"}) {
+    SCOPED_TRACE(id);
+    try {
+      parse_memory_summary("|  PyTorch CUDA memory summary, device ID " + id + "  |\n" + table, "s.txt");
+      FAIL() << "expected InputError";
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()), "s.txt:1: device ID " + id + " out of range (0 to 4096)");
+    }
+  }
+}

@@ -44,7 +44,7 @@ std::string replace(std::string text, const std::string& from, const std::string
 
 TEST(JobSpec, ParsesTheFixtureShapeWithDefaults) {
   const JobSpec spec = parse_job_spec(kValid, "job.toml");
-  EXPECT_EQ(spec.model.num_kv_heads, 16u);  // defaults to the attention heads
+  EXPECT_EQ(spec.model.num_kv_heads, 16u);         // defaults to the attention heads
   EXPECT_EQ(spec.model.parameters(), 953223168u);  // plan_p1's truth.json "params"
   EXPECT_EQ(spec.training.precision, Precision::kAmpBf16);
   EXPECT_EQ(spec.training.optimizer, Optimizer::kAdamW);
@@ -97,13 +97,14 @@ TEST(JobSpec, ImpossibleValuesNameTheKey) {
             "job.toml: [training].seq_len must be a positive integer");
   EXPECT_EQ(error_of(kValid + "[parallel]\nworld_size = 4\n"),
             "job.toml: [parallel].world_size is 4 but strategy is \"none\" (one GPU); use ddp, fsdp or zero*");
-  EXPECT_NE(error_of(replace(kValid, "gpu = \"h200\"", "gpu = \"V100\"")).find("[hardware].gpu is \"V100\"; known GPUs: A100-40GB"),
+  EXPECT_NE(error_of(replace(kValid, "gpu = \"h200\"", "gpu = \"V100\""))
+                .find("[hardware].gpu is \"V100\"; known GPUs: A100-40GB"),
             std::string::npos);
-  EXPECT_NE(error_of(replace(kValid, "gpu = \"h200\"", "gpu = \"h200\"\nmig = \"3g.40gb\"")).find(
-                "[hardware].mig \"3g.40gb\" is not a MIG profile of H200; its profiles: 1g.18gb"),
+  EXPECT_NE(error_of(replace(kValid, "gpu = \"h200\"", "gpu = \"h200\"\nmig = \"3g.40gb\""))
+                .find("[hardware].mig \"3g.40gb\" is not a MIG profile of H200; its profiles: 1g.18gb"),
             std::string::npos);
-  EXPECT_NE(error_of(replace(kValid, "grad_accum = 2", "grad_accum = 2\nprecision = \"fp8\"")).find(
-                "[training].precision is \"fp8\"; expected one of amp-bf16, amp-fp16, bf16, fp32"),
+  EXPECT_NE(error_of(replace(kValid, "grad_accum = 2", "grad_accum = 2\nprecision = \"fp8\""))
+                .find("[training].precision is \"fp8\"; expected one of amp-bf16, amp-fp16, mixed-bf16, bf16, fp32"),
             std::string::npos);
   EXPECT_EQ(error_of(replace(kValid, "seq_len = 2048", "seq_len = 1099511627776")),
             "job.toml: [model]/[training] has a size beyond 16 Mi; not a real training job");
@@ -120,6 +121,90 @@ TEST(JobSpec, SyntaxErrorIsOneLineWithPosition) {
   const std::string message = error_of("[model]\nhidden_size = = 3\n");
   EXPECT_EQ(message.rfind("job.toml:2:", 0), 0u) << message;
   EXPECT_EQ(message.find('\n'), std::string::npos);
+}
+
+std::string override_error(const std::vector<std::string>& overrides) {
+  try {
+    parse_job_spec(kValid, "job.toml", overrides);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(JobSpec, NewKeysAndTheEvalTable) {
+  const JobSpec spec = parse_job_spec(replace(kValid, "grad_accum = 2", R"(grad_accum = 2
+optimizer_impl = "fused"
+activation_checkpointing = "full"
+checkpointed_layers = 6
+variable_length = true
+min_seq_len = 128
+median_seq_len = 512
+length_sigma = 0.8
+loss = "chunked"
+loss_chunk_tokens = 2048
+use_cache = false)") + "[eval]\nmicro_batch_size = 16\nseq_len = 4096\nevery = 50\n[parallel]\nstrategy = \"fsdp\"\n"
+                       "world_size = 8\n",
+                                      "job.toml");
+  EXPECT_EQ(spec.training.optimizer_impl, OptimizerImpl::kFused);
+  EXPECT_EQ(spec.training.checkpointed_layers, 6u);
+  EXPECT_EQ(spec.training.min_seq_len, 128u);
+  EXPECT_EQ(spec.training.median_seq_len, 512u);
+  EXPECT_DOUBLE_EQ(*spec.training.length_sigma, 0.8);
+  EXPECT_EQ(spec.training.loss, Loss::kChunked);
+  EXPECT_EQ(spec.training.loss_chunk_tokens, 2048u);
+  ASSERT_TRUE(spec.eval);
+  EXPECT_EQ(spec.eval->micro_batch_size, 16u);
+  EXPECT_EQ(spec.eval->every, 50u);
+  const JobSpec conf =
+      parse_job_spec(replace(kValid, "gpu = \"h200\"",
+                             "gpu = \"h200\"\nalloc_conf = \"expandable_segments:True,max_split_size_mb:512\""),
+                     "job.toml");
+  EXPECT_TRUE(conf.hardware.alloc_config.expandable_segments);
+  EXPECT_EQ(conf.hardware.alloc_config.max_split_size, 512ull << 20);
+}
+
+TEST(JobSpec, ImpossibleCombinationsNameTheKey) {
+  // The issue: a global batch the spec cannot reach used to be accepted.
+  EXPECT_EQ(error_of(replace(kValid, "grad_accum = 2", "grad_accum = 2\nglobal_batch = 10")),
+            "job.toml: [training].global_batch (10) cannot be reached: every optimizer step takes a multiple of "
+            "micro_batch_size × world_size = 4 sequences; the nearest reachable are 8 and 12");
+  EXPECT_EQ(error_of(replace(kValid, "grad_accum = 2", "grad_accum = 2\nprecision = \"mixed-bf16\"")),
+            "job.toml: [training].precision \"mixed-bf16\" (bf16 compute copies of fp32 master weights) needs strategy "
+            "fsdp or zero*; on one GPU or DDP use \"amp-bf16\" (autocast) or \"bf16\"");
+  EXPECT_EQ(error_of(replace(kValid, "grad_accum = 2", "grad_accum = 2\ncheckpointed_layers = 4")),
+            "job.toml: [training].checkpointed_layers needs activation_checkpointing = \"full\"");
+  EXPECT_EQ(
+      error_of(replace(kValid, "grad_accum = 2", "grad_accum = 2\nvariable_length = true\nmedian_seq_len = 4096")),
+      "job.toml: [training].median_seq_len must satisfy min_seq_len (1) ≤ median_seq_len (4096) ≤ seq_len (2048)");
+  EXPECT_NE(error_of(replace(kValid, "gpu = \"h200\"", "gpu = \"h200\"\nalloc_conf = \"expandable:1\""))
+                .find("job.toml: [hardware].alloc_conf is not a PYTORCH_CUDA_ALLOC_CONF PyTorch accepts"),
+            std::string::npos);
+  EXPECT_EQ(error_of(replace(kValid, "gpu = \"h200\"",
+                             "gpu = \"h200\"\nalloc_conf = \"expandable_segments:True\"\nexpandable_segments = false")),
+            "job.toml: [hardware].expandable_segments contradicts [hardware].alloc_conf; say it in one place");
+  EXPECT_EQ(error_of(replace(kValid, "grad_accum = 2", "grad_accum = 2\ncpu_offload = \"parameters\"")),
+            "job.toml: [training].cpu_offload \"parameters\" is FSDP2's CPUOffloadPolicy: it needs strategy fsdp");
+}
+
+TEST(JobSpec, SetOverridesEditTheSpecBeforeValidation) {
+  const std::vector<std::string> what_if = {"training.micro_batch_size=2", "training.precision=bf16",
+                                            "hardware.alloc_conf=\"expandable_segments:True\"",
+                                            "training.use_cache=false"};
+  const JobSpec spec = parse_job_spec(kValid, "job.toml", what_if);
+  EXPECT_EQ(spec.training.micro_batch_size, 2u);
+  EXPECT_EQ(spec.training.precision, Precision::kBf16);  // a bare word is a string
+  EXPECT_TRUE(spec.hardware.alloc_config.expandable_segments);
+  EXPECT_FALSE(spec.training.use_cache);
+  EXPECT_EQ(parse_job_spec(kValid, "job.toml", {{"parallel.strategy=ddp"}}).parallel.strategy, Strategy::kDdp);
+  EXPECT_EQ(override_error({"training.micro_batch_size"}),
+            "--set training.micro_batch_size: expected table.key=value (e.g. training.micro_batch_size=2)");
+  EXPECT_EQ(
+      override_error({"optimizer.lr=1"}),
+      "--set optimizer.lr=1: expected table.key=value with table one of model, training, eval, parallel, hardware");
+  EXPECT_EQ(override_error({"training.grad_acum=4"}), "job.toml: unknown key [training].grad_acum");  // validated
+  EXPECT_EQ(override_error({"training.micro_batch_size=0"}),
+            "job.toml: [training].micro_batch_size must be a positive integer");
 }
 
 TEST(JobSpec, ReadsTheShippedExamples) {

@@ -5,12 +5,15 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "inputs/oom_message_parser.h"
 #include "plan/job_spec.h"
+#include "plan/training_program.h"
 
 namespace fragscope::plan::testing {
 
@@ -21,6 +24,16 @@ struct RecordedRun {
   std::uint64_t params = 0;             ///< sum(p.numel()) as the recorder printed it; 0 if absent
   std::uint64_t max_memory_allocated = 0;
   std::uint64_t max_memory_reserved = 0;
+  std::string alloc_conf;               ///< PYTORCH_CUDA_ALLOC_CONF of the run
+  TrainingSchedule schedule;            ///< the run's micro-steps (and the failing one) and evals
+  std::uint64_t num_alloc_retries = 0;  ///< the run's own count, where truth.json has it
+  bool oom = false;
+  std::uint32_t oom_step = 0;
+  std::string oom_phase;          ///< "train" or "eval"
+  std::uint64_t oom_request = 0;  ///< "Tried to allocate" (two decimals)
+  /// What this process could reserve: PyTorch's reserved bytes plus the driver's free bytes
+  /// at the OOM (from the OOM message; exact to its two decimals).
+  std::optional<std::uint64_t> capacity;
 };
 
 inline nlohmann::json read_json(const std::filesystem::path& path) {
@@ -51,7 +64,10 @@ inline RecordedRun load_recorded_run(const std::filesystem::path& dir) {
   s.training.grad_accum = w.at("ga");
   s.training.checkpointing = w.value("ckpt", false) ? Checkpointing::kFull : Checkpointing::kNone;
   s.training.attention = w.value("attn", std::string("sdpa")) == "eager" ? Attention::kEager : Attention::kSdpa;
-  if (w.value("fsdp", false)) s.parallel.strategy = Strategy::kFsdp;  // one-rank FSDP2
+  if (w.value("fsdp", false)) {  // one-rank FSDP2, MixedPrecisionPolicy(param_dtype=bf16), no autocast
+    s.parallel.strategy = Strategy::kFsdp;
+    s.training.precision = Precision::kMixedBf16;
+  }
   s.hardware.gpu = "H200";
   std::ifstream steps(dir / "steps.jsonl");
   for (std::string line; std::getline(steps, line);)
@@ -59,6 +75,33 @@ inline RecordedRun load_recorded_run(const std::filesystem::path& dir) {
   const std::uint64_t fixed = w.value("fixed_len", 0);
   s.training.variable_length = fixed == 0;
   s.training.seq_len = fixed ? fixed : w.at("max_len").get<std::uint64_t>();
+  if (!fixed) {
+    s.training.min_seq_len = w.at("min_len").get<std::uint64_t>();
+    s.training.median_seq_len = 1097;  // the recorder's lognormvariate(7.0, 0.6): e^7
+    s.training.length_sigma = 0.6;
+  }
+
+  const nlohmann::json meta = read_json(dir / "meta.json");
+  run.alloc_conf = meta.value("alloc_conf", "");
+  if (truth) run.num_alloc_retries = doc.value("num_alloc_retries", 0);
+  run.schedule.seq_lens = run.seq_lens;
+  const std::uint64_t eval_every = w.value("eval_every", 0);
+  if (eval_every) {
+    s.eval = EvalConfig{w.at("eval_batch").get<std::uint64_t>(), w.at("eval_len").get<std::uint64_t>(), 1};
+    for (std::uint64_t k = 0; k <= run.seq_lens.size(); ++k)
+      if ((k + 1) % eval_every == 0) run.schedule.eval_after.push_back(static_cast<std::uint32_t>(k));
+  }
+  if (meta.value("outcome", "") == "oom") {
+    run.oom = true;
+    run.oom_step = meta.at("oom_step").get<std::uint32_t>();
+    run.oom_phase = meta.at("oom_phase").get<std::string>();
+    if (run.seq_lens.size() == run.oom_step && meta.contains("oom_seq_len") && !meta["oom_seq_len"].is_null())
+      run.schedule.seq_lens.push_back(meta["oom_seq_len"].get<std::uint64_t>());
+    if (const auto m = inputs::parse_oom_message(meta.at("oom_message").get<std::string>())) {
+      run.oom_request = m->tried_to_allocate.value_or(0);
+      if (m->reserved_by_pytorch && m->free) run.capacity = *m->reserved_by_pytorch + *m->free;
+    }
+  }
   return run;
 }
 

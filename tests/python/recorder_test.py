@@ -7,7 +7,6 @@ import tempfile
 import time
 import unittest
 
-from fragscope import shm
 from fragscope.recorder import RankIdentity, StepRecorder, StepSample
 from fragscope.telemetry import STAT_KEYS
 
@@ -28,6 +27,7 @@ class StepRecorderTest(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.TemporaryDirectory()
         self.rank_dir = os.path.join(self.dir.name, "shm")
+        os.mkdir(self.rank_dir, 0o700)  # this user's own folder: the rank file goes straight in
         self.jsonl = os.path.join(self.dir.name, "out", "rank2", "steps.jsonl")
         identity = RankIdentity(rank=2, local_rank=2, world_size=4, gpu=2, job="unit", pid=999)
         self.recorder = StepRecorder(identity, rank_dir=self.rank_dir, telemetry_path=self.jsonl, window=3,

@@ -2,10 +2,13 @@
 #include "replay/replay_engine.h"
 
 #include <fstream>
+#include <sstream>
 
 #include <gtest/gtest.h>
 
 #include "fixture_util.h"
+#include "replay/replay_summary.h"
+#include "report/replay_report.h"
 #include "util/error.h"
 #include "snapshot/snapshot_reader.h"
 #include "util/gpu_catalog.h"
@@ -103,6 +106,89 @@ TEST(CapacityTest, ACudaMallocRefusedWithRoomOnTheDeviceMeansACap) {
   EXPECT_TRUE(r.oom);
   EXPECT_TRUE(r.oom_matches_recorded);
   EXPECT_EQ(r.segment_mismatches, 0u);
+}
+
+/// A run whose non-PyTorch memory grows by 10 MiB: the driver serves 60 MiB early on; after an
+/// empty_cache() it refuses 24 MiB on top of 30 MiB held (54 MiB) and the run dies there with
+/// 20 MiB free.
+PreparedTrace growing_non_pytorch_memory() {
+  constexpr std::uint64_t kMiB = 1ull << 20;
+  constexpr std::uint64_t kA = 0x7f0000000000, kB = kA + (64 << 20), kC = kA + (128 << 20);
+  auto event = [](snapshot::TraceAction action, std::uint64_t addr, std::uint64_t size) {
+    snapshot::TraceEvent e;
+    e.action = action;
+    e.addr = addr;
+    e.size = size;
+    return e;
+  };
+  using snapshot::TraceAction;
+  snapshot::Snapshot s;
+  s.device_traces.push_back({
+      event(TraceAction::kSegmentAlloc, kA, 40 * kMiB), event(TraceAction::kAlloc, kA, 40 * kMiB),
+      event(TraceAction::kSegmentAlloc, kB, 20 * kMiB), event(TraceAction::kAlloc, kB, 20 * kMiB),
+      event(TraceAction::kFreeRequested, kB, 20 * kMiB), event(TraceAction::kFreeCompleted, kB, 20 * kMiB),
+      event(TraceAction::kFreeRequested, kA, 40 * kMiB), event(TraceAction::kFreeCompleted, kA, 40 * kMiB),
+      event(TraceAction::kSegmentFree, kA, 40 * kMiB), event(TraceAction::kSegmentFree, kB, 20 * kMiB),
+      event(TraceAction::kSnapshot, 0, 0),  // the two releases were an empty_cache()
+      event(TraceAction::kSegmentAlloc, kC, 30 * kMiB), event(TraceAction::kAlloc, kC, 30 * kMiB),
+      event(TraceAction::kOom, 20 * kMiB, 24 * kMiB),
+      event(TraceAction::kFreeRequested, kC, 30 * kMiB), event(TraceAction::kFreeCompleted, kC, 30 * kMiB)});
+  return prepare_trace(s, 0, "growing.pickle");
+}
+
+TEST(CapacityTest, NonPyTorchMemoryThatGrowsIsReplayedOverTimeAndNamedAsTheOomCause) {
+  constexpr std::uint64_t kMiB = 1ull << 20;
+  const PreparedTrace trace = growing_non_pytorch_memory();
+  ASSERT_EQ(trace.capacity.pieces.size(), 2u);
+  EXPECT_EQ(trace.capacity.pieces[1].first_trace_index, 13u);
+  const Capacity capacity = resolve_capacity(trace, {});
+  ASSERT_EQ(capacity.steps.size(), 2u);
+  EXPECT_EQ(capacity.steps[0].bytes, 60 * kMiB);  // the most the driver served before
+  EXPECT_EQ(capacity.steps[1].from_trace_index, 13u);
+  EXPECT_EQ(capacity.steps[1].bytes, 50 * kMiB);  // 30 MiB held + 20 MiB free at the OOM
+  ASSERT_EQ(capacity.changes.size(), 1u);
+  const CapacityChange& change = capacity.changes[0];
+  EXPECT_TRUE(change.non_pytorch_grew());
+  EXPECT_EQ(change.after_trace_index, 2u);  // served 60 MiB there
+  EXPECT_EQ(change.by_trace_index, 13u);    // refused 54 MiB here
+  EXPECT_EQ(change.at_least_bytes, 6 * kMiB + 1);  // served 60, then refused 54
+  EXPECT_EQ(*capacity.bytes, 60 * kMiB);
+  EXPECT_NE(capacity.source.find("over time"), std::string::npos);
+
+  // Replayed over time, every event is as recorded and the OOM lands where the run died; the
+  // capacity at the OOM alone would have refused the 60 MiB served early on.
+  const ReplaySummary summary = summarize_replay(trace, std::nullopt, capacity);
+  EXPECT_EQ(summary.result.segment_mismatches, 0u);
+  EXPECT_TRUE(summary.result.oom_matches_recorded);
+  EXPECT_EQ(summary.result.stats.peak_reserved_bytes, 60 * kMiB);
+  ReplayOptions constant = replay_options_for(capacity);
+  constant.capacity_steps.clear();
+  constant.capacity = 50 * kMiB;
+  const ReplayResult at_oom_figure = run_replay(trace, ModelKind::kCaching, trace.recorded_config, constant);
+  EXPECT_FALSE(at_oom_figure.oom_matches_recorded);
+  EXPECT_EQ(*at_oom_figure.oom_trace_index, 3u);
+  // At the capacity it started with, the run passes its OOM: the growth caused it.
+  ASSERT_TRUE(summary.at_start_capacity);
+  EXPECT_TRUE(summary.at_start_capacity->passed_recorded_oom);
+  std::ostringstream text;
+  report::write_replay_text(text, summary);
+  const std::string line = "non-PyTorch memory grew by 10.00 MiB (at least 6.00 MiB) between events 2 and 13";
+  EXPECT_NE(text.str().find(line), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("OOM cause        non-PyTorch memory's growth"), std::string::npos) << text.str();
+}
+
+TEST(CapacityTest, ADriverFigureAboveARefusalIsBroughtBelowIt) {
+  // ec_lo (field): cudaMemGetInfo at the OOM says 14.25 GiB + 183.12 MiB, but a cudaMalloc
+  // asking for 1.13 MiB less in total was refused before: the capacity is below that.
+  const std::string path =
+      std::string(FRAGSCOPE_SOURCE_DIR) + "/tests/data/field/ec_lo/oom_snapshot.pickle.gz";
+  const PreparedTrace trace = prepare_trace(snapshot::read_snapshot_file(path), 0, path);
+  const Capacity capacity = resolve_capacity(trace, {});
+  ASSERT_EQ(trace.capacity.pieces.size(), 1u);
+  EXPECT_EQ(*capacity.bytes, *trace.capacity.pieces[0].upper - 1);
+  EXPECT_LT(*capacity.bytes, trace.ooms.back().reserved_at_oom + trace.ooms.back().device_free);
+  EXPECT_NE(capacity.source.find("was refused at event 47652"), std::string::npos) << capacity.source;
+  EXPECT_TRUE(capacity.steps.empty());
 }
 
 // A driver OOM (the ballast left less free than the request) is no cap.

@@ -104,6 +104,120 @@ TEST(PreparedTraceTest, SegmentsReleasedOutsideAMallocAreAnEmptyCache) {
   EXPECT_FALSE(t.capacity.failed_at);
 }
 
+/// A stack of C++ frames as PyTorch records them (stacks="all"), innermost first.
+snapshot::StackId cpp_stack(snapshot::Snapshot& s, const std::vector<std::string>& names) {
+  std::vector<snapshot::FrameId> frames;
+  for (const std::string& name : names) {
+    frames.push_back(s.stacks.intern_frame({s.strings.intern("CUDACachingAllocator.cpp"), s.strings.intern(name), 0}));
+  }
+  return s.stacks.intern_stack(frames);
+}
+
+const std::vector<std::string> kEmptyCacheFrames = {
+    "torch::unwind::unwind()", "torch::CapturedTraceback::gather(bool, bool, bool)",
+    "torch::cuda::(anonymous namespace)::gather_with_cpp()",
+    "c10::cuda::CUDACachingAllocator::Native::NativeCachingAllocator::emptyCache(std::pair<unsigned long long, "
+    "unsigned long long>)",
+    "at::native::(anonymous namespace)::run_single_conv(...)"};
+const std::vector<std::string> kMallocFrames = {
+    "torch::unwind::unwind()", "torch::CapturedTraceback::gather(bool, bool, bool)",
+    "torch::cuda::(anonymous namespace)::gather_with_cpp()",
+    "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(unsigned long, CUstream_st*)"};
+
+/// 20 MiB allocated and freed, its segment released with `stack`, then a 40 MiB malloc.
+snapshot::Snapshot release_then_malloc(const std::vector<std::string>& release_frames) {
+  snapshot::Snapshot s = with_trace({event(TraceAction::kSegmentAlloc, kBase, 20 * kMiB),
+                                     event(TraceAction::kAlloc, kBase, 20 * kMiB),
+                                     event(TraceAction::kFreeRequested, kBase, 20 * kMiB),
+                                     event(TraceAction::kFreeCompleted, kBase, 20 * kMiB),
+                                     event(TraceAction::kSegmentFree, kBase, 20 * kMiB),
+                                     event(TraceAction::kSegmentAlloc, kBase + 64 * kMiB, 40 * kMiB),
+                                     event(TraceAction::kAlloc, kBase + 64 * kMiB, 40 * kMiB)});
+  if (!release_frames.empty()) s.device_traces[0][4].stack = cpp_stack(s, release_frames);
+  return s;
+}
+
+TEST(PreparedTraceTest, AReleaseWhoseStackIsEmptyCacheIsAFlushEvenBeforeACudaMalloc) {
+  // cuDNN's benchmark calls emptyCache() and then allocates: not a failed cudaMalloc.
+  const PreparedTrace t = prepare_trace(release_then_malloc(kEmptyCacheFrames), 0, "t");
+  EXPECT_EQ(kinds(t), (std::vector<OpKind>{OpKind::kAlloc, OpKind::kFree, OpKind::kEmptyCache, OpKind::kAlloc}));
+  EXPECT_EQ(t.ops[2].trace_index, 4u);
+  EXPECT_EQ(t.ops[2].segment_end, 2u);  // the flush owns the segment_free, the malloc its segment_alloc
+  EXPECT_EQ(t.ops[3].segment_end, 3u);
+  EXPECT_EQ(t.flushes, 1u);
+  EXPECT_FALSE(t.capacity.failed_at);  // no cudaMalloc failed
+  EXPECT_EQ(t.capacity.release_bursts, 0u);
+}
+
+TEST(PreparedTraceTest, AReleaseInsideMallocOrWithoutStackBeforeACudaMallocIsAFailedCudaMalloc) {
+  for (const auto& frames : {kMallocFrames, std::vector<std::string>{}}) {
+    const PreparedTrace t = prepare_trace(release_then_malloc(frames), 0, "t");
+    EXPECT_EQ(kinds(t), (std::vector<OpKind>{OpKind::kAlloc, OpKind::kFree, OpKind::kAlloc}));
+    EXPECT_EQ(t.flushes, 0u);
+    ASSERT_TRUE(t.capacity.failed_at);
+    EXPECT_EQ(*t.capacity.failed_at, 60 * kMiB);
+  }
+}
+
+TEST(PreparedTraceTest, AReleaseFollowedByACachedBlockIsAFlush) {
+  // A malloc's own release always ends in a cudaMalloc or an OOM: a block served from the cache
+  // right after releases means they were an empty_cache() (a user's, between steps).
+  const auto s = with_trace({event(TraceAction::kSegmentAlloc, kBase, 20 * kMiB),
+                             event(TraceAction::kAlloc, kBase, 4 * kMiB),
+                             event(TraceAction::kSegmentAlloc, kBase + 64 * kMiB, 20 * kMiB),
+                             event(TraceAction::kAlloc, kBase + 64 * kMiB, 20 * kMiB),
+                             event(TraceAction::kFreeRequested, kBase + 64 * kMiB, 20 * kMiB),
+                             event(TraceAction::kFreeCompleted, kBase + 64 * kMiB, 20 * kMiB),
+                             event(TraceAction::kSegmentFree, kBase + 64 * kMiB, 20 * kMiB),
+                             event(TraceAction::kAlloc, kBase + 4 * kMiB, 4 * kMiB)});
+  const PreparedTrace t = prepare_trace(s, 0, "t");
+  EXPECT_EQ(kinds(t), (std::vector<OpKind>{OpKind::kAlloc, OpKind::kAlloc, OpKind::kFree, OpKind::kEmptyCache,
+                                           OpKind::kAlloc}));
+  EXPECT_EQ(t.flushes, 1u);
+  EXPECT_FALSE(t.capacity.failed_at);
+}
+
+TEST(PreparedTraceTest, AnOomFollowedByAllocationsWasCaught) {
+  // cuDNN's algorithm search catches OutOfMemoryError and goes on; the run died of the last one.
+  const auto s = with_trace({event(TraceAction::kSegmentAlloc, kBase, 20 * kMiB),
+                             event(TraceAction::kAlloc, kBase, 20 * kMiB),
+                             event(TraceAction::kOom, 3 * kMiB, 30 * kMiB),
+                             event(TraceAction::kFreeRequested, kBase, 20 * kMiB),
+                             event(TraceAction::kFreeCompleted, kBase, 20 * kMiB),
+                             event(TraceAction::kAlloc, kBase, 10 * kMiB),
+                             event(TraceAction::kOom, 3 * kMiB, 40 * kMiB),
+                             event(TraceAction::kFreeRequested, kBase, 10 * kMiB),
+                             event(TraceAction::kFreeCompleted, kBase, 10 * kMiB)});
+  const PreparedTrace t = prepare_trace(s, 0, "t");
+  EXPECT_EQ(kinds(t), (std::vector<OpKind>{OpKind::kAlloc, OpKind::kCaughtOom, OpKind::kFree, OpKind::kAlloc,
+                                           OpKind::kOom, OpKind::kFree}));
+  ASSERT_EQ(t.ooms.size(), 2u);
+  EXPECT_TRUE(t.ooms[0].caught);
+  EXPECT_FALSE(t.ooms[1].caught);
+}
+
+TEST(PreparedTraceTest, OneCapacityStretchWhileOneNumberExplainsTheDriver) {
+  // A cudaMalloc of 40 MiB refused with 20 MiB held (60 MiB), then 40 MiB served after the
+  // release: one capacity in [40, 60) MiB explains both.
+  const PreparedTrace t = prepare_trace(release_then_malloc({}), 0, "t");
+  ASSERT_EQ(t.capacity.pieces.size(), 1u);
+  EXPECT_EQ(t.capacity.pieces[0].lower, 40 * kMiB);
+  EXPECT_EQ(t.capacity.pieces[0].upper, 60 * kMiB);
+  EXPECT_EQ(t.capacity.pieces[0].upper_trace_index, 5u);
+}
+
+TEST(PreparedTraceTest, ServedAboveAnEarlierRefusalStartsANewCapacityStretch) {
+  // Refused at 60 MiB; later 70 MiB are served: memory outside the allocator was given back.
+  auto s = release_then_malloc({});
+  s.device_traces[0].push_back(event(TraceAction::kSegmentAlloc, kBase + 128 * kMiB, 30 * kMiB));
+  s.device_traces[0].push_back(event(TraceAction::kAlloc, kBase + 128 * kMiB, 30 * kMiB));
+  const PreparedTrace t = prepare_trace(s, 0, "t");
+  ASSERT_EQ(t.capacity.pieces.size(), 2u);
+  EXPECT_EQ(t.capacity.pieces[1].first_trace_index, 7u);
+  EXPECT_EQ(t.capacity.pieces[1].lower, 70 * kMiB);
+  EXPECT_FALSE(t.capacity.pieces[1].upper);
+}
+
 TEST(PreparedTraceTest, OomEntriesAreRecordedWithTheReservedBytes) {
   const auto s = with_trace({event(TraceAction::kSegmentAlloc, kBase, 20 * kMiB),
                              event(TraceAction::kAlloc, kBase, 20 * kMiB),

@@ -30,10 +30,12 @@ std::vector<std::uint8_t> decompressed(const std::string& path) {
   return out;
 }
 
-/// Every snapshot recorded for the repository: the fixtures and the held-out test recordings.
+/// Every snapshot recorded for the repository: the fixtures, the held-out test recordings and the
+/// field recordings (third-party jobs; torch.compile's frames carry line 2^64 - 1).
 std::vector<std::string> recorded_snapshots() {
   std::vector<std::string> paths;
-  for (const std::string& root : {std::string(FRAGSCOPE_FIXTURES_DIR), std::string(FRAGSCOPE_SOURCE_DIR) + "/tests/data/heldout"}) {
+  for (const std::string& root : {std::string(FRAGSCOPE_FIXTURES_DIR), std::string(FRAGSCOPE_SOURCE_DIR) + "/tests/data/heldout",
+                                  std::string(FRAGSCOPE_SOURCE_DIR) + "/tests/data/field"}) {
     if (!std::filesystem::is_directory(root)) continue;
     for (const auto& entry : std::filesystem::recursive_directory_iterator(root))
       if (entry.path().filename().string().find(".pickle") != std::string::npos) paths.push_back(entry.path().string());
@@ -132,6 +134,13 @@ class PickleWriter {
     bytes(8);
     for (int i = 0; i < 8; ++i) bytes(static_cast<std::uint8_t>(v >> (8 * i)));
   }
+  /// 2^64 - 1 as CPython writes it (LONG1 of 9 bytes): torch.compile's unknown lines.
+  void max_unsigned() {
+    op(0x8a);
+    bytes(9);
+    for (int i = 0; i < 8; ++i) bytes(0xff);
+    bytes(0);
+  }
   void get(std::uint64_t index) {
     if (index < 256) {
       op('h');
@@ -208,7 +217,11 @@ std::vector<std::uint8_t> generated_snapshot(unsigned seed, std::size_t entries)
     w.str("filename");
     w.str("/src/model_" + std::to_string(f % 5) + ".py");
     w.str("line");
-    w.integer(10 + f);
+    if (f % 7 == 3) {
+      w.max_unsigned();
+    } else {
+      w.integer(10 + f);
+    }
     w.str("name");
     w.str("forward_" + std::to_string(f));
     w.end_dict();

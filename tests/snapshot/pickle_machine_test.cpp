@@ -343,5 +343,42 @@ TEST(PickleMachine, ErrorsInsideADictBodyMatchTheGenericReader) {
   }
 }
 
+/// {'segments': [], 'device_traces': [[{'action': 'alloc', 'addr': 0, 'size': 512, 'stream': <stream>,
+///   'frames': [{'filename': 'f.py', 'line': <line>, 'name': 'n'}]}]]}, ints as pickled bytes.
+std::vector<std::uint8_t> one_event(const std::string& stream, const std::string& line) {
+  const std::string head = "}(\x8c\x08" "segments]\x8c\x0d" "device_traces]]}(\x8c\x06" "action\x8c\x05" "alloc\x8c\x04" "addrK\x00"
+                           "\x8c\x04" "sizeM\x00\x02\x8c\x06" "stream"s;
+  const std::string frame = "\x8c\x06" "frames]}(\x8c\x08" "filename\x8c\x04" "f.py\x8c\x04" "line"s;
+  return bytes(kProto4 + head + stream + frame + line + "\x8c\x04" "name\x8c\x01" "nuauaau."s);
+}
+
+TEST(PickleMachine, NineByteIntegersAreUnsignedDataWiderOnesStillRefused) {
+  const std::string small = "K\x07";
+  const std::string max_u64 = "\x8a\x09\xff\xff\xff\xff\xff\xff\xff\xff\x00"s;  // 2^64 - 1, as CPython writes it
+  const std::string two_63 = "\x8a\x09\x00\x00\x00\x00\x00\x00\x00\x80\x00"s;  // 2^63
+  Snapshot s = parse_snapshot(one_event(small, small), "ok.pickle");
+  EXPECT_EQ(s.stacks.frame(s.stacks.stack(s.device_traces[0][0].stack)[0]).line, 7);
+
+  // torch.compile's C++ frames: line 2^64 - 1 means no line.
+  s = parse_snapshot(one_event(small, max_u64), "compiled.pickle");
+  const Frame& frame = s.stacks.frame(s.stacks.stack(s.device_traces[0][0].stack)[0]);
+  EXPECT_EQ(frame.line, Frame::kUnknownLine);
+  EXPECT_EQ(frame.line_text(), "?");
+  // A cudaStream_t written unsigned.
+  s = parse_snapshot(one_event(two_63, small), "stream.pickle");
+  EXPECT_EQ(s.device_traces[0][0].stream, std::uint64_t{1} << 63);
+  s = parse_snapshot(one_event(max_u64, small), "stream.pickle");
+  EXPECT_EQ(s.device_traces[0][0].stream, ~std::uint64_t{0});
+
+  // Beyond 64 bits (10 bytes, or 9 that are negative) nothing PyTorch writes: still an error.
+  EXPECT_NE(error_of(one_event(small, "\x8a\x0a\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00"s))
+                .find("frame: 'line' is an int wider than 64 bits, expected an int"),
+            std::string::npos);
+  EXPECT_NE(error_of(one_event(small, "\x8a\x09\x00\x00\x00\x00\x00\x00\x00\x00\xff"s)).find("wider than 64 bits"),
+            std::string::npos);
+  // A LONG4 announcing 2 GiB in a line: skipped in bounded chunks, then truncated; never buffered.
+  EXPECT_NE(error_of(one_event(small, "\x8b\xff\xff\xff\x7f")).find("truncated pickle"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace fragscope::snapshot

@@ -142,6 +142,23 @@ TEST(SnapshotReader, SharedStacksAreStoredOnce) {
   EXPECT_LT(s.stacks.stack_count(), events_with_frames / 4);
 }
 
+TEST(SnapshotReader, CompiledFramesWithLine2To64Minus1HaveAnUnknownLine) {
+  // Entries of a torch.compile recording (PyTorch 2.11): fake_tensor.py's init_gpu_context frame
+  // carries line 2^64 - 1, a 9-byte LONG1.
+  const Snapshot s = read_snapshot_file(kData + "compiled_unknown_line.pickle");
+  ASSERT_EQ(s.device_traces.size(), 1u);
+  ASSERT_EQ(s.device_traces[0].size(), 10u);
+  std::size_t unknown = 0;
+  for (std::size_t i = 0; i < s.stacks.frame_count(); ++i) {
+    const Frame& f = s.stacks.frame(static_cast<FrameId>(i));
+    if (f.line != Frame::kUnknownLine) continue;
+    ++unknown;
+    EXPECT_EQ(s.strings.view(f.name), "init_gpu_context");
+  }
+  EXPECT_EQ(unknown, 1u);
+  EXPECT_EQ(s.device_traces[0][3].action, TraceAction::kFreeRequested);
+}
+
 TEST(SnapshotReader, EveryProtocolAndCompressionGivesTheSameModel) {
   const Snapshot reference = read_snapshot_file(kFixture);
   for (const char* name : {"frag_oom_104.proto2.pickle.gz", "frag_oom_104.proto3.pickle.gz",
@@ -190,6 +207,16 @@ TEST(SnapshotReader, ReadsLegacySegmentListWithHistory) {
   for (const Block& b : s.blocks_of(seg)) {
     EXPECT_EQ(b.address, expected);
     expected += b.size;
+  }
+}
+
+// Issue 16: a device of 2^32 + 1 was cut to 32 bits (device 1) before the range check.
+TEST(SnapshotReader, DeviceIsCheckedBeforeItIsNarrowed) {
+  try {
+    read_snapshot_file(kData + "device_past_32_bits.pickle");
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("segment: device 4294967297 out of range"), std::string::npos) << e.what();
   }
 }
 

@@ -7,6 +7,8 @@ Writes the same snapshot re-pickled with protocols 2, 3 and 5 (gzip-compressed, 
 repository small), and a legacy snapshot (a bare list of segments whose blocks carry `history`
 instead of `frames`, as torch.cuda.memory_snapshot() returned before 2.1) built from it.
 small_snapshot.pickle is an uncompressed 6-segment, 40-event excerpt for truncation tests.
+device_past_32_bits.pickle is one hand-made segment on device 2**32 + 1, which a reader that
+narrows to 32 bits before its range check takes for device 1.
 Every file holds only builtins, so `pickle.load` reads it back identically.
 """
 import gzip
@@ -42,6 +44,15 @@ def main():
              "allocator_settings": snapshot["allocator_settings"], "external_annotations": []}
     with open(f"{out}/small_snapshot.pickle", "wb") as f:  # uncompressed: truncation tests
         pickle.dump(small, f, protocol=4)
+    with open(f"{out}/device_past_32_bits.pickle", "wb") as f:
+        pickle.dump({"segments": [device_past_32_bits()], "device_traces": [[]]}, f, protocol=2)
+
+
+def device_past_32_bits():
+    return {"device": 2**32 + 1, "address": 139_637_976_727_552, "total_size": 2_097_152, "stream": 0,
+            "segment_type": "small", "allocated_size": 512, "active_size": 512, "requested_size": 500,
+            "blocks": [{"size": 512, "requested_size": 500, "state": "active_allocated"},
+                       {"size": 2_097_152 - 512, "requested_size": 0, "state": "inactive"}]}
 
 
 def write_gzip(path, obj, protocol):

@@ -1,0 +1,49 @@
+// libFuzzer target: the agent's HTTP request-head parser, fed whatever a client on the network
+// may send. Never a crash, a sanitizer report or an exception, and the verdict is monotone, as
+// the server relies on (it parses again after every read): once a prefix of the stream is
+// complete or bad, every longer prefix says the same. A complete head is GET or HEAD with a
+// path that starts with '/', within the size limit.
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string_view>
+
+#include "agent/http_request.h"
+
+namespace {
+
+using fragscope::agent::parse_request_head;
+using fragscope::agent::RequestHead;
+
+[[noreturn]] void fail(const char* what, std::size_t at) {
+  std::fprintf(stderr, "%s (prefix of %zu bytes)\n", what, at);
+  std::abort();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view stream(reinterpret_cast<const char*>(data), size);
+  // A small limit too, so that inputs of fuzzing size reach the 431 paths.
+  const std::size_t limit = size % 2 == 0 ? fragscope::agent::kMaxRequestHeadBytes : 64;
+  const RequestHead whole = parse_request_head(stream, limit);
+  if (whole.status == RequestHead::Status::kComplete) {
+    if (whole.method != "GET" && whole.method != "HEAD") fail("complete with another method", size);
+    if (whole.path.empty() || whole.path.front() != '/') fail("complete with a path not starting with '/'", size);
+    if (whole.head_bytes > size || whole.head_bytes > limit) fail("head longer than the input or the limit", size);
+  }
+  if (whole.status == RequestHead::Status::kBad && (whole.error_status < 400 || whole.error.empty())) {
+    fail("bad without a status and a reason", size);
+  }
+  // Reads of any size: the first verdict a prefix gives is the verdict of the whole.
+  const std::size_t step = size % 13 + 1;
+  for (std::size_t end = 0; end < size; end += step) {
+    const RequestHead partial = parse_request_head(stream.substr(0, end), limit);
+    if (partial.status != RequestHead::Status::kIncomplete) {
+      if (!(partial == whole)) fail("a prefix's verdict differs from the whole input's", end);
+      break;
+    }
+  }
+  return 0;
+}

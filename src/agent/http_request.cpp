@@ -1,0 +1,92 @@
+#include "agent/http_request.h"
+
+#include <algorithm>
+#include <optional>
+
+#include <fmt/format.h>
+
+namespace fragscope::agent {
+namespace {
+
+// RFC 9110 token characters.
+bool is_token_char(char c) {
+  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
+  return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+}
+
+bool is_token(std::string_view text) { return !text.empty() && std::all_of(text.begin(), text.end(), is_token_char); }
+
+RequestHead bad(int status, std::string reason) {
+  RequestHead head;
+  head.status = RequestHead::Status::kBad;
+  head.error_status = status;
+  head.error = std::move(reason);
+  return head;
+}
+
+/// The request line; fills method and path, or returns the error.
+std::optional<RequestHead> parse_request_line(std::string_view line, RequestHead& head) {
+  const auto first_space = line.find(' ');
+  const auto last_space = line.rfind(' ');
+  if (first_space == std::string_view::npos || first_space == last_space) {
+    return bad(400, "malformed request line");
+  }
+  const std::string_view method = line.substr(0, first_space);
+  const std::string_view target = line.substr(first_space + 1, last_space - first_space - 1);
+  const std::string_view version = line.substr(last_space + 1);
+  if (!is_token(method)) return bad(400, "malformed method");
+  if (target.empty() || target.front() != '/' ||
+      !std::all_of(target.begin(), target.end(), [](char c) { return c > ' ' && c < 0x7f; })) {
+    return bad(400, "malformed request target");
+  }
+  if (version != "HTTP/1.0" && version != "HTTP/1.1") {
+    const bool looks_like_http = version.size() == 8 && version.starts_with("HTTP/") && version[6] == '.' &&
+                                 version[5] >= '0' && version[5] <= '9' && version[7] >= '0' && version[7] <= '9';
+    return looks_like_http ? bad(505, "HTTP version not supported") : bad(400, "malformed HTTP version");
+  }
+  if (method != "GET" && method != "HEAD") return bad(405, fmt::format("method {} not allowed", method));
+  head.method = std::string(method);
+  head.path = std::string(target.substr(0, target.find_first_of("?#")));
+  return std::nullopt;
+}
+
+std::optional<RequestHead> check_header_line(std::string_view line) {
+  if (line.front() == ' ' || line.front() == '\t') return bad(400, "obsolete header line folding");
+  const auto colon = line.find(':');
+  if (colon == std::string_view::npos || !is_token(line.substr(0, colon))) return bad(400, "malformed header");
+  const std::string_view value = line.substr(colon + 1);
+  const bool clean = std::all_of(value.begin(), value.end(), [](char c) {
+    const auto byte = static_cast<unsigned char>(c);
+    return byte == '\t' || (byte >= 0x20 && byte != 0x7f);
+  });
+  if (!clean) return bad(400, "control character in a header value");
+  return std::nullopt;
+}
+
+}  // namespace
+
+RequestHead parse_request_head(std::string_view received, std::size_t max_head_bytes) {
+  RequestHead head;
+  const auto too_large = [&] {
+    return bad(431, fmt::format("request head larger than {} bytes", max_head_bytes));
+  };
+  for (std::size_t start = 0, line_number = 0;; ++line_number) {
+    const auto newline = received.find('\n', start);
+    if (newline == std::string_view::npos) return received.size() > max_head_bytes ? too_large() : RequestHead{};
+    if (newline + 1 > max_head_bytes) return too_large();
+    std::string_view line = received.substr(start, newline - start);
+    if (line.ends_with('\r')) line.remove_suffix(1);
+    start = newline + 1;
+    if (line_number == 0) {
+      if (auto error = parse_request_line(line, head)) return std::move(*error);
+    } else if (line.empty()) {
+      head.status = RequestHead::Status::kComplete;
+      head.head_bytes = start;
+      return head;
+    } else if (auto error = check_header_line(line)) {
+      return std::move(*error);
+    }
+  }
+}
+
+}  // namespace fragscope::agent

@@ -1,0 +1,133 @@
+#include "diagnose/memory_advice.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <unordered_map>
+
+#include "diagnose/python_frames.h"
+#include "util/bytes.h"
+
+namespace fragscope::diagnose {
+namespace {
+
+using snapshot::TraceAction;
+
+enum Site : std::uint8_t { kOther, kKvCache, kLoss, kForeach, kSiteCount };
+
+bool names_evaluation(std::string_view name) {
+  for (const std::string_view word : {"eval", "valid", "predict"})
+    if (name.find(word) != std::string_view::npos) return true;
+  return false;
+}
+
+/// Allocated under a function of the program (outside torch) that names evaluation.
+bool under_evaluation(const snapshot::Snapshot& snapshot, snapshot::StackId stack) {
+  for (const snapshot::FrameId frame : python_frames(snapshot, stack)) {
+    const snapshot::Frame& f = snapshot.stacks.frame(frame);
+    if (torch_path(snapshot.strings.view(f.filename)).empty() && names_evaluation(snapshot.strings.view(f.name)))
+      return true;
+  }
+  return false;
+}
+
+Site site_of(const snapshot::Snapshot& snapshot, snapshot::StackId stack) {
+  for (const snapshot::FrameId frame : python_frames(snapshot, stack)) {
+    const snapshot::Frame& f = snapshot.stacks.frame(frame);
+    const std::string_view file = snapshot.strings.view(f.filename);
+    const std::string_view name = snapshot.strings.view(f.name);
+    const std::string_view inside = torch_path(file);
+    if (file.ends_with("transformers/cache_utils.py")) return kKvCache;
+    if (file.ends_with("transformers/loss/loss_utils.py")) return kLoss;
+    if (inside == "nn/functional.py" && (name == "cross_entropy" || name == "log_softmax")) return kLoss;
+    if (inside.starts_with("optim/") && name != "_init_group" &&
+        (name.find("_multi_tensor") != std::string_view::npos || name.find("foreach") != std::string_view::npos))
+      return kForeach;
+  }
+  return kOther;
+}
+
+}  // namespace
+
+std::vector<MemoryAdvice> memory_advice(const snapshot::Snapshot& snapshot, int device, std::size_t oom_index,
+                                        const TraceUnits& units, std::uint64_t capacity_bytes) {
+  const auto trace = snapshot.trace(device);
+  std::unordered_map<std::uint64_t, std::size_t> live;  // address → allocating event
+  for (std::size_t i = 0; i < oom_index && i < trace.size(); ++i) {
+    if (trace[i].action == TraceAction::kAlloc)
+      live[trace[i].addr] = i;
+    else if (trace[i].action == TraceAction::kFreeCompleted)
+      live.erase(trace[i].addr);
+  }
+  std::unordered_map<snapshot::StackId, Site> sites;
+  std::unordered_map<snapshot::StackId, bool> eval_stacks;
+  std::array<std::uint64_t, kSiteCount> by_site{};
+  std::uint64_t earlier_eval = 0, this_eval = trace[oom_index].size;
+  const auto count = [&](std::size_t event) {
+    const snapshot::TraceEvent& e = trace[event];
+    auto [it, added] = sites.try_emplace(e.stack, kOther);
+    if (added && e.stack != 0) it->second = site_of(snapshot, e.stack);
+    by_site[it->second] += e.size;
+  };
+  for (const auto& [address, event] : live) {
+    count(event);
+    if (!units.eval_batch_start) continue;
+    if (event >= *units.eval_batch_start) {
+      this_eval += trace[event].size;
+    } else {
+      auto [it, added] = eval_stacks.try_emplace(trace[event].stack, false);
+      if (added && trace[event].stack != 0) it->second = under_evaluation(snapshot, trace[event].stack);
+      if (it->second) earlier_eval += trace[event].size;
+    }
+  }
+  count(oom_index);
+
+  std::vector<MemoryAdvice> advice;
+  const std::uint64_t least = std::max<std::uint64_t>(64 * kMiB, capacity_bytes / 100);
+  const auto offer = [&](std::uint64_t bytes, MemoryAdvice a) {
+    if (bytes < least) return;
+    a.bytes = bytes;
+    advice.push_back(std::move(a));
+  };
+  if (!units.eval)
+    offer(by_site[kKvCache],
+          {"kv_cache", "Turn off the KV cache in training",
+           "model.config.use_cache = False  # or model(..., use_cache=False)",
+           fmt::format("transformers' DynamicCache holds {} of keys and values at the OOM; a training step never "
+                       "reads them back",
+                       format_bytes(by_site[kKvCache])),
+           0});
+  offer(by_site[kLoss],
+        {"fp32_logits", "Compute the loss without full fp32 logits",
+         "a fused or chunked cross-entropy (e.g. Liger Kernel's fused linear cross-entropy, or the loss over "
+         "chunks of the sequence)",
+         fmt::format("{} of fp32 logits and their log-softmax (batch × sequence × vocabulary × 4 bytes each) is "
+                     "live at the OOM",
+                     format_bytes(by_site[kLoss])),
+         0});
+  offer(by_site[kForeach],
+        {"foreach_temporaries", "Step the optimizer fused", "torch.optim.AdamW(params, ..., fused=True)",
+         fmt::format("the foreach optimizer step holds {} of temporaries at the OOM on top of its state; "
+                     "the fused kernel makes none",
+                     format_bytes(by_site[kForeach])),
+         0});
+  offer(earlier_eval,
+        {"eval_outputs", "Keep eval outputs off the GPU",
+         "TrainingArguments(eval_accumulation_steps=1)  # or prediction_loss_only=True when only the loss is needed",
+         fmt::format("{} that earlier eval batches left on the GPU is live at the OOM (HF's Trainer concatenates "
+                     "predictions on the device until eval_accumulation_steps)",
+                     format_bytes(earlier_eval)),
+         0});
+  if (units.eval_batch_start)
+    offer(this_eval, {"eval_batch", "Evaluate in smaller batches",
+                      "TrainingArguments(per_device_eval_batch_size=...)  # half the current one",
+                      fmt::format("the failing eval batch holds {} at the OOM; half the batch holds about half",
+                                  format_bytes(this_eval)),
+                      0});
+  std::sort(advice.begin(), advice.end(),
+            [](const MemoryAdvice& a, const MemoryAdvice& b) { return a.bytes > b.bytes; });
+  return advice;
+}
+
+}  // namespace fragscope::diagnose

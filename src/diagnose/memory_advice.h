@@ -1,0 +1,31 @@
+#pragma once
+/// @file memory_advice.h
+/// @brief Memory reductions the snapshot itself shows, each with the bytes it would save: what
+/// was live at the failing malloc (the trace walked to it), by the code that allocated it.
+///
+/// | key | live at the OOM, allocated by | action |
+/// | --- | --- | --- |
+/// | `kv_cache` | transformers' `cache_utils.py` (a DynamicCache) in a training step | `use_cache=False` |
+/// | `fp32_logits` | transformers' `loss_utils.py` (the fp32 upcast), `cross_entropy` | a fused cross-entropy |
+/// | `foreach_temporaries` | torch/optim's `_multi_tensor_*` code, not its state (`_init_group`) | `fused=True` |
+/// | `eval_outputs` | earlier eval batches, still live (HF's Trainer keeps them) | `eval_accumulation_steps=1` |
+/// | `eval_batch` | the failing eval batch itself | a smaller eval batch |
+///
+/// Each is listed when it holds at least max(64 MiB, 1% of the capacity); the largest first.
+/// Thread-safety: a pure function.
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "diagnose/diagnosis.h"
+#include "diagnose/trace_units.h"
+#include "snapshot/snapshot.h"
+
+namespace fragscope::diagnose {
+
+/// @brief The reductions for the OOM at `oom_index` of `device`'s trace.
+std::vector<MemoryAdvice> memory_advice(const snapshot::Snapshot& snapshot, int device, std::size_t oom_index,
+                                        const TraceUnits& units, std::uint64_t capacity_bytes);
+
+}  // namespace fragscope::diagnose

@@ -1,0 +1,583 @@
+#include "diagnose/trace_projection.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <optional>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "diagnose/sequence_alignment.h"
+#include "util/bytes.h"
+
+namespace fragscope::diagnose {
+namespace {
+
+using replay::Op;
+using replay::OpKind;
+using snapshot::TraceAction;
+using Pairs = AlignedPairs;
+
+constexpr std::size_t kMaxEdits = 1500;               // insertions + deletions two units may differ by
+constexpr std::size_t kMaxUnits = 24;                 // earlier units looked at, newest first
+constexpr double kMinMatchedShare = 0.9;              // of the prefix's bytes, to align
+constexpr double kLeast = 0.02;                       // |log scale| below this: the same scale
+constexpr std::uint64_t kScaleMinBytes = 1ull << 20;  // smaller sizes are rounding noise
+constexpr double kMaxExponent = 2.0;                  // sizes grow at most with the scale squared
+constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
+
+struct Unit {
+  std::size_t first = 0;              ///< first event
+  std::size_t end = 0;                ///< one past the last event (the next unit's first)
+  std::vector<std::size_t> allocs;    ///< alloc events, in order
+  std::vector<std::uint32_t> stacks;  ///< their call stacks
+  std::int64_t blocks_at_start = 0;   ///< live blocks before `first` (offset by the trace's start)
+  std::uint64_t start_level = 0;      ///< allocated bytes before `first`
+  std::uint64_t peak = 0;             ///< highest allocated bytes within the unit
+  /// Blocks live when it began, allocated in the trace: per call stack, sizes newest first,
+  /// and each one's (stack, rank) by address.
+  std::unordered_map<snapshot::StackId, std::vector<std::uint64_t>> older;
+  std::unordered_map<std::uint64_t, std::pair<snapshot::StackId, std::size_t>> older_rank;
+};
+
+/// Fills u.older from the blocks live at its start (address → allocating event).
+void note_older_blocks(Unit& u, std::span<const snapshot::TraceEvent> trace,
+                       const std::unordered_map<std::uint64_t, std::size_t>& live) {
+  std::vector<std::pair<std::size_t, std::uint64_t>> blocks(live.size());  // (event, address)
+  std::size_t n = 0;
+  for (const auto& [address, event] : live) blocks[n++] = {event, address};
+  std::sort(blocks.rbegin(), blocks.rend());
+  for (const auto& [event, address] : blocks) {
+    std::vector<std::uint64_t>& sizes = u.older[trace[event].stack];
+    u.older_rank[address] = {trace[event].stack, sizes.size()};
+    sizes.push_back(trace[event].size);
+  }
+}
+
+/// Ratio of b's sizes to a's over matched allocations: the most common by bytes, in 1%-wide
+/// bins of its logarithm, averaged within its bin; 1 when no pair is large enough.
+double size_scale(std::span<const snapshot::TraceEvent> trace, const std::vector<std::size_t>& a,
+                  const std::vector<std::size_t>& b, const Pairs& pairs) {
+  std::map<long, double> weight;
+  for (const auto& [i, j] : pairs) {
+    const std::uint64_t sa = trace[a[i]].size, sb = trace[b[j]].size;
+    if (sa < kScaleMinBytes || sb < kScaleMinBytes) continue;
+    weight[std::lround(std::log(static_cast<double>(sb) / static_cast<double>(sa)) / 0.01)] +=
+        static_cast<double>(sa + sb);
+  }
+  if (weight.empty()) return 1.0;
+  const auto mode =
+      std::max_element(weight.begin(), weight.end(), [](const auto& x, const auto& y) { return x.second < y.second; });
+  double sum = 0, total = 0;
+  for (const auto& [i, j] : pairs) {
+    const std::uint64_t sa = trace[a[i]].size, sb = trace[b[j]].size;
+    if (sa < kScaleMinBytes || sb < kScaleMinBytes) continue;
+    const double r = std::log(static_cast<double>(sb) / static_cast<double>(sa));
+    if (std::abs(r / 0.01 - static_cast<double>(mode->first)) > 1.5) continue;
+    sum += r * static_cast<double>(sa + sb);
+    total += static_cast<double>(sa + sb);
+  }
+  return std::exp(sum / total);
+}
+
+std::uint64_t bytes_of(std::span<const snapshot::TraceEvent> trace, const std::vector<std::size_t>& events) {
+  std::uint64_t sum = 0;
+  for (const std::size_t i : events) sum += trace[i].size;
+  return sum;
+}
+
+/// True when two sizes can be the same allocation in units whose sizes differ by `scale`:
+/// equal, or in the ratio scale or scale² (within 1%); small ones always (rounding).
+bool compatible_sizes(std::uint64_t a, std::uint64_t b, double scale) {
+  if (std::max(a, b) < kScaleMinBytes) return true;
+  if (a == 0 || b == 0) return false;
+  const double r = std::log(static_cast<double>(b) / static_cast<double>(a));
+  const double s = std::log(scale);
+  return std::abs(r) < 0.01 || std::abs(r - s) < 0.01 || std::abs(r - 2 * s) < 0.01;
+}
+
+/// The first `na` allocations of `a` aligned with the first `nb` of `b`, by call stack.
+/// Allocations without frames (autograd's backward pass when only Python stacks were
+/// recorded) are aligned by size too: the framed ones alone give the units' scale, then a
+/// frame-less pair must have sizes equal or in the ratio of that scale or its square. `scale`
+/// receives b's sizes / a's.
+std::optional<Pairs> align_units(std::span<const snapshot::TraceEvent> trace, const std::vector<std::size_t>& a,
+                                 const std::vector<std::uint32_t>& a_stacks, std::size_t na,
+                                 const std::vector<std::size_t>& b, const std::vector<std::uint32_t>& b_stacks,
+                                 std::size_t nb, double& scale) {
+  std::vector<std::size_t> framed_a, framed_b;  // positions of allocations with frames
+  for (std::size_t i = 0; i < na; ++i)
+    if (a_stacks[i] != 0) framed_a.push_back(i);
+  for (std::size_t j = 0; j < nb; ++j)
+    if (b_stacks[j] != 0) framed_b.push_back(j);
+  if (framed_a.size() == na && framed_b.size() == nb) {
+    auto pairs = align_sequences(
+        na, nb, [&](std::size_t i, std::size_t j) { return a_stacks[i] == b_stacks[j]; }, kMaxEdits);
+    if (pairs) scale = size_scale(trace, a, b, *pairs);
+    return pairs;
+  }
+  const auto framed = align_sequences(
+      framed_a.size(), framed_b.size(),
+      [&](std::size_t i, std::size_t j) { return a_stacks[framed_a[i]] == b_stacks[framed_b[j]]; }, kMaxEdits);
+  if (!framed || framed->empty()) return std::nullopt;
+  Pairs positions;
+  for (const auto& [i, j] : *framed)
+    positions.emplace_back(static_cast<std::uint32_t>(framed_a[i]), static_cast<std::uint32_t>(framed_b[j]));
+  scale = size_scale(trace, a, b, positions);
+  return align_sequences(
+      na, nb,
+      [&](std::size_t i, std::size_t j) {
+        return a_stacks[i] == b_stacks[j] &&
+               (a_stacks[i] != 0 || compatible_sizes(trace[a[i]].size, trace[b[j]].size, scale));
+      },
+      kMaxEdits);
+}
+
+/// One exponent estimate per (allocation of the reference, unit that told it).
+struct Vote {
+  std::size_t unit;
+  double exponent;
+};
+
+class ExponentFit {
+ public:
+  explicit ExponentFit(std::size_t reference_allocs) : votes_(reference_allocs) {}
+
+  void add(std::size_t position, std::uint32_t stack, std::size_t unit, double exponent) {
+    votes_[position].push_back({unit, exponent});
+    if (stack != 0) by_stack_[stack].push_back({unit, exponent});  // frame-less ones share nothing
+  }
+  /// The median exponent for `position` without unit `left_out` (its own stack's votes when
+  /// it has none); nullopt when nothing tells.
+  std::optional<double> exponent(std::size_t position, std::uint32_t stack, std::size_t left_out) const {
+    if (auto e = median(votes_[position], left_out)) return e;
+    if (const auto it = by_stack_.find(stack); it != by_stack_.end()) return median(it->second, left_out);
+    return std::nullopt;
+  }
+
+ private:
+  static std::optional<double> median(const std::vector<Vote>& votes, std::size_t left_out) {
+    std::vector<double> values;
+    for (const Vote& v : votes)
+      if (v.unit != left_out) values.push_back(v.exponent);
+    if (values.empty()) return std::nullopt;
+    std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2), values.end());
+    return std::clamp(values[values.size() / 2], 0.0, kMaxExponent);
+  }
+  std::vector<std::vector<Vote>> votes_;
+  std::unordered_map<std::uint32_t, std::vector<Vote>> by_stack_;
+};
+
+/// Unit `target`'s highest allocated level, projected as `reference`'s allocations scaled by
+/// `scale` (the exponents leave `left_out` out of the fit). A block the reference had before
+/// it began and frees is the target's counterpart (same call stack and recency), or nothing.
+std::uint64_t projected_peak(std::span<const snapshot::TraceEvent> trace, const Unit& reference, const ExponentFit& fit,
+                             std::size_t left_out, double scale, const Unit& target) {
+  std::unordered_map<std::uint64_t, std::uint64_t> scaled;  // address → size
+  double level = static_cast<double>(target.start_level);
+  double peak = level;
+  std::size_t position = 0;
+  for (std::size_t i = reference.first; i < reference.end; ++i) {
+    const snapshot::TraceEvent& e = trace[i];
+    if (e.action == TraceAction::kAlloc) {
+      const double exponent = fit.exponent(position, reference.stacks[position], left_out).value_or(1.0);
+      const auto size = static_cast<std::uint64_t>(static_cast<double>(e.size) * std::pow(scale, exponent));
+      scaled[e.addr] = size;
+      level += static_cast<double>(size);
+      peak = std::max(peak, level);
+      ++position;
+    } else if (e.action == TraceAction::kFreeCompleted) {
+      if (const auto it = scaled.find(e.addr); it != scaled.end()) {
+        level -= static_cast<double>(it->second);
+        scaled.erase(it);
+      } else if (const auto older = reference.older_rank.find(e.addr); older != reference.older_rank.end()) {
+        const auto counterpart = target.older.find(older->second.first);
+        if (counterpart != target.older.end() && older->second.second < counterpart->second.size())
+          level -= static_cast<double>(counterpart->second[older->second.second]);
+      }
+    }
+  }
+  return static_cast<std::uint64_t>(std::max(0.0, peak));
+}
+
+/// What each slot held just before op `until`: the event that allocated it (kNone for blocks
+/// the trace started with) and its size.
+struct SlotState {
+  std::vector<std::uint32_t> event;
+  std::vector<std::uint64_t> size;
+  std::vector<bool> live;
+};
+
+SlotState slots_before(const replay::PreparedTrace& prepared, std::size_t until) {
+  SlotState s;
+  s.event.assign(prepared.slot_count, kNone);
+  s.size.assign(prepared.slot_count, 0);
+  s.live.assign(prepared.slot_count, false);
+  std::size_t n = 0;
+  for (const alloc::InitialSegment& segment : prepared.initial_segments)
+    for (const alloc::InitialBlock& block : segment.live_blocks) {
+      const std::uint32_t slot = prepared.initial_slots[n++];
+      s.live[slot] = !block.pending_free;
+      s.size[slot] = block.requested_size;
+    }
+  for (std::size_t k = 0; k < until; ++k) {
+    const Op& op = prepared.ops[k];
+    if (op.kind == OpKind::kAlloc) {
+      s.event[op.slot] = op.trace_index;
+      s.size[op.slot] = op.size;
+      s.live[op.slot] = true;
+    } else if (op.kind == OpKind::kFree || op.kind == OpKind::kFreeCompleted) {
+      s.live[op.slot] = false;
+    }
+  }
+  return s;
+}
+
+/// Live blocks allocated before `unit_first`, per call stack, newest first.
+std::unordered_map<snapshot::StackId, std::vector<std::uint32_t>> older_blocks_by_stack(
+    const SlotState& s, std::span<const snapshot::TraceEvent> trace, std::size_t unit_first) {
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> older;  // (event, slot)
+  for (std::uint32_t slot = 0; slot < s.live.size(); ++slot)
+    if (s.live[slot] && s.event[slot] != kNone && s.event[slot] < unit_first) older.emplace_back(s.event[slot], slot);
+  std::sort(older.rbegin(), older.rend());
+  std::unordered_map<snapshot::StackId, std::vector<std::uint32_t>> by_stack;
+  for (const auto& [event, slot] : older) by_stack[trace[event].stack].push_back(slot);
+  return by_stack;
+}
+
+}  // namespace
+
+ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, const snapshot::Snapshot& snapshot,
+                                      int device, const RecordedCurve& curve, std::size_t oom_index,
+                                      const TraceUnits& units) {
+  ProjectedStep out;
+  TraceStepProjection& p = out.figures;
+  p.unit_statement = units.statement;
+  p.eval_units = units.eval;
+  const auto trace = snapshot.trace(device);
+  if (!units.repeats()) {
+    p.unavailable_reason = "the failing unit has no earlier occurrence in the trace";
+    return out;
+  }
+  if (curve.allocated.size() != trace.size() || prepared.trace_events != trace.size()) {
+    p.unavailable_reason = "the trace and its replay do not match";
+    return out;
+  }
+
+  // Units, the failing one last; at most kMaxUnits before it.
+  const std::size_t count = units.starts.size();
+  const std::size_t first_unit = count - 1 > kMaxUnits ? count - 1 - kMaxUnits : 0;
+  p.earlier_units = count - 1;
+  std::vector<Unit> unit(count - first_unit);
+  std::int64_t live_blocks = 0;
+  std::unordered_map<std::uint64_t, std::size_t> live;  // address → allocating event
+  std::size_t next = first_unit;
+  for (std::size_t i = 0; i <= oom_index; ++i) {
+    while (next < count && units.starts[next] == i) {
+      Unit& u = unit[next - first_unit];
+      u.first = i;
+      u.end = next + 1 < count ? units.starts[next + 1] : oom_index + 1;
+      // An eval unit is over where its statement stopped allocating (the training steps that
+      // follow until the next eval are another unit's business).
+      if (units.eval && next + 1 < count && next < units.ends.size()) u.end = std::min(u.end, units.ends[next]);
+      u.blocks_at_start = live_blocks;
+      u.start_level = i > 0 ? curve.allocated[i - 1] : 0;
+      note_older_blocks(u, trace, live);
+      ++next;
+    }
+    const snapshot::TraceEvent& e = trace[i];
+    if (e.action == TraceAction::kAlloc) {
+      ++live_blocks;
+      live[e.addr] = i;
+    } else if (e.action == TraceAction::kFreeCompleted) {
+      --live_blocks;
+      live.erase(e.addr);
+    }
+    if (next > first_unit && i < unit[next - 1 - first_unit].end) {
+      Unit& u = unit[next - 1 - first_unit];
+      u.peak = std::max(u.peak, curve.allocated[i]);
+      if (e.action == TraceAction::kAlloc || i == oom_index) {
+        u.allocs.push_back(i);
+        u.stacks.push_back(static_cast<std::uint32_t>(e.stack));
+      }
+    }
+  }
+  const Unit& failing = unit.back();
+  p.prefix_allocations = failing.allocs.size();
+  p.start_level_bytes = failing.start_level;
+  p.live_at_oom_bytes = curve.allocated[oom_index] + trace[oom_index].size;
+
+  // The reference: an aligned candidate of the failing unit's kind, its scale nearest 1.
+  const auto alike = [](const Unit& u, const Unit& v) {
+    const std::int64_t tolerance = std::max<std::int64_t>(8, v.blocks_at_start / 20);
+    return std::abs(u.blocks_at_start - v.blocks_at_start) <= tolerance;
+  };
+  const auto same_kind = [&](const Unit& u) { return alike(u, failing); };
+  const std::uint64_t prefix_bytes = bytes_of(trace, failing.allocs);
+  std::optional<std::size_t> reference;
+  Pairs reference_pairs;  // (position in reference, position in failing)
+  std::size_t aligned_position = 0;
+  bool reference_of_its_kind = false;
+  double longest_scale = 1.0;  // the failing unit's sizes against the longest unit's
+  for (std::size_t k = unit.size() - 1; k-- > 0;) {  // newest first: ties go to the most recent
+    const Unit& candidate = unit[k];
+    const std::size_t window = std::min(candidate.allocs.size(), failing.allocs.size() * 5 / 4 + 64);
+    double scale = 1.0;
+    const auto pairs = align_units(trace, candidate.allocs, candidate.stacks, window, failing.allocs, failing.stacks,
+                                   failing.allocs.size(), scale);
+    if (!pairs || pairs->empty() || pairs->back().second + 1 != failing.allocs.size()) continue;
+    std::uint64_t matched = 0;
+    for (const auto& pair : *pairs) matched += trace[failing.allocs[pair.second]].size;
+    if (static_cast<double>(matched) < kMinMatchedShare * static_cast<double>(prefix_bytes)) continue;
+    const bool sized = std::any_of(pairs->begin(), pairs->end(), [&](const auto& pair) {
+      return trace[candidate.allocs[pair.first]].size >= kScaleMinBytes &&
+             trace[failing.allocs[pair.second]].size >= kScaleMinBytes;
+    });
+    if (!sized) continue;  // nothing the failing unit allocated so far tells its size
+    ++p.aligned_units;
+    if (scale > 1.02) ++p.smaller_units;
+    if (scale < 1 / 1.02 && (!p.longest_unit || scale < longest_scale)) {  // a longer batch than the failing one
+      p.longest_unit = first_unit + k + 1;
+      longest_scale = scale;
+    }
+    // Another kind only when none of its own aligns; among one kind, the scale nearest 1.
+    const bool its_kind = same_kind(candidate);
+    if (reference && (reference_of_its_kind && !its_kind)) continue;
+    if (reference && reference_of_its_kind == its_kind &&
+        std::abs(std::log(scale)) >= std::abs(std::log(p.scale)) - 1e-9)
+      continue;
+    reference = k;
+    reference_of_its_kind = its_kind;
+    reference_pairs = *pairs;
+    aligned_position = pairs->back().first;
+    p.scale = scale;
+    p.matched_allocations = pairs->size();
+  }
+  if (!reference) {
+    p.unavailable_reason =
+        "no earlier unit allocates like the failing one up to the failing malloc (or what it allocated "
+        "so far, none of it 1 MiB or more, does not tell its size)";
+    return out;
+  }
+  const Unit& ref = unit[*reference];
+  if (!same_kind(ref))
+    p.kind_difference_bytes =
+        std::max(ref.start_level, failing.start_level) - std::min(ref.start_level, failing.start_level);
+  p.reference_unit = first_unit + *reference + 1;
+  p.reference_first_event = ref.first;
+  p.reference_end_event = ref.end;
+  p.aligned_event = ref.allocs[aligned_position];
+
+  // The fit: the other units aligned with the whole reference, and the failing prefix.
+  ExponentFit fit(ref.allocs.size());
+  std::vector<std::pair<std::size_t, double>> checks;  // (unit, its scale against the reference)
+  for (std::size_t k = 0; k + 1 < unit.size(); ++k) {
+    if (k == *reference) continue;
+    double scale = 1.0;
+    const auto pairs = align_units(trace, ref.allocs, ref.stacks, ref.allocs.size(), unit[k].allocs, unit[k].stacks,
+                                   unit[k].allocs.size(), scale);
+    if (!pairs) continue;
+    std::uint64_t matched_ref = 0, matched_other = 0;
+    for (const auto& [i, j] : *pairs) {
+      matched_ref += trace[ref.allocs[i]].size;
+      matched_other += trace[unit[k].allocs[j]].size;
+    }
+    if (static_cast<double>(matched_ref) >= kMinMatchedShare * static_cast<double>(bytes_of(trace, ref.allocs)) &&
+        static_cast<double>(matched_other) >= kMinMatchedShare * static_cast<double>(bytes_of(trace, unit[k].allocs)))
+      checks.emplace_back(k, scale);
+    if (std::abs(std::log(scale)) < kLeast) continue;
+    for (const auto& [i, j] : *pairs) {
+      const std::uint64_t a = trace[ref.allocs[i]].size, b = trace[unit[k].allocs[j]].size;
+      if (a == 0 || b == 0 || (ref.stacks[i] == 0 && std::max(a, b) < kScaleMinBytes))
+        continue;  // matched by size alone
+      fit.add(i, ref.stacks[i], k, std::log(static_cast<double>(b) / static_cast<double>(a)) / std::log(scale));
+    }
+  }
+  if (std::abs(std::log(p.scale)) >= kLeast) {
+    for (const auto& [i, j] : reference_pairs) {
+      const std::uint64_t a = trace[ref.allocs[i]].size, b = trace[failing.allocs[j]].size;
+      if (a == 0 || b == 0 || j + 1 == failing.allocs.size()) continue;
+      fit.add(i, ref.stacks[i], unit.size() - 1,
+              std::log(static_cast<double>(b) / static_cast<double>(a)) / std::log(p.scale));
+    }
+  }
+  for (const auto& [k, scale] : checks) {
+    const std::uint64_t projected = projected_peak(trace, ref, fit, k, scale, unit[k]);
+    const double error = std::abs(static_cast<double>(projected) - static_cast<double>(unit[k].peak)) /
+                         static_cast<double>(std::max<std::uint64_t>(unit[k].peak, 1));
+    p.fit_error = std::max(p.fit_error.value_or(0.0), error);
+    ++p.checked_units;
+  }
+  if (*reference + 1 < unit.size() &&
+      alike(failing, ref)) {  // the unit after the failing one is like the one after the reference
+    const Unit& after = unit[*reference + 1];
+    if (!alike(after, ref) && after.start_level > ref.start_level)
+      p.next_unit_extra_bytes = after.start_level - ref.start_level;
+  }
+  if (p.longest_unit)  // a step as long as the longest seen, begun as the failing one began
+    p.longest_peak_bytes = projected_peak(trace, ref, fit, kNone, p.scale / longest_scale, failing);
+
+  // The synthetic trace: the recorded ops to the failing malloc, then the reference's rest.
+  std::vector<std::uint32_t> op_of_event(trace.size(), kNone);
+  for (std::size_t k = 0; k < prepared.ops.size(); ++k) {
+    const Op& op = prepared.ops[k];
+    if (op.kind == OpKind::kAlloc || op.kind == OpKind::kOom)
+      op_of_event[op.trace_index] = static_cast<std::uint32_t>(k);
+  }
+  const std::uint32_t oom_op = op_of_event[oom_index];
+  const std::uint32_t aligned_op = op_of_event[p.aligned_event];
+  if (oom_op == kNone || aligned_op == kNone) {
+    p.unavailable_reason = "the failing malloc or its counterpart is not in the replayed trace";
+    return out;
+  }
+  const SlotState at_oom = slots_before(prepared, oom_op);
+  const SlotState at_aligned = slots_before(prepared, aligned_op);
+
+  replay::PreparedTrace& synthetic = out.trace;
+  synthetic.source = prepared.source;
+  synthetic.device = prepared.device;
+  synthetic.trace_events = prepared.trace_events;
+  synthetic.segment_events = prepared.segment_events;
+  synthetic.address_hints = prepared.address_hints;
+  synthetic.initial_segments = prepared.initial_segments;
+  synthetic.initial_slots = prepared.initial_slots;
+  synthetic.starts_mid_run = prepared.starts_mid_run;
+  synthetic.streams = prepared.streams;
+  synthetic.recorded_config = prepared.recorded_config;
+  synthetic.recorded_config_known = prepared.recorded_config_known;
+  synthetic.recorded_initial_reserved = prepared.recorded_initial_reserved;
+  synthetic.capacity = prepared.capacity;
+  for (std::uint32_t k = 0; k < oom_op; ++k)
+    if (prepared.ops[k].kind != OpKind::kOom) synthetic.ops.push_back(prepared.ops[k]);
+  Op served = prepared.ops[oom_op];
+  const Op& last_recorded = synthetic.ops.empty() ? served : synthetic.ops.back();
+  const std::uint32_t segment_end = last_recorded.segment_end;
+  const std::uint32_t hint_end = last_recorded.hint_end;
+  std::uint32_t next_slot = prepared.slot_count;
+  served.kind = OpKind::kAlloc;
+  served.slot = next_slot++;
+  out.projected_from_op = synthetic.ops.size();
+  synthetic.ops.push_back(served);
+
+  // The reference's blocks live at its aligned malloc → the failing unit's counterparts.
+  std::unordered_map<std::uint32_t, std::uint32_t> slot_for;      // reference slot → synthetic slot
+  std::unordered_map<std::size_t, std::size_t> failing_event_of;  // reference event → failing event
+  for (const auto& [i, j] : reference_pairs) failing_event_of[ref.allocs[i]] = failing.allocs[j];
+  std::unordered_map<std::size_t, std::uint32_t> slot_at_oom;  // failing event → its slot, live at the OOM
+  for (std::uint32_t slot = 0; slot < at_oom.live.size(); ++slot)
+    if (at_oom.live[slot] && at_oom.event[slot] != kNone) slot_at_oom[at_oom.event[slot]] = slot;
+  auto older_failing = older_blocks_by_stack(at_oom, trace, failing.first);
+  const auto older_reference = older_blocks_by_stack(at_aligned, trace, ref.first);
+  for (const auto& [stack, slots] : older_reference) {
+    const auto it = older_failing.find(stack);
+    if (it == older_failing.end()) continue;
+    for (std::size_t n = 0; n < slots.size() && n < it->second.size(); ++n) slot_for[slots[n]] = it->second[n];
+  }
+  for (std::uint32_t slot = 0; slot < at_aligned.live.size(); ++slot) {
+    if (!at_aligned.live[slot] || at_aligned.event[slot] == kNone || at_aligned.event[slot] < ref.first) continue;
+    const auto counterpart = failing_event_of.find(at_aligned.event[slot]);
+    if (counterpart == failing_event_of.end()) continue;
+    if (const auto live = slot_at_oom.find(counterpart->second); live != slot_at_oom.end())
+      slot_for[slot] = live->second;
+  }
+  slot_for[prepared.ops[aligned_op].slot] = served.slot;
+
+  std::vector<std::uint64_t> reference_size = at_aligned.size;  // by reference slot, as the rest runs
+  // The live level over the projection as synthesised, and with every unfitted allocation
+  // constant or quadratic instead of linear (by synthetic slot: the extra bytes either way).
+  const auto start = static_cast<double>(p.live_at_oom_bytes);
+  double level = start, low = start, high = start;
+  double peak = start, peak_low = start, peak_high = start;
+  std::unordered_map<std::uint32_t, std::pair<double, double>> spread;  // slot → (size − low, high − size)
+  std::unordered_map<std::uint32_t, std::uint64_t> made;                // synthetic slot the projection made → size
+  made[served.slot] = trace[oom_index].size;
+  const auto size_of = [&](std::uint32_t slot) -> std::uint64_t {
+    if (const auto it = made.find(slot); it != made.end()) return it->second;
+    return slot < at_oom.size.size() ? at_oom.size[slot] : 0;
+  };
+  std::unordered_map<std::size_t, std::size_t> position_of;  // reference event → position
+  for (std::size_t k = 0; k < ref.allocs.size(); ++k) position_of[ref.allocs[k]] = k;
+  for (std::size_t k = aligned_op + 1; k < prepared.ops.size() && prepared.ops[k].trace_index < ref.end; ++k) {
+    Op op = prepared.ops[k];
+    op.trace_index = static_cast<std::uint32_t>(oom_index);
+    op.segment_end = segment_end;
+    op.hint_end = hint_end;
+    switch (op.kind) {
+      case OpKind::kAlloc: {
+        const std::size_t position = position_of.at(prepared.ops[k].trace_index);
+        const std::optional<double> exponent = fit.exponent(position, ref.stacks[position], kNone);
+        const double e = exponent.value_or(1.0);
+        const auto size = static_cast<std::uint64_t>(static_cast<double>(op.size) * std::pow(p.scale, e));
+        if (!exponent)
+          p.unfitted_bytes += op.size;
+        else if (std::abs(e) < 0.25)
+          p.constant_bytes += op.size;
+        else if (std::abs(e - 1) < 0.25)
+          p.linear_bytes += op.size;
+        else if (std::abs(e - 2) < 0.25)
+          p.quadratic_bytes += op.size;
+        else
+          p.other_bytes += op.size;
+        const double below = exponent ? 0.0 : static_cast<double>(size) - static_cast<double>(op.size);
+        const double above =
+            exponent ? 0.0 : static_cast<double>(op.size) * p.scale * p.scale - static_cast<double>(size);
+        level += static_cast<double>(size);
+        low += static_cast<double>(size) - below;
+        high += static_cast<double>(size) + above;
+        peak = std::max(peak, level);
+        peak_low = std::max(peak_low, low);
+        peak_high = std::max(peak_high, high);
+        reference_size[op.slot] = op.size;
+        slot_for[op.slot] = next_slot;
+        made[next_slot] = size;
+        if (below != 0 || above != 0) spread[next_slot] = {below, above};
+        op.slot = next_slot++;
+        op.size = size;
+        synthetic.ops.push_back(op);
+        break;
+      }
+      case OpKind::kFree:
+      case OpKind::kFreeRequested:
+      case OpKind::kFreeCompleted: {
+        const auto it = slot_for.find(op.slot);
+        if (it == slot_for.end()) {
+          if (op.kind != OpKind::kFreeRequested) p.unmatched_free_bytes += reference_size[op.slot];
+          break;
+        }
+        op.slot = it->second;
+        if (op.kind != OpKind::kFreeRequested) {
+          slot_for.erase(it);
+          const double size = static_cast<double>(size_of(op.slot));
+          const auto extra = spread.find(op.slot);
+          level -= size;
+          low -= size - (extra != spread.end() ? extra->second.first : 0.0);
+          high -= size + (extra != spread.end() ? extra->second.second : 0.0);
+        }
+        synthetic.ops.push_back(op);
+        break;
+      }
+      case OpKind::kEmptyCache:
+        synthetic.ops.push_back(op);
+        break;
+      case OpKind::kOom:
+        break;  // a failure the program caught (cuDNN's workspace search): nothing was allocated
+    }
+  }
+  synthetic.slot_count = next_slot;
+  // One-sided doubts: a reference that began holding more than the failing unit (gradients it
+  // accumulates into) may make fewer blocks than the failing unit will; one that held less may
+  // make blocks the failing unit already has; a free without a counterpart keeps a block that
+  // the failing unit may not hold.
+  if (failing.start_level > ref.start_level)
+    p.over_bytes += p.kind_difference_bytes;
+  else
+    p.under_bytes += p.kind_difference_bytes;
+  p.over_bytes += p.unmatched_free_bytes + static_cast<std::uint64_t>(peak - peak_low);
+  p.under_bytes += static_cast<std::uint64_t>(peak_high - peak);
+  p.available = true;
+  return out;
+}
+
+}  // namespace fragscope::diagnose

@@ -1,0 +1,150 @@
+#include "diagnose/trace_units.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
+#include <unordered_map>
+
+#include "diagnose/oom_call_path.h"
+#include "diagnose/python_frames.h"
+
+namespace fragscope::diagnose {
+namespace {
+
+using snapshot::FrameId;
+using snapshot::StackId;
+using snapshot::TraceAction;
+
+/// Frames below which a statement repeats within one pass (per layer, per parameter).
+bool inside_a_pass(std::string_view torch_file) {
+  return torch_file.starts_with("nn/modules/module.py") || torch_file.starts_with("autograd/") ||
+         torch_file.starts_with("_tensor.py") ||  // Tensor.backward
+         torch_file.starts_with("optim/") || torch_file.starts_with("utils/checkpoint.py");
+}
+
+bool names_evaluation(std::string_view text) {
+  std::string lower(text);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  for (const char* word : {"eval", "valid", "predict"})
+    if (lower.find(word) != std::string::npos) return true;
+  return false;
+}
+
+/// How an allocation's frames relate to the anchor's.
+struct Relation {
+  std::size_t shared = 0;  ///< leading frames equal to the anchor's
+  bool counts = false;     ///< starts or breaks episodes (see the file comment)
+};
+
+}  // namespace
+
+TraceUnits find_trace_units(const snapshot::Snapshot& snapshot, int device, std::size_t oom_index) {
+  TraceUnits units;
+  const auto trace = snapshot.trace(device);
+  std::unordered_map<StackId, std::vector<FrameId>> frames_of;
+  const auto frames = [&](StackId stack) -> const std::vector<FrameId>& {
+    auto [it, added] = frames_of.try_emplace(stack);
+    if (added && stack != 0) it->second = python_frames(snapshot, stack);
+    return it->second;
+  };
+  // The program's own frames come first; a stack that starts inside torch runs on another
+  // thread (a checkpointed backward's recompute) and says nothing of the program's loop.
+  const auto programs = [&](StackId stack) {
+    const std::vector<FrameId>& f = frames(stack);
+    return !f.empty() && torch_path(snapshot.strings.view(snapshot.stacks.frame(f.front()).filename)).empty();
+  };
+  units.anchor = oom_index;
+  while (!programs(trace[units.anchor].stack)) {
+    std::size_t i = units.anchor;
+    while (i > 0 && trace[i - 1].action != TraceAction::kAlloc) --i;
+    if (i == 0) return units;
+    units.anchor = i - 1;
+    units.anchor_is_oom = false;
+  }
+  const std::vector<FrameId> anchor = frames(trace[units.anchor].stack);
+
+  std::size_t program_depth = anchor.size();  // frames of the program's own loops
+  std::size_t eval_depth = 0;                 // the deepest of them naming evaluation
+  std::size_t least_depth = 1;                // an eval unit holds the shallowest frame naming it
+  for (std::size_t d = 0; d < anchor.size(); ++d) {
+    const std::string_view file = snapshot.strings.view(snapshot.stacks.frame(anchor[d]).filename);
+    const std::string_view inside = torch_path(file);
+    if (!inside.empty() && inside_a_pass(inside)) {
+      program_depth = d;
+      break;
+    }
+    const bool by_name =
+        inside.empty() && names_evaluation(snapshot.strings.view(snapshot.stacks.frame(anchor[d]).name));
+    const bool by_file = inside.empty() &&
+                         names_evaluation(file.substr(file.rfind('/') == std::string_view::npos ? 0 : file.rfind('/')));
+    if (by_name) eval_depth = d + 1;
+    if ((by_name || by_file) && !units.eval) {
+      least_depth = d + 1;
+      units.eval_statement = describe_frame(snapshot, anchor[d > 0 ? d - 1 : 0]);
+    }
+    units.eval |= by_name || by_file;
+  }
+  if (program_depth == 0) return units;
+  units.program_frame = describe_frame(snapshot, anchor[program_depth - 1]);
+
+  std::unordered_map<StackId, Relation> relation_of;
+  const auto relation = [&](StackId stack) {
+    auto [it, added] = relation_of.try_emplace(stack);
+    if (added) {
+      const std::vector<FrameId>& f = frames(stack);
+      std::size_t n = 0;
+      while (n < f.size() && n < anchor.size() && f[n] == anchor[n]) ++n;
+      it->second = {n, n > 0 && (n < f.size() || n == anchor.size())};
+    }
+    return it->second;
+  };
+  // Episodes per depth in one pass: an allocation sharing s frames after one sharing p < s
+  // starts an episode at every depth in (p, s].
+  std::vector<std::int64_t> opened(program_depth + 2, 0);
+  std::size_t previous = 0;
+  const auto visit_all = [&](auto&& visit) {
+    for (std::size_t i = 0; i < units.anchor; ++i) {
+      if (trace[i].action != TraceAction::kAlloc || trace[i].stack == 0) continue;
+      const Relation r = relation(trace[i].stack);
+      if (r.counts) visit(i, std::min(r.shared, program_depth));
+    }
+    visit(units.anchor, program_depth);
+  };
+  visit_all([&](std::size_t, std::size_t shared) {
+    if (shared > previous) {
+      ++opened[previous + 1];
+      --opened[shared + 1];
+    }
+    previous = shared;
+  });
+  std::size_t best_depth = 0;
+  std::size_t best = 0;
+  std::int64_t running = 0;
+  for (std::size_t d = 1; d <= program_depth; ++d) {
+    running += opened[d];
+    if (d >= least_depth && running > static_cast<std::int64_t>(best)) {
+      best = static_cast<std::size_t>(running);
+      best_depth = d;
+    }
+  }
+  if (eval_depth > 0) {
+    previous = 0;
+    visit_all([&](std::size_t i, std::size_t shared) {
+      if (shared >= eval_depth && previous < eval_depth) units.eval_batch_start = i;
+      previous = shared;
+    });
+  }
+  if (best_depth == 0) return units;
+  units.depth = best_depth;
+  units.statement = describe_frame(snapshot, anchor[best_depth - 1]);
+  previous = 0;
+  visit_all([&](std::size_t i, std::size_t shared) {
+    if (shared >= best_depth && previous < best_depth) units.starts.push_back(i);
+    if (shared < best_depth && previous >= best_depth) units.ends.push_back(i);
+    previous = shared;
+  });
+  return units;
+}
+
+}  // namespace fragscope::diagnose

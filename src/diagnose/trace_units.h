@@ -1,0 +1,62 @@
+#pragma once
+/// @file trace_units.h
+/// @brief The repeating unit of the program that ran out of memory (a training step, a
+/// micro-step, an eval batch), found from the trace's call stacks alone.
+///
+/// Python frames are compared outermost first (python_frames.h). The *anchor* is the failing
+/// malloc, or, when it has no Python frames (autograd's engine thread runs the backward pass),
+/// the program's last allocation before it. For each depth d of the anchor's frames, an
+/// *episode* is a run of consecutive allocations sharing the anchor's first d frames.
+/// Allocations without Python frames (other threads) and those whose frames are a strict prefix
+/// of the anchor's (a C function called from a module's top level records fewer frames) neither
+/// start nor break one. A stack whose outermost Python frame is torch's runs on another thread
+/// (a checkpointed backward's recompute): it is no anchor either.
+///
+/// The unit is the depth with the most episodes (the shallowest of them), among the frames of
+/// the program's own loops: above the first frame in torch.nn.Module, torch.autograd,
+/// Tensor.backward, torch.optim or torch.utils.checkpoint, below which a statement repeats per
+/// layer or per parameter. When the anchor's frames name evaluation (eval / valid / predict in
+/// a function or file name outside torch), the unit holds the shallowest such frame: HF's
+/// `_maybe_log_save_evaluate` also logs at other steps, and its logging is not an eval pass.
+/// Each episode starts a unit; the failing unit is the last.
+/// Thread-safety: a pure function.
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "snapshot/snapshot.h"
+
+namespace fragscope::diagnose {
+
+struct TraceUnits {
+  std::size_t anchor = 0;     ///< trace index of the allocation whose frames define the units
+  bool anchor_is_oom = true;  ///< false: the failing malloc has no Python frames
+  std::string statement;      ///< the unit's frame: "trainer.py:1842 in _run_epoch"
+  std::string program_frame;  ///< the anchor's innermost frame of the program: "trainer.py:2044 in training_step"
+  std::size_t depth = 0;      ///< Python frames a unit's allocations share with the anchor
+  /// Where each unit began (its first allocation), the failing unit last.
+  std::vector<std::size_t> starts;
+  /// Where each earlier unit's statement stopped allocating: the first allocation of the
+  /// program's thread outside it (its backward pass and optimizer step come after, on
+  /// training units; an eval unit is over).
+  std::vector<std::size_t> ends;
+  /// The anchor's frames name an evaluation loop (eval / valid / predict in a function or file
+  /// name outside torch): the units are eval batches.
+  bool eval = false;
+  /// With `eval`: where the failing eval batch began: the last episode of the anchor's deepest
+  /// frame that names evaluation (HF's prediction_step, Lightning's validation_step).
+  std::optional<std::size_t> eval_batch_start;
+  /// With `eval`: the statement that entered evaluation (the frame calling the shallowest one
+  /// that names it): "trainer.py:1883 in _run_epoch".
+  std::string eval_statement;
+  /// @brief The failing unit has earlier occurrences in the trace.
+  bool repeats() const { return starts.size() >= 2; }
+};
+
+/// @brief Finds the units up to the `oom` entry at `oom_index` of `device`'s trace.
+/// REQUIRES: oom_index < snapshot.trace(device).size().
+TraceUnits find_trace_units(const snapshot::Snapshot& snapshot, int device, std::size_t oom_index);
+
+}  // namespace fragscope::diagnose

@@ -1,0 +1,30 @@
+#!/usr/bin/env python3
+"""Makes compiled_unknown_line.pickle: trace entries 90-99 of a torch.compile recording (standard library only).
+
+    python3 make_compiled_excerpt.py ../field/cro_cal/snapshot.pickle.gz compiled_unknown_line.pickle
+
+Entries 93 and 94 of that recording (PyTorch 2.11, torch.compile(mode="reduce-overhead")) carry a
+frame of torch/_subclasses/fake_tensor.py whose line is 2^64 - 1, which CPython pickles as a 9-byte
+LONG1. The excerpt keeps the recording's allocator_settings and no segments.
+"""
+import gzip
+import pickle
+import sys
+
+
+class BuiltinsOnly(pickle.Unpickler):
+    def find_class(self, module, name):
+        raise pickle.UnpicklingError(f"refusing {module}.{name}: a snapshot holds only builtins")
+
+
+def main():
+    with gzip.open(sys.argv[1], "rb") as f:
+        snapshot = BuiltinsOnly(f).load()
+    excerpt = {"segments": [], "device_traces": [snapshot["device_traces"][0][90:100]],
+               "allocator_settings": snapshot["allocator_settings"], "external_annotations": []}
+    with open(sys.argv[2], "wb") as f:
+        pickle.dump(excerpt, f, protocol=4)
+
+
+if __name__ == "__main__":
+    main()

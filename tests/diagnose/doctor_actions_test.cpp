@@ -1,0 +1,74 @@
+// The actions never contradict the verdict, on every fixture, held-out and field recording:
+// an allocator setting is recommended, or an action, only under fragmentation (or, with no
+// OOM, to lower the reserved peak); no setting is both an action and a "do not"; no MIG line
+// on an input-bound run; an undetermined verdict presents no action as enough.
+#include "diagnose/doctor_actions.h"
+
+#include <gtest/gtest.h>
+
+#include "../fixture_support.h"
+#include "diagnose/doctor.h"
+#include "doctor_fixture_files.h"
+#include "field_recordings.h"
+
+namespace fragscope::diagnose {
+namespace {
+
+using fragscope::testing::doctor_scenarios;
+using fragscope::testing::doctor_user_files;
+using fragscope::testing::doctor_user_files_in;
+using fragscope::testing::field_user_files;
+
+std::vector<std::pair<std::string, std::vector<std::string>>> recordings() {
+  std::vector<std::pair<std::string, std::vector<std::string>>> all;
+  for (const std::string& s : doctor_scenarios()) all.emplace_back(s, doctor_user_files(s));
+  const auto heldout = std::filesystem::path(FRAGSCOPE_SOURCE_DIR) / "tests" / "data" / "heldout";
+  for (const auto& entry : std::filesystem::directory_iterator(heldout)) {
+    const std::string name = entry.path().filename().string();
+    auto files = doctor_user_files_in(entry.path(), "actions-" + name);
+    all.emplace_back(name, files);
+    std::erase_if(files, [](const std::string& f) { return f.ends_with("steps.jsonl"); });
+    all.emplace_back(name + " without telemetry", files);
+  }
+  for (const char* name :
+       {"acc_edge", "ec_edge", "ec_lo", "fsdp_edge", "hfc_lo", "hft_edge", "hft_lo", "lit_edge", "rn_edge", "rn_lo"})
+    all.emplace_back(name, field_user_files(name));
+  return all;
+}
+
+TEST(DoctorActions, NeverContradictTheVerdict) {
+  DoctorOptions options;
+  options.threads = 2;
+  for (const auto& [name, files] : recordings()) {
+    SCOPED_TRACE(name);
+    const Diagnosis d = run_doctor(collect_doctor_inputs(files), options);
+    const bool setting_may_help = d.verdict == Verdict::kFragmentation || d.verdict == Verdict::kOk;
+    if (!setting_may_help) {
+      EXPECT_TRUE(d.recommended_conf.empty()) << d.recommended_conf;
+      for (const Action& a : d.actions)
+        EXPECT_EQ(a.setting.find("PYTORCH_CUDA_ALLOC_CONF"), std::string::npos) << a.title;
+    }
+    for (const Action& dont : d.do_not) {
+      for (const Action& a : d.actions) {
+        if (!a.setting.empty())
+          EXPECT_EQ(dont.title.find(a.setting), std::string::npos) << dont.title << " vs " << a.setting;
+      }
+      if (!d.recommended_conf.empty()) EXPECT_EQ(dont.title.find(d.recommended_conf), std::string::npos) << dont.title;
+      if (d.verdict == Verdict::kInputBound) EXPECT_EQ(dont.title.find("MIG"), std::string::npos);
+    }
+    if (d.verdict == Verdict::kCapacity) {
+      const bool says_no_setting = std::any_of(d.do_not.begin(), d.do_not.end(), [](const Action& a) {
+        return a.title.find("allocator setting") != std::string::npos;
+      });
+      EXPECT_TRUE(says_no_setting);
+    }
+    if (d.verdict == Verdict::kUndetermined)
+      for (const Action& a : d.actions) EXPECT_FALSE(a.sufficient) << a.title;
+    for (const WhatIfLine& w : d.whatif)
+      if (w.conf == d.recommended_conf && d.verdict == Verdict::kFragmentation && w.runs_projected_step)
+        EXPECT_TRUE(*w.runs_projected_step) << w.conf;
+  }
+}
+
+}  // namespace
+}  // namespace fragscope::diagnose

@@ -1,0 +1,66 @@
+// Memory reductions the snapshot shows, with the bytes live at the OOM, on field recordings of
+// HF models trained by Accelerate and HF's Trainer, and a foreach AdamW that failed in its step.
+#include "diagnose/memory_advice.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "../fixture_support.h"
+#include "field_recordings.h"
+#include "util/bytes.h"
+
+namespace fragscope::diagnose {
+namespace {
+
+using fragscope::testing::last_oom;
+using fragscope::testing::read_field_snapshot;
+
+std::vector<MemoryAdvice> advice_for(const snapshot::Snapshot& snap, std::uint64_t capacity) {
+  const std::size_t oom = last_oom(snap);
+  return memory_advice(snap, 0, oom, find_trace_units(snap, 0, oom), capacity);
+}
+
+const MemoryAdvice* find(const std::vector<MemoryAdvice>& advice, std::string_view key) {
+  const auto it = std::find_if(advice.begin(), advice.end(), [&](const MemoryAdvice& a) { return a.key == key; });
+  return it == advice.end() ? nullptr : &*it;
+}
+
+// A Llama called with labels in a training loop keeps a DynamicCache: per layer its keys and
+// values, batch × KV heads × tokens × head dim, in fp32 (under bf16 autocast the rotary
+// embedding's fp32 cos/sin promote them). acc_edge: 16 layers, 12 heads of 128, batch 4, 3072
+// tokens: 16 × 2 × 4 × 12 × 3072 × 128 × 4 bytes = 2.25 GiB.
+TEST(MemoryAdvice, KvCacheInTrainingIsTheCachesBytes) {
+  const auto advice = advice_for(read_field_snapshot("acc_edge"), 32 * kGiB);
+  const MemoryAdvice* kv = find(advice, "kv_cache");
+  ASSERT_NE(kv, nullptr);
+  EXPECT_EQ(kv->bytes, 16ull * 2 * 4 * 12 * 3072 * 128 * 4);
+  EXPECT_NE(kv->setting.find("use_cache = False"), std::string::npos);
+}
+
+// HF Trainer's eval with batch 48: the failing malloc is cross_entropy's fp32 log-softmax of
+// the logits' fp32 upcast, each 48 × 2048 × 32000 × 4 bytes = 11.72 GiB.
+TEST(MemoryAdvice, Fp32LogitsAndTheEvalBatch) {
+  const auto advice = advice_for(read_field_snapshot("hfc_lo"), 31 * kGiB);
+  const MemoryAdvice* logits = find(advice, "fp32_logits");
+  ASSERT_NE(logits, nullptr);
+  EXPECT_GE(logits->bytes, 2 * 48ull * 2048 * 32000 * 4);
+  const MemoryAdvice* batch = find(advice, "eval_batch");
+  ASSERT_NE(batch, nullptr);
+  EXPECT_GE(batch->bytes, logits->bytes);  // the batch's logits are part of it
+  EXPECT_EQ(find(advice, "kv_cache"), nullptr);
+  EXPECT_GE(advice.front().bytes, advice.back().bytes);
+}
+
+// AdamW (foreach) failed in its first step (held-out B_cap): its foreach results live at the OOM.
+TEST(MemoryAdvice, ForeachTemporariesOfAFailingOptimizerStep) {
+  const snapshot::Snapshot snap = snapshot::read_snapshot_file(
+      (std::filesystem::path(FRAGSCOPE_SOURCE_DIR) / "tests/data/heldout/B_cap/snapshot.pickle.gz").string());
+  const MemoryAdvice* foreach = find(advice_for(snap, 14 * kGiB), "foreach_temporaries");
+  ASSERT_NE(foreach, nullptr);
+  EXPECT_GT(foreach->bytes, 256 * kMiB);
+  EXPECT_NE(foreach->setting.find("fused=True"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace fragscope::diagnose

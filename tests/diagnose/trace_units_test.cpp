@@ -1,0 +1,72 @@
+// The repeating unit of a training program found from its call stacks alone, on field
+// recordings of third-party training code (HF Trainer, Lightning, a plain loop), recorded with
+// PyTorch's default stacks ("all": C++ frames interleaved with the Python ones).
+#include "diagnose/trace_units.h"
+
+#include <gtest/gtest.h>
+
+#include "../fixture_support.h"
+#include "field_recordings.h"
+
+namespace fragscope::diagnose {
+namespace {
+
+using fragscope::testing::last_oom;
+using fragscope::testing::read_field_snapshot;
+
+TraceUnits units_of(const snapshot::Snapshot& snap) { return find_trace_units(snap, 0, last_oom(snap)); }
+
+// HF Trainer: trainer.train() wraps the whole loop; the steps are its _run_epoch's
+// training_step statement (the data loader's statement between them breaks the episodes).
+TEST(TraceUnits, HfTrainerStepsAreItsTrainingStepStatement) {
+  const TraceUnits u = units_of(read_field_snapshot("hft_edge"));
+  EXPECT_TRUE(u.anchor_is_oom);
+  EXPECT_EQ(u.statement, "trainer.py:1842 in _run_epoch");
+  EXPECT_EQ(u.starts.size(), 3u);  // steps 0 and 1, and step 2 that failed
+  EXPECT_FALSE(u.eval);
+}
+
+// Lightning runs forward and backward as the closure of optimizer.step(closure); the OOM is in
+// the backward pass, on autograd's thread, with no Python frames: the units come from the
+// program's last allocation before it. The shallowest repeating statement (fit_loop's epoch
+// loop) ran only twice, split by the validation pass; the steps are one level down.
+TEST(TraceUnits, LightningBackwardOomIsAnchoredOnTheProgramsLastAllocation) {
+  const snapshot::Snapshot snap = read_field_snapshot("lit_edge");
+  const TraceUnits u = units_of(snap);
+  EXPECT_FALSE(u.anchor_is_oom);
+  EXPECT_LT(u.anchor, last_oom(snap));
+  EXPECT_EQ(u.statement, "training_epoch_loop.py:352 in advance");
+  EXPECT_EQ(u.starts.size(), 10u);
+}
+
+// A plain loop at a module's top level: `torch.randint(..., device="cuda")` there records fewer
+// Python frames than the forward (a prefix of them); such an allocation neither starts nor
+// breaks a step, or every statement of the loop body would be one "step".
+TEST(TraceUnits, CallsWithAPrefixOfTheFramesDoNotSplitSteps) {
+  const TraceUnits u = units_of(read_field_snapshot("ec_edge"));
+  EXPECT_EQ(u.statement, "llama_loop.py:44 in <module>");
+  EXPECT_EQ(u.starts.size(), 9u);
+}
+
+// HF Trainer's first eval (at step 6) fails in its first batch. `_maybe_log_save_evaluate` ran
+// before, at step 5, to log: that is no eval pass, so evaluation does not repeat; the failing
+// eval batch began where its prediction_step did.
+TEST(TraceUnits, HfTrainersFirstEvalIsNotItsLoggingRepeated) {
+  const snapshot::Snapshot snap = read_field_snapshot("hfc_lo");
+  const TraceUnits u = units_of(snap);
+  EXPECT_TRUE(u.eval);
+  EXPECT_FALSE(u.repeats());
+  EXPECT_EQ(u.eval_statement, "trainer.py:1883 in _run_epoch");
+  ASSERT_TRUE(u.eval_batch_start.has_value());
+  EXPECT_LT(*u.eval_batch_start, last_oom(snap));
+}
+
+// AdamW's first step (held-out B_cap): the failing statement never ran before.
+TEST(TraceUnits, AFirstOptimizerStepDoesNotRepeat) {
+  const snapshot::Snapshot snap = snapshot::read_snapshot_file(
+      (std::filesystem::path(FRAGSCOPE_SOURCE_DIR) / "tests/data/heldout/B_cap/snapshot.pickle.gz").string());
+  EXPECT_FALSE(units_of(snap).repeats());
+}
+
+}  // namespace
+}  // namespace fragscope::diagnose
