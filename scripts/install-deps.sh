@@ -8,10 +8,13 @@ packages=(
   prometheus-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev libabsl-dev
   python3 python3-yaml python3-kubernetes python3-venv python3-setuptools python3-wheel zstd prometheus chromium
   zsh groff-base
+  nodejs npm
   mmdebstrap buildah podman runc
 )
 missing=()
 for p in "${packages[@]}"; do
+  # npm also comes inside another build of nodejs (e.g. NodeSource's, which conflicts with Debian's npm).
+  [ "$p" = npm ] && command -v npm >/dev/null && continue
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if ((${#missing[@]})); then

@@ -562,6 +562,7 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
         synthetic.ops.push_back(op);
         break;
       case OpKind::kOom:
+      case OpKind::kCaughtOom:
         break;  // a failure the program caught (cuDNN's workspace search): nothing was allocated
     }
   }

@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <numeric>
+#include <sstream>
 
 #include <fmt/format.h>
 
+#include "report/web_page.h"
 #include "util/bytes.h"
+#include "web/report_bundle.h"
 
 namespace fragscope::report {
 namespace {
@@ -13,22 +16,6 @@ namespace {
 using diagnose::Diagnosis;
 using metrics::RunKind;
 using metrics::SegmentRow;
-
-std::string escape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (const char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 
 constexpr const char* kStyle = R"(
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px auto;max-width:1280px;color:#1d2330;padding:0 16px}
@@ -43,14 +30,6 @@ code{background:#f3f5f8;padding:1px 4px;border-radius:3px;font-size:13px}
 svg text{font:11px system-ui,sans-serif;fill:#1d2330}
 )";
 
-constexpr const char* kErrorHook = R"(<script>
-window.addEventListener('error',function(e){var d=document.getElementById('errors')||document.body;var p=document.createElement('p');p.className='page-error';p.textContent='error: '+e.message;d&&d.appendChild(p);});
-</script>)";
-
-constexpr const char* kRenderedCheck = R"(<script>
-(function(){var n=document.querySelectorAll('svg').length;document.documentElement.setAttribute('data-svg-count',String(n));document.documentElement.setAttribute('data-rendered','ok');})();
-</script>)";
-
 const char* run_colour(RunKind kind) {
   switch (kind) {
     case RunKind::kAllocated: return "#3d6fb6";
@@ -63,7 +42,7 @@ const char* run_colour(RunKind kind) {
 void facts(std::ostream& out, const Diagnosis& d) {
   out << "<table class=\"facts\">";
   auto row = [&](std::string_view name, const std::string& value) {
-    if (!value.empty()) out << "<tr><td>" << name << "</td><td>" << escape(value) << "</td></tr>";
+    if (!value.empty()) out << "<tr><td>" << name << "</td><td>" << escape_html(value) << "</td></tr>";
   };
   row("phase", d.phase_source.empty() ? d.phase : d.phase + " — " + d.phase_source);
   row("trigger", d.trigger);
@@ -86,7 +65,7 @@ void facts(std::ostream& out, const Diagnosis& d) {
 void list(std::ostream& out, std::string_view title, const std::vector<std::string>& items) {
   if (items.empty()) return;
   out << "<h2>" << title << "</h2><ul>";
-  for (const auto& item : items) out << "<li>" << escape(item) << "</li>";
+  for (const auto& item : items) out << "<li>" << escape_html(item) << "</li>";
   out << "</ul>\n";
 }
 
@@ -94,10 +73,10 @@ void action_list(std::ostream& out, std::string_view title, const std::vector<di
   if (items.empty()) return;
   out << "<h2>" << title << "</h2>" << (ordered ? "<ol>" : "<ul>");
   for (const auto& a : items) {
-    out << "<li><b>" << escape(a.title) << "</b>";
+    out << "<li><b>" << escape_html(a.title) << "</b>";
     if (ordered && !a.sufficient) out << " <span class=\"warn\">(not shown to be enough on its own)</span>";
-    if (!a.setting.empty()) out << "<br><code>" << escape(a.setting) << "</code>";
-    if (!a.evidence.empty()) out << "<br><span class=\"why\">" << escape(a.evidence) << "</span>";
+    if (!a.setting.empty()) out << "<br><code>" << escape_html(a.setting) << "</code>";
+    if (!a.evidence.empty()) out << "<br><span class=\"why\">" << escape_html(a.evidence) << "</span>";
     out << "</li>";
   }
   out << (ordered ? "</ol>" : "</ul>") << '\n';
@@ -130,12 +109,12 @@ void segment_map_svg(std::ostream& out, const Diagnosis& d) {
   double y = 10;
   for (const SegmentRow* row : drawn) {
     out << fmt::format("<text x=\"0\" y=\"{:.0f}\">{}<title>segment at 0x{:x}</title></text>", y + 12,
-                       escape(format_bytes(row->total_size)), row->address);
+                       escape_html(format_bytes(row->total_size)), row->address);
     for (const auto& run : row->runs)
       out << fmt::format("<rect x=\"{:.2f}\" y=\"{:.0f}\" width=\"{:.2f}\" height=\"{:.0f}\" fill=\"{}\"><title>{} {}</title></rect>",
                          kLeft + x_of(run.offset), y, std::max(0.5, x_of(run.size)), kRow, run_colour(run.kind),
                          run.kind == RunKind::kAllocated ? "allocated" : run.kind == RunKind::kFree ? "free" : "pending free",
-                         escape(format_bytes(run.size)));
+                         escape_html(format_bytes(run.size)));
     out << fmt::format("<rect x=\"{}\" y=\"{:.0f}\" width=\"{:.2f}\" height=\"{:.0f}\" fill=\"none\" stroke=\"#1d2330\" stroke-width=\"0.6\"/>\n",
                        kLeft, y, x_of(row->total_size), kRow);
     if (row == hole_row && show_request) {
@@ -149,7 +128,7 @@ void segment_map_svg(std::ostream& out, const Diagnosis& d) {
                          kLeft + x_of(hole_offset), y, x_of(request), kRow);
       out << fmt::format("<text x=\"0\" y=\"{:.0f}\" style=\"fill:#b3261e;font-weight:600\">failed request</text>", y + 12);
       out << fmt::format("<text x=\"{:.2f}\" y=\"{:.0f}\">request {} vs largest hole {}</text>\n", kLeft + x_of(hole_offset) + x_of(request) + 6,
-                         y + 12, escape(format_bytes(request)), escape(format_bytes(row->largest_free)));
+                         y + 12, escape_html(format_bytes(request)), escape_html(format_bytes(row->largest_free)));
     }
     y += kRow + kGap;
   }
@@ -170,7 +149,7 @@ void segment_map_svg(std::ostream& out, const Diagnosis& d) {
         rest_free += rows[i]->free_bytes;
       }
     out << fmt::format("<p class=\"note\">{} smaller segments not drawn: {} reserved, {} of it free.</p>\n",
-                       rows.size() - drawn.size(), escape(format_bytes(rest)), escape(format_bytes(rest_free)));
+                       rows.size() - drawn.size(), escape_html(format_bytes(rest)), escape_html(format_bytes(rest_free)));
   }
 }
 
@@ -199,13 +178,13 @@ void timeline_svg(std::ostream& out, const Diagnosis& d) {
   for (int i = 0; i <= 4; ++i) {
     const std::uint64_t bytes = top / 4 * static_cast<std::uint64_t>(i);
     out << fmt::format("<text x=\"0\" y=\"{:.1f}\">{}</text><line x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#eef1f5\"/>",
-                       y(bytes) + 4, escape(format_bytes(bytes)), kLeft, kLeft + kWidth, y(bytes), y(bytes));
+                       y(bytes) + 4, escape_html(format_bytes(bytes)), kLeft, kLeft + kWidth, y(bytes), y(bytes));
   }
   if (d.capacity_bytes)
     out << fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#b3261e\" stroke-dasharray=\"6,4\"/>"
                        "<text x=\"{}\" y=\"{:.1f}\" style=\"fill:#b3261e\">capacity {}</text>\n",
                        kLeft, kLeft + kWidth, y(*d.capacity_bytes), y(*d.capacity_bytes), kLeft + 4, y(*d.capacity_bytes) - 4,
-                       escape(format_bytes(*d.capacity_bytes)));
+                       escape_html(format_bytes(*d.capacity_bytes)));
   if (d.timeline_oom_index)
     out << fmt::format("<line id=\"oom-marker\" x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1}\" y2=\"{2}\" stroke=\"#b3261e\" stroke-width=\"2\"/>"
                        "<text x=\"{3:.1f}\" y=\"{4}\" style=\"fill:#b3261e;font-weight:600\">OOM (event {5})</text>\n",
@@ -252,35 +231,31 @@ void whatif_table(std::ostream& out, const Diagnosis& d) {
   const bool at_capacity = d.capacity_bytes.has_value();
   const bool projected = d.trace_projection.available;
   out << "<h2>What if: the trace replayed per allocator setting"
-      << (at_capacity ? " at " + escape(format_bytes(*d.capacity_bytes)) : std::string()) << "</h2>\n";
+      << (at_capacity ? " at " + escape_html(format_bytes(*d.capacity_bytes)) : std::string()) << "</h2>\n";
   out << "<table id=\"whatif\"><tr><th>PYTORCH_CUDA_ALLOC_CONF</th><th>" << (at_capacity ? "reserved (to the OOM point)" : "peak reserved")
       << "</th><th>at capacity</th>" << (projected ? "<th>projected step</th>" : "") << "</tr>\n";
   for (const auto& w : d.whatif) {
     const bool recommended = !d.recommended_conf.empty() && w.conf == d.recommended_conf;
     const std::uint64_t reserved =
         at_capacity ? w.peak_reserved_at_capacity_bytes.value_or(w.peak_reserved_bytes) : w.peak_reserved_bytes;
-    out << "<tr" << (recommended ? " class=\"rec\"" : "") << "><td><code>" << escape(w.conf.empty() ? "(defaults)" : w.conf) << "</code>"
+    out << "<tr" << (recommended ? " class=\"rec\"" : "") << "><td><code>" << escape_html(w.conf.empty() ? "(defaults)" : w.conf) << "</code>"
         << (w.recorded ? " (recorded)" : "") << (recommended ? " ← recommended" : "") << "</td><td class=\"num\">"
-        << escape(format_bytes(reserved)) << "</td><td>" << escape(whatif_at_capacity(w)) << "</td>";
+        << escape_html(format_bytes(reserved)) << "</td><td>" << escape_html(whatif_at_capacity(w)) << "</td>";
     if (projected) out << "<td>" << (!w.runs_projected_step ? "" : *w.runs_projected_step ? "runs it" : "OOM") << "</td>";
     out << "</tr>\n";
   }
   if (d.ideal_peak_bytes)
-    out << "<tr><td>ideal packer (the floor)</td><td class=\"num\">" << escape(format_bytes(*d.ideal_peak_bytes)) << "</td><td></td>"
+    out << "<tr><td>ideal packer (the floor)</td><td class=\"num\">" << escape_html(format_bytes(*d.ideal_peak_bytes)) << "</td><td></td>"
         << (projected ? "<td></td>" : "") << "</tr>\n";
   out << "</table>\n";
 }
 
 }  // namespace
 
-void write_doctor_html(std::ostream& out, const Diagnosis& d) {
+void write_doctor_html(std::ostream& page, const Diagnosis& d) {
   const std::string verdict(diagnose::to_string(d.verdict));
-  out << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
-         "script-src 'unsafe-inline'; img-src data:\">\n"
-      << "<title>fragscope doctor: " << verdict << "</title>\n<style>" << kStyle << "</style>\n" << kErrorHook << "</head><body>\n";
-  out << "<div id=\"errors\"></div>\n";
-  out << "<h1><span class=\"verdict v-" << verdict << "\" id=\"verdict\">" << verdict << "</span>" << escape(d.headline) << "</h1>\n";
+  std::ostringstream out;
+  out << "<h1><span class=\"verdict v-" << verdict << "\" id=\"verdict\">" << verdict << "</span>" << escape_html(d.headline) << "</h1>\n";
   list(out, "Warnings", d.warnings);
   facts(out, d);
   list(out, "Evidence", [&] {
@@ -303,7 +278,10 @@ void write_doctor_html(std::ostream& out, const Diagnosis& d) {
     return lines;
   }());
   list(out, "Not given (and what it would add)", d.inputs_missing);
-  out << "<p class=\"note\">fragscope doctor · self-contained page, no network access.</p>\n" << kRenderedCheck << "\n</body></html>\n";
+  out << "<p class=\"note\">fragscope doctor · self-contained page, no network access.</p>";
+  const std::string title = "fragscope doctor: " + verdict;
+  const std::string body = out.str();
+  write_web_page(page, {title, kStyle, body, nullptr, web::report_bundle()});
 }
 
 }  // namespace fragscope::report

@@ -10,22 +10,16 @@ is stopped in tearDownClass; every wait is bounded.
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
-import urllib.parse
-import urllib.request
 
+from e2e_support import SOURCE, free_port, http_get, query, start_prometheus, stop_processes, wait_for
 from fragscope import shm
 from fragscope.recorder import RankIdentity, StepRecorder, StepSample
 
 FRAGSCOPE = os.environ["FRAGSCOPE_BIN"]
-PROMETHEUS = os.environ.get("PROMETHEUS_BIN", "prometheus")
-SOURCE = os.environ["FRAGSCOPE_SOURCE_DIR"]
-DEADLINE_S = 30
 
 # calib's step 1 and a fragmented rank (fixtures/calib/steps.jsonl; the second is made up to
 # cross the 0.25 threshold).
@@ -62,32 +56,6 @@ def read_text(path):
         return f.read()
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for(what, probe, timeout=DEADLINE_S):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = probe()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-
-
-def http_get(url, timeout=5):
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:
-            return response.status, response.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
-    except OSError:
-        return 0, ""
-
-
 class AgentEndToEndTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -108,17 +76,7 @@ class AgentEndToEndTest(unittest.TestCase):
     def tearDownClass(cls):
         for recorder in cls.recorders:
             recorder.close()
-        for process in reversed(cls.processes):
-            if process.poll() is None:
-                process.terminate()
-                try:
-                    process.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
-            for stream in (process.stdout, process.stderr):
-                if stream is not None:
-                    stream.close()
+        stop_processes(cls.processes)
         cls.tmp.cleanup()
 
     # -- setup ------------------------------------------------------------------------------
@@ -190,36 +148,13 @@ class AgentEndToEndTest(unittest.TestCase):
 
     @classmethod
     def _start_prometheus(cls):
-        cls.prom_port = free_port()
-        config = os.path.join(cls.tmp.name, "prometheus.yml")
-        with open(config, "w") as f:
-            f.write(f"""global:
-  scrape_interval: 1s
-  evaluation_interval: 1s
-rule_files:
-  - {os.path.join(SOURCE, 'deploy', 'prometheus', 'rules.yaml')}
-scrape_configs:
-  - job_name: fragscope
-    static_configs:
-      - targets: ['127.0.0.1:{cls.agent_port}']
-""")
-        log = open(os.path.join(cls.tmp.name, "prometheus.log"), "w")
-        cls.prometheus = subprocess.Popen(
-            [PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={os.path.join(cls.tmp.name, 'tsdb')}",
-             f"--web.listen-address=127.0.0.1:{cls.prom_port}"], stdout=log, stderr=log)
-        log.close()
+        cls.prometheus, cls.prom_port = start_prometheus(cls.tmp.name, cls.agent_port)
         cls.processes.append(cls.prometheus)
         wait_for("Prometheus to scrape the agent", lambda: cls.query('up{instance="127.0.0.1:%d"}' % cls.agent_port))
 
     @classmethod
     def query(cls, promql):
-        """Instant query; {label-tuple: value} for a vector result."""
-        url = f"http://127.0.0.1:{cls.prom_port}/api/v1/query?" + urllib.parse.urlencode({"query": promql})
-        status, body = http_get(url)
-        if status != 200:
-            return {}
-        result = json.loads(body)["data"]["result"]
-        return {tuple(sorted(r["metric"].items())): float(r["value"][1]) for r in result}
+        return query(cls.prom_port, promql)
 
     def value(self, promql):
         results = wait_for(promql, lambda: self.query(promql))

@@ -10,43 +10,14 @@ drain's dry run naming the node. Every process it starts is stopped; every wait 
 
 import json
 import os
-import socket
 import subprocess
 import tempfile
-import time
 import unittest
-import urllib.parse
-import urllib.request
+
+from e2e_support import free_port, http_get, query, start_prometheus, stop_processes, wait_for
 
 FRAGSCOPE = os.environ["FRAGSCOPE_BIN"]
-PROMETHEUS = os.environ.get("PROMETHEUS_BIN", "prometheus")
-SOURCE = os.environ["FRAGSCOPE_SOURCE_DIR"]
 FIXTURES = os.environ["FRAGSCOPE_FIXTURES_DIR"]
-DEADLINE_S = 45
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for(what, probe, timeout=DEADLINE_S):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = probe()
-        if value:
-            return value
-        time.sleep(0.25)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-
-
-def http_get(url):
-    try:
-        with urllib.request.urlopen(url, timeout=5) as response:
-            return response.status, response.read().decode()
-    except OSError:
-        return 0, ""
 
 
 class SimulateEndToEndTest(unittest.TestCase):
@@ -63,14 +34,7 @@ class SimulateEndToEndTest(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        for process in reversed(cls.processes):
-            if process.poll() is None:
-                process.terminate()
-                try:
-                    process.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
+        stop_processes(cls.processes)
         cls.tmp.cleanup()
 
     @classmethod
@@ -97,33 +61,13 @@ class SimulateEndToEndTest(unittest.TestCase):
 
     @classmethod
     def _start_prometheus(cls):
-        cls.prom_port = free_port()
-        config = os.path.join(cls.tmp.name, "prometheus.yml")
-        with open(config, "w") as f:
-            f.write(f"""global:
-  scrape_interval: 1s
-  evaluation_interval: 1s
-rule_files:
-  - {os.path.join(SOURCE, 'deploy', 'prometheus', 'rules.yaml')}
-scrape_configs:
-  - job_name: fragscope
-    static_configs:
-      - targets: ['127.0.0.1:{cls.agent_port}']
-""")
-        log = open(os.path.join(cls.tmp.name, "prometheus.log"), "w")
-        cls.processes.append(subprocess.Popen(
-            [PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={os.path.join(cls.tmp.name, 'tsdb')}",
-             f"--web.listen-address=127.0.0.1:{cls.prom_port}"], stdout=log, stderr=log))
-        log.close()
+        prometheus, cls.prom_port = start_prometheus(cls.tmp.name, cls.agent_port)
+        cls.processes.append(prometheus)
         wait_for("Prometheus to scrape the agent", lambda: cls.query("up == 1"))
 
     @classmethod
     def query(cls, promql):
-        url = f"http://127.0.0.1:{cls.prom_port}/api/v1/query?" + urllib.parse.urlencode({"query": promql})
-        status, body = http_get(url)
-        if status != 200:
-            return {}
-        return {tuple(sorted(r["metric"].items())): float(r["value"][1]) for r in json.loads(body)["data"]["result"]}
+        return query(cls.prom_port, promql)
 
     def labels_and_value(self, promql):
         results = wait_for(promql, lambda: self.query(promql))

@@ -50,11 +50,16 @@ TEST(DoctorActions, NeverContradictTheVerdict) {
     }
     for (const Action& dont : d.do_not) {
       for (const Action& a : d.actions) {
-        if (!a.setting.empty())
+        if (!a.setting.empty()) {
           EXPECT_EQ(dont.title.find(a.setting), std::string::npos) << dont.title << " vs " << a.setting;
+        }
       }
-      if (!d.recommended_conf.empty()) EXPECT_EQ(dont.title.find(d.recommended_conf), std::string::npos) << dont.title;
-      if (d.verdict == Verdict::kInputBound) EXPECT_EQ(dont.title.find("MIG"), std::string::npos);
+      if (!d.recommended_conf.empty()) {
+        EXPECT_EQ(dont.title.find(d.recommended_conf), std::string::npos) << dont.title;
+      }
+      if (d.verdict == Verdict::kInputBound) {
+        EXPECT_EQ(dont.title.find("MIG"), std::string::npos);
+      }
     }
     if (d.verdict == Verdict::kCapacity) {
       const bool says_no_setting = std::any_of(d.do_not.begin(), d.do_not.end(), [](const Action& a) {
@@ -62,11 +67,14 @@ TEST(DoctorActions, NeverContradictTheVerdict) {
       });
       EXPECT_TRUE(says_no_setting);
     }
-    if (d.verdict == Verdict::kUndetermined)
+    if (d.verdict == Verdict::kUndetermined) {
       for (const Action& a : d.actions) EXPECT_FALSE(a.sufficient) << a.title;
-    for (const WhatIfLine& w : d.whatif)
-      if (w.conf == d.recommended_conf && d.verdict == Verdict::kFragmentation && w.runs_projected_step)
+    }
+    for (const WhatIfLine& w : d.whatif) {
+      if (w.conf == d.recommended_conf && d.verdict == Verdict::kFragmentation && w.runs_projected_step) {
         EXPECT_TRUE(*w.runs_projected_step) << w.conf;
+      }
+    }
   }
 }
 
