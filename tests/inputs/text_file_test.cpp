@@ -71,7 +71,7 @@ TEST(ReadTextFile, MissingFileOrDirectoryIsAOneLineErrorNamingIt) {
   EXPECT_NE(e.find("No such file"), std::string::npos) << e;
   EXPECT_EQ(e.find('\n'), std::string::npos);
   const std::string d = error_of(scratch());
-  EXPECT_EQ(d, scratch().string() + ": cannot read: is a directory, not a file");
+  EXPECT_EQ(d, scratch().string() + ": cannot read: is a directory");
 }
 
 TEST(ReadTextFile, UnreadableFileIsAnError) {
