@@ -81,6 +81,8 @@ struct ReplayResult {
 };
 
 /// @brief Replays `trace` through a fresh model of `kind` configured by `config`.
+/// @throws InputError naming the trace's source when the replay needs more device address space
+///         than exists (alloc::AddressSpaceExhausted: a hostile trace's hundreds of streams).
 ReplayResult run_replay(const PreparedTrace& trace, ModelKind kind,
                         const alloc::AllocConfig& config, const ReplayOptions& options);
 
