@@ -5,7 +5,8 @@
 /// through every setting of the what-if sweep, at the capacity and, to see how robust the
 /// answer is, at the capacity less margin_to_fit (when it runs) or plus margin_to_fail (when it
 /// fails).
-/// Thread-safety: runs the replays on `threads` threads; call it from one.
+/// Thread-safety: runs the replays on up to `threads` threads, as many at once as the memory
+/// budget of replay/replay_memory.h holds; call it from one.
 
 #include <vector>
 

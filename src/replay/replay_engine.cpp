@@ -201,6 +201,9 @@ ReplayResult replay_through(Model& model, alloc::DeviceMemory& device, const Pre
   result.completed = !stop;
   result.stats = stats;
   result.timeline = std::move(timeline.points);
+  result.memory_bytes = model.memory_bytes() + handles.capacity() * sizeof(BlockHandle) +
+                        (simulated.capacity() + recorded.capacity()) * sizeof(alloc::SegmentEvent) +
+                        result.timeline.capacity() * sizeof(TimelinePoint);
   return result;
 }
 

@@ -78,6 +78,9 @@ struct ReplayResult {
   std::uint32_t segment_mismatches = 0;
   std::optional<std::uint32_t> first_mismatch_trace_index;
   std::vector<TimelinePoint> timeline;
+  /// An upper bound of the memory the replay held at its peak: the model's, the handle table's
+  /// and the segment logs' (replay_memory.h budgets replays run at once by it).
+  std::uint64_t memory_bytes = 0;
 };
 
 /// @brief Replays `trace` through a fresh model of `kind` configured by `config`.

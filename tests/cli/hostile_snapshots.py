@@ -6,9 +6,11 @@
 
 Each bomb is small on disk and was, before the reader's limits, a way to make fragscope grow to
 gigabytes: references that the model copies, a decompression ratio without bound, strings that
-unpack from nothing. The dense trace is the most a file under 1 MB can hold within the limits: the
-commands after the read must still stay under 512 MB. Device 1 is where every rank but 0 of a
-multi-GPU node keeps its memory.
+unpack from nothing. The stream bombs are read, but their replays would hold a free-block set per
+stream (1.4 GB for 60,000 streams) or more address space than a device has (expandable segments on
+hundreds of streams). The dense trace is the most a file under 1 MB can hold within the limits: the
+commands after the read must still stay under 512 MB, whatever the threads. Device 1 is where every
+rank but 0 of a multi-GPU node keeps its memory.
 """
 
 import pickle
@@ -73,6 +75,16 @@ def opcode_stream(total):
         yield chunk
 
 
+def stream_trace(streams, sizes):
+    """One allocation of each size on each of `streams` streams: a pool per stream and size class."""
+    trace = []
+    for i in range(streams):
+        for k, size in enumerate(sizes):
+            trace.append({"action": "alloc", "addr": (1 << 40) + (i * len(sizes) + k) * (64 << 20), "size": size,
+                          "stream": i + 1, "time_us": 1700000000000000 + i})
+    return pickle.dumps({"segments": [], "device_traces": [trace]}, protocol=4)
+
+
 def dense_trace(events):
     """Alloc/free pairs with a timestamp each (what keeps zstd at about 30 times): the most
     events that pass the limits in under 1 MB."""
@@ -110,6 +122,9 @@ def main():
     (out / "segment_bomb.pickle").write_bytes(segment_bomb(1000, 100000))  # 0.2 MB: 10^8 blocks
     zstd(out / "string_bomb.pickle.zst", string_bomb(6, 250 << 20), "-3")  # 48 KB: 1.5 GB of strings
     zstd(out / "ratio_bomb.pickle.zst", opcode_stream(512 << 20), "-3")    # 48 KB: 512 MiB of opcodes
+    zstd(out / "stream_bomb.pickle.zst", [stream_trace(60000, [512])])     # 0.3 MB: one replay held 1.4 GB
+    (out / "pool_bomb.pickle").write_bytes(stream_trace(300, [512]))      # 300 pools that allocate
+    (out / "address_bomb.pickle").write_bytes(stream_trace(200, [512, 20 << 20]))  # 400 expandable ranges
     zstd(out / "dense_trace.pickle.zst", [dense_trace(840000)], "-15")     # 0.9 MB, within the limits
 
 
