@@ -23,12 +23,15 @@ await esbuild.build({
   logLevel: 'warning',
 });
 // Inlined into <script> and <style>: a closing tag inside would end them early.
-for (const [ext, tag] of [['js', '</script'], ['css', '</style']]) {
+for (const [ext, tag] of [
+  ['js', '</script'],
+  ['css', '</style'],
+]) {
   let text = '';
   try {
     text = readFileSync(join(outdir, `${page}.${ext}`), 'utf8');
   } catch {
-    continue;  // a page without CSS
+    continue; // a page without CSS
   }
   if (text.toLowerCase().includes(tag)) {
     console.error(`web/${page}: the bundled ${ext} contains "${tag}", which would end the inline tag`);

@@ -563,100 +563,168 @@ void CachingAllocator::release_expandable_segment(BlockHandle h) {
 
 std::vector<BlockHandle> CachingAllocator::restore(const std::vector<InitialSegment>& segments) {
   if (stats_.reserved_bytes != 0) throw std::logic_error("CachingAllocator::restore after use");
-  std::vector<BlockHandle> live;
+  // Handles in input order: segments[i]'s live blocks start at first_live[i].
+  std::vector<std::size_t> first_live(segments.size());
+  std::size_t live_count = 0;
+  for (std::size_t i = 0; i < segments.size(); ++i) {
+    first_live[i] = live_count;
+    live_count += segments[i].live_blocks.size();
+  }
+  std::vector<BlockHandle> live(live_count, kNoBlock);
 
-  // Lays out [address, address + size) of one segment or mapped run: live blocks and the free
-  // gaps between them, linked after `prev`. Returns the last block.
-  auto lay_out = [&](const InitialSegment& s, std::uint32_t pool, std::uint32_t expandable,
-                     BlockHandle prev) {
-    std::uint64_t cursor = s.address;
-    auto append = [&](std::uint64_t address, std::uint64_t size, const InitialBlock* b) {
-      Block block;
-      block.address = address;
-      block.size = size;
-      block.pool = pool;
-      block.expandable = expandable;
-      block.prev = prev;
-      const BlockHandle h = new_block(block);
-      if (prev != kNone) blocks_[prev].next = h;
-      if (b) {
-        blocks_[h].requested = b->requested_size;
-        stats_.requested_bytes += b->requested_size;
-        if (b->pending_free) {
-          blocks_[h].pending = true;
-          pending_.push_back(h);
-        } else {
-          blocks_[h].allocated = true;
-          stats_.allocated_bytes += size;
-        }
-        live.push_back(h);
+  // Appends [address, address + size) after `prev` (linking them): live block `b` (the
+  // `index`-th in input order), or free space when `b` is null.
+  auto append = [&](std::uint64_t address, std::uint64_t size, const InitialBlock* b, std::size_t index,
+                    std::uint32_t pool, std::uint32_t expandable, BlockHandle prev) {
+    Block block;
+    block.address = address;
+    block.size = size;
+    block.pool = pool;
+    block.expandable = expandable;
+    block.prev = prev;
+    const BlockHandle h = new_block(block);
+    if (prev != kNone) blocks_[prev].next = h;
+    if (b) {
+      blocks_[h].requested = b->requested_size;
+      stats_.requested_bytes += b->requested_size;
+      if (b->pending_free) {
+        blocks_[h].pending = true;
+        pending_.push_back(h);
       } else {
-        insert_free(h);
+        blocks_[h].allocated = true;
+        stats_.allocated_bytes += size;
       }
-      prev = h;
-    };
-    for (const InitialBlock& b : s.live_blocks) {
-      if (b.address > cursor) append(cursor, b.address - cursor, nullptr);
-      append(b.address, b.size, &b);
-      cursor = b.address + b.size;
+      live[index] = h;
+    } else {
+      insert_free(h);
     }
-    if (cursor < s.address + s.size) append(cursor, s.address + s.size - cursor, nullptr);
-    add_reserved(s.size);
-    return prev;
+    return h;
+  };
+  auto unmapped_gap = [&](std::uint64_t from, std::uint64_t until, std::uint32_t pool, std::uint32_t segment,
+                          BlockHandle prev) {
+    if (until <= from) return prev;
+    Block gap;
+    gap.address = from;
+    gap.size = until - from;
+    gap.pool = pool;
+    gap.expandable = segment;
+    gap.mapped = false;
+    gap.prev = prev;
+    const BlockHandle h = new_block(gap);
+    if (prev != kNone) blocks_[prev].next = h;
+    pools_[pool].unmapped.insert(AddressKey{gap.address, h});
+    return h;
+  };
+  auto pool_of_segment = [&](const InitialSegment& s) {
+    return pool_index(s.stream, s.small_pool ? PoolKind::kSmall : PoolKind::kLarge, s.mem_pool);
   };
 
-  // Mapped runs of one expandable segment: grouped by (stream, pool), in address order.
-  std::vector<const InitialSegment*> runs;
-  for (const InitialSegment& s : segments) {
-    const std::uint32_t pool =
-        pool_index(s.stream, s.small_pool ? PoolKind::kSmall : PoolKind::kLarge, s.mem_pool);
+  // cudaMalloc segments, as recorded, unless this allocator maps expandable segments: an
+  // allocator of that kind holds no cudaMalloc segment, so it re-lays them below.
+  std::vector<std::size_t> runs, relaid;
+  for (std::size_t i = 0; i < segments.size(); ++i) {
+    const InitialSegment& s = segments[i];
     if (s.expandable) {
-      runs.push_back(&s);
+      runs.push_back(i);
       continue;
     }
+    if (config_.expandable_segments) {
+      relaid.push_back(i);
+      continue;
+    }
+    const std::uint32_t pool = pool_of_segment(s);
     device_.adopt(s.address, s.size);
     ++stats_.segments;
-    lay_out(s, pool, kNone, kNone);
+    BlockHandle prev = kNone;
+    std::uint64_t cursor = s.address;
+    for (std::size_t k = 0; k < s.live_blocks.size(); ++k) {
+      const InitialBlock& b = s.live_blocks[k];
+      if (b.address > cursor) prev = append(cursor, b.address - cursor, nullptr, 0, pool, kNone, prev);
+      prev = append(b.address, b.size, &b, first_live[i] + k, pool, kNone, prev);
+      cursor = b.address + b.size;
+    }
+    if (cursor < s.address + s.size) append(cursor, s.address + s.size - cursor, nullptr, 0, pool, kNone, prev);
+    add_reserved(s.size);
   }
-  std::stable_sort(runs.begin(), runs.end(), [](const InitialSegment* a, const InitialSegment* b) {
-    if (a->mem_pool != b->mem_pool) return a->mem_pool < b->mem_pool;
-    if (a->stream != b->stream) return a->stream < b->stream;
-    if (a->small_pool != b->small_pool) return a->small_pool;
-    return a->address < b->address;
-  });
-  for (std::size_t i = 0; i < runs.size();) {
-    const InitialSegment& first = *runs[i];
-    const std::uint32_t pool =
-        pool_index(first.stream, first.small_pool ? PoolKind::kSmall : PoolKind::kLarge, first.mem_pool);
+
+  // Mapped runs of one expandable segment, as recorded: grouped by (stream, pool), in address order.
+  const auto by_pool_then_address = [&](std::size_t a, std::size_t b) {
+    const InitialSegment& x = segments[a];
+    const InitialSegment& y = segments[b];
+    if (x.mem_pool != y.mem_pool) return x.mem_pool < y.mem_pool;
+    if (x.stream != y.stream) return x.stream < y.stream;
+    if (x.small_pool != y.small_pool) return x.small_pool;
+    return x.address < y.address;
+  };
+  const auto same_pool = [&](std::size_t a, std::size_t b) {
+    return segments[a].mem_pool == segments[b].mem_pool && segments[a].stream == segments[b].stream &&
+           segments[a].small_pool == segments[b].small_pool;
+  };
+  std::stable_sort(runs.begin(), runs.end(), by_pool_then_address);
+  for (std::size_t r = 0; r < runs.size();) {
+    const InitialSegment& first = segments[runs[r]];
+    const std::uint32_t pool = pool_of_segment(first);
     const std::uint32_t segment = new_expandable_segment(pool, first.address);
     const ExpandableSegment& es = expandables_[segment];
     device_.adopt_address_space(es.base, es.size);
     BlockHandle prev = kNone;
     std::uint64_t cursor = es.base;
-    auto unmapped_gap = [&](std::uint64_t until) {
-      if (until <= cursor) return;
-      Block gap;
-      gap.address = cursor;
-      gap.size = until - cursor;
-      gap.pool = pool;
-      gap.expandable = segment;
-      gap.mapped = false;
-      gap.prev = prev;
-      const BlockHandle h = new_block(gap);
-      if (prev != kNone) blocks_[prev].next = h;
-      pools_[pool].unmapped.insert(AddressKey{gap.address, h});
-      prev = h;
-    };
-    for (; i < runs.size() && runs[i]->stream == first.stream && runs[i]->mem_pool == first.mem_pool &&
-           runs[i]->small_pool == first.small_pool &&
-           runs[i]->address + runs[i]->size <= es.base + es.size;
-         ++i) {
-      unmapped_gap(runs[i]->address);
-      device_.adopt_pages(runs[i]->size);
-      prev = lay_out(*runs[i], pool, segment, prev);
-      cursor = runs[i]->address + runs[i]->size;
+    const std::size_t group = runs[r];
+    for (; r < runs.size() && same_pool(runs[r], group) &&
+           segments[runs[r]].address + segments[runs[r]].size <= es.base + es.size;
+         ++r) {
+      const InitialSegment& s = segments[runs[r]];
+      prev = unmapped_gap(cursor, s.address, pool, segment, prev);
+      device_.adopt_pages(s.size);
+      cursor = s.address;
+      for (std::size_t k = 0; k < s.live_blocks.size(); ++k) {
+        const InitialBlock& b = s.live_blocks[k];
+        if (b.address > cursor) prev = append(cursor, b.address - cursor, nullptr, 0, pool, segment, prev);
+        prev = append(b.address, b.size, &b, first_live[runs[r]] + k, pool, segment, prev);
+        cursor = b.address + b.size;
+      }
+      if (cursor < s.address + s.size)
+        prev = append(cursor, s.address + s.size - cursor, nullptr, 0, pool, segment, prev);
+      cursor = s.address + s.size;
+      add_reserved(s.size);
     }
-    unmapped_gap(es.base + es.size);
+    unmapped_gap(cursor, es.base + es.size, pool, segment, prev);
+  }
+
+  // cudaMalloc segments under expandable segments. An allocator of that kind holds none: per
+  // (stream, pool) one fresh expandable segment holds the live blocks back to back, in the order
+  // of their recorded addresses, each of its rounded request (it splits off any remainder), in
+  // the pages the recorded segments held (those past the last block are free, unmapped when the
+  // memory is needed). An expandable allocator packs the blocks a job keeps this tightly: on
+  // complete recordings cut mid-run, the replay from this start needs what the whole trace
+  // needs within 0.6% (docs/replay.md).
+  std::stable_sort(relaid.begin(), relaid.end(), by_pool_then_address);
+  for (std::size_t r = 0; r < relaid.size();) {
+    const InitialSegment& first = segments[relaid[r]];
+    const std::uint32_t pool = pool_of_segment(first);
+    const std::uint64_t page = expandable_page(pools_[pool]);
+    const std::uint32_t segment =
+        new_expandable_segment(pool, device_.reserve_address_space(expandable_range_size(page)));
+    const ExpandableSegment& es = expandables_[segment];
+    BlockHandle prev = kNone;
+    std::uint64_t cursor = es.base;
+    std::uint64_t held = 0;
+    for (const std::size_t group = relaid[r]; r < relaid.size() && same_pool(relaid[r], group); ++r) {
+      const InitialSegment& s = segments[relaid[r]];
+      for (std::size_t k = 0; k < s.live_blocks.size(); ++k) {
+        const InitialBlock& b = s.live_blocks[k];
+        const std::uint64_t rounded = round_size(b.requested_size, config_);
+        const std::uint64_t size = b.requested_size > 0 && rounded <= b.size ? rounded : b.size;
+        prev = append(cursor, size, &b, first_live[relaid[r]] + k, pool, segment, prev);
+        cursor += size;
+      }
+      held += s.size;
+    }
+    const std::uint64_t mapped = (std::max(held, cursor - es.base) + page - 1) / page * page;
+    if (cursor < es.base + mapped) prev = append(cursor, es.base + mapped - cursor, nullptr, 0, pool, segment, prev);
+    device_.adopt_pages(mapped);
+    add_reserved(mapped);
+    unmapped_gap(es.base + mapped, es.base + es.size, pool, segment, prev);
   }
   return live;
 }

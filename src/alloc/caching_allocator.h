@@ -61,6 +61,9 @@ class CachingAllocator final : public AllocatorModel {
   void free(BlockHandle block) override;
   void free_requested(BlockHandle block) override;
   void free_completed(BlockHandle block) override;
+  /// Segments as given, except cudaMalloc segments under expandable segments, which this
+  /// allocator could not hold: their live blocks are re-laid back to back in one expandable
+  /// segment per (stream, pool), in the pages the segments held (caching_allocator.cpp).
   std::vector<BlockHandle> restore(const std::vector<InitialSegment>& segments) override;
   const AllocatorStats& stats() const override { return stats_; }
   std::uint64_t address(BlockHandle block) const override { return blocks_[block].address; }

@@ -93,6 +93,9 @@ struct ProjectedRun {
   bool runs = false;               ///< completes the projected step at the capacity
   bool runs_with_margin = false;   ///< ... at the capacity less margin_to_fit
   bool fails_with_margin = false;  ///< fails even at the capacity plus margin_to_fail
+  /// Replayed from a mid-run trace's live blocks re-laid as this setting holds them
+  /// (replay::relays_initial_state): it must leave relaid_start_margin more.
+  bool relaid_start = false;
 };
 
 /// @brief The failing step projected from the trace alone, without step telemetry.
@@ -134,6 +137,7 @@ struct TraceStepProjection {
   double fit_margin = 0;      ///< the fit's error as a fraction, at least 1% (5% when unchecked)
   double margin_to_fit = 0;   ///< fraction of the capacity a setting must leave: fit_margin + under
   double margin_to_fail = 0;  ///< fraction the step must exceed it by: fit_margin + over
+  double relaid_start_margin = 0;  ///< what a run from a re-laid start leaves beyond margin_to_fit
   std::uint64_t start_level_bytes = 0;     ///< live when the failing unit began
   std::uint64_t live_at_oom_bytes = 0;     ///< live + the failing request
   std::uint64_t projected_peak_bytes = 0;  ///< the ideal packer's peak over the projected step
@@ -166,11 +170,16 @@ struct WhatIfLine {
   std::optional<bool> runs_projected_step;
 };
 
-/// @brief One point of the recorded reserved / allocated curve.
+/// @brief One point of the recorded reserved / allocated curve: the extremes over one stretch
+/// of the trace (recorded_curve.h), so a one-event spike survives the downsampling.
 struct TimelineSample {
-  std::size_t trace_index = 0;
-  std::uint64_t reserved_bytes = 0;
+  std::size_t trace_index = 0;       ///< the stretch's last event
+  std::uint64_t reserved_bytes = 0;  ///< the stretch's maxima
   std::uint64_t allocated_bytes = 0;
+  std::uint64_t reserved_min_bytes = 0;  ///< the stretch's minima
+  std::uint64_t allocated_min_bytes = 0;
+  /// The last event's time since the trace's first, when the trace records time.
+  std::optional<double> seconds;
 };
 
 /// @brief One telemetry record's time split, for the step-time chart.
@@ -178,6 +187,25 @@ struct StepTime {
   std::int64_t step = 0;
   double data_wait_ms = 0;
   double compute_ms = 0;
+  std::optional<double> t;  ///< seconds since the run started, at the record's end
+  std::optional<std::uint64_t> reserved_bytes;   ///< reserved_bytes.all.current at the record's end
+  std::optional<std::uint64_t> allocated_bytes;  ///< allocated_bytes.all.current at the record's end
+};
+
+/// @brief Where a telemetry record's step ended on the trace (step_alignment.h).
+struct StepMark {
+  std::int64_t step = 0;
+  std::size_t trace_index = 0;  ///< the step's last event
+  std::string phase;            ///< the record's phase ("train" when it names none)
+  bool optimizer_step = false;
+  bool by_figures = false;  ///< placed by its memory figures, not by its time alone
+};
+
+/// @brief One nvidia-smi sample of one GPU, for the utilisation chart.
+struct SmiPoint {
+  double seconds = 0;  ///< since the trace's first sample
+  std::optional<double> utilization_percent;
+  std::optional<std::uint64_t> memory_used_bytes;
 };
 
 /// @brief Per-rank figures, for the worst rank and the spread.
@@ -188,6 +216,10 @@ struct RankFacts {
   std::optional<double> data_wait_fraction;
   bool oom = false;
   std::vector<std::string> sources;
+  /// For the per-rank pictures, when several ranks were given: the rank's telemetry, and the
+  /// recorded curve of its snapshot with the longest trace.
+  std::vector<StepTime> step_times;
+  std::vector<TimelineSample> timeline;
 };
 
 /// @brief Everything the doctor concluded.
@@ -239,6 +271,15 @@ struct Diagnosis {
   std::vector<TimelineSample> timeline;
   std::optional<std::size_t> timeline_oom_index;
   std::vector<StepTime> step_times;  ///< the diagnosed rank's telemetry, in order
+  std::vector<StepMark> step_marks;  ///< those steps' ends on the curve's trace, when they align
+  /// Where the failing unit of the trace began (an eval batch's start when the units are eval
+  /// batches; trace_units.h), when the trace shows the unit repeating; the curve shows `phase`
+  /// from there to the OOM.
+  std::optional<std::size_t> failing_unit_start;
+  /// The nvidia-smi trace of the GPU that ran out of memory (else the first), when one of
+  /// kMinSmiTraceSamples samples or more was given.
+  std::vector<SmiPoint> smi_trace;
+  std::optional<int> smi_gpu;
 
   /// @brief Appends one fact to `evidence`.
   void add_evidence(std::string key, std::string text) { evidence.push_back({std::move(key), std::move(text)}); }

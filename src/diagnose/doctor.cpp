@@ -9,6 +9,8 @@
 #include "diagnose/input_pipeline.h"
 #include "diagnose/recorded_curve.h"
 #include "diagnose/segment_map_at_event.h"
+#include "diagnose/step_alignment.h"
+#include "diagnose/trace_units.h"
 #include "diagnose/traced_oom_verdict.h"
 #include "diagnose/whatif_lines.h"
 #include "inputs/nvidia_smi_trace.h"
@@ -159,6 +161,35 @@ std::uint64_t telemetry_max(const std::vector<inputs::StepRecord>& records, std:
   return static_cast<std::uint64_t>(best);
 }
 
+std::optional<std::uint64_t> stat_bytes(const inputs::StepRecord& r, std::string_view key) {
+  const auto v = r.memory_stat(key);
+  return v && *v >= 0 ? std::optional<std::uint64_t>(static_cast<std::uint64_t>(*v)) : std::nullopt;
+}
+
+std::vector<StepTime> step_times_of(const std::vector<inputs::StepRecord>& records) {
+  std::vector<StepTime> times;
+  for (const inputs::StepRecord& r : records)
+    times.push_back({r.step, r.data_wait_ms, r.compute_ms, r.t, stat_bytes(r, "reserved_bytes.all.current"),
+                     stat_bytes(r, "allocated_bytes.all.current")});
+  return times;
+}
+
+/// The curve downsampled to `points`, each point with its time when the trace records time.
+std::vector<TimelineSample> timeline_of(const RecordedCurve& curve, std::span<const snapshot::TraceEvent> trace,
+                                        std::size_t points) {
+  std::vector<TimelineSample> timeline;
+  const bool timed = !trace.empty() && trace.front().time_us != 0;
+  for (const CurvePoint& p : downsample_curve(curve, points)) {
+    TimelineSample sample{p.trace_index, p.reserved, p.allocated, p.reserved_min, p.allocated_min, std::nullopt};
+    if (timed) sample.seconds = static_cast<double>(trace[p.trace_index].time_us - trace.front().time_us) / 1e6;
+    timeline.push_back(sample);
+  }
+  return timeline;
+}
+
+/// Points of each rank's curve in the per-rank pictures (small multiples of the page).
+constexpr std::size_t kRankTimelinePoints = 600;
+
 void collect_ranks(const DoctorInputs& in, const OomSignals& oom, Diagnosis& d) {
   std::map<int, RankFacts> ranks;
   auto at = [&](std::optional<int> rank) -> RankFacts& {
@@ -187,7 +218,37 @@ void collect_ranks(const DoctorInputs& in, const OomSignals& oom, Diagnosis& d) 
     f.sources.push_back(s.path);
   }
   for (const auto& m : oom.messages) at(m.rank).oom = true;
+  if (ranks.size() >= 2) {
+    for (const auto& t : in.telemetry)
+      if (RankFacts& f = at(t.rank); f.step_times.empty()) f.step_times = step_times_of(t.records);
+    std::map<int, const SnapshotInput*> longest;
+    for (const auto& s : in.snapshots) {
+      const SnapshotInput*& best = longest[s.rank.value_or(0)];
+      if (!best || s.snapshot.trace(s.device).size() > best->snapshot.trace(best->device).size()) best = &s;
+    }
+    for (const auto& [rank, s] : longest) {
+      const auto trace = s->snapshot.trace(s->device);
+      at(rank).timeline = timeline_of(walk_recorded_curve(s->snapshot, s->device), trace, kRankTimelinePoints);
+    }
+  }
   for (auto& [rank, facts] : ranks) d.ranks.push_back(facts);
+}
+
+/// The nvidia-smi trace of `gpu` (else of the first GPU) from the input with the most samples.
+void collect_smi_trace(const DoctorInputs& in, std::optional<int> gpu, Diagnosis& d) {
+  const SmiInput* longest = nullptr;
+  for (const SmiInput& smi : in.smi)
+    if (!longest || smi.table.samples.size() > longest->table.samples.size()) longest = &smi;
+  if (!longest || longest->table.samples.size() < kMinSmiTraceSamples) return;
+  const auto& samples = longest->table.samples;
+  const bool has_gpu = gpu && std::any_of(samples.begin(), samples.end(), [&](const auto& s) { return s.gpu == *gpu; });
+  d.smi_gpu = has_gpu ? *gpu : samples.front().gpu;
+  std::optional<double> first;
+  for (const inputs::SmiSample& s : samples) {
+    if (s.gpu != *d.smi_gpu || !s.time_s) continue;
+    if (!first) first = s.time_s;
+    d.smi_trace.push_back({*s.time_s - *first, s.utilization_gpu, s.memory_used});
+  }
 }
 
 /// The worst rank (the one that ran out of memory, else `waiting` — the most input-bound —,
@@ -412,16 +473,27 @@ Diagnosis run_doctor(const DoctorInputs& in, const DoctorOptions& options) {
   d.gpu_idle_fraction = pipeline.gpu_idle_fraction;
   describe_rank_spread(d, waiting_rank);
   const TelemetryInput* shown = waiting_rank ? choose_telemetry(in, waiting_rank) : telemetry;
-  if (shown)
-    for (const inputs::StepRecord& r : shown->records) d.step_times.push_back({r.step, r.data_wait_ms, r.compute_ms});
+  if (shown) d.step_times = step_times_of(shown->records);
 
   RecordedCurve curve;
   if (trace.replay) {
+    const auto events = trace.replay->snapshot.trace(trace.device);
     curve = walk_recorded_curve(trace.replay->snapshot, trace.device);
-    for (const CurvePoint& p : downsample_curve(curve, options.timeline_points))
-      d.timeline.push_back({p.trace_index, p.reserved, p.allocated});
+    d.timeline = timeline_of(curve, events, options.timeline_points);
     d.timeline_oom_index = trace.oom_index;
+    if (telemetry)
+      for (const AlignedStep& a : align_steps_to_trace(telemetry->records, events, curve)) {
+        const inputs::StepRecord& r = telemetry->records[a.record];
+        d.step_marks.push_back(
+            {r.step, a.trace_index, r.phase_or_default(), r.optimizer_step.value_or(true), a.by_figures});
+      }
+    if (trace.oom_index) {
+      const TraceUnits units = find_trace_units(trace.replay->snapshot, trace.device, *trace.oom_index);
+      if (units.eval && units.eval_batch_start) d.failing_unit_start = units.eval_batch_start;
+      else if (units.repeats()) d.failing_unit_start = units.starts.back();
+    }
   }
+  collect_smi_trace(in, oom.messages.empty() ? std::nullopt : oom.messages.front().gpu, d);
   if (trace.map) {
     const int device = trace.map->device;
     d.segment_map_at_oom = trace.map_oom_index.has_value();

@@ -12,7 +12,9 @@ namespace fragscope::diagnose {
 struct DoctorOptions {
   double data_wait_threshold = 0.10;  ///< steady loader-wait share that makes a run input-bound
   unsigned threads = 0;               ///< what-if sweep threads; 0 = all cores
-  std::size_t timeline_points = 400;  ///< points of the recorded reserved/allocated curve
+  /// Points of the recorded reserved/allocated curve: enough that zooming into one step of a
+  /// long trace still shows its shape (each point keeps its stretch's extremes).
+  std::size_t timeline_points = 8192;
   Progress progress;                  ///< hears of the what-if sweep (replay/whatif.h)
 };
 

@@ -43,9 +43,11 @@ void replay_projected_step(ProjectedStep& step, const std::vector<replay::WhatIf
       run.recorded = configs[i].recorded;
       std::uint64_t held = 0;
       if (!capacity.effective_bytes()) return held;
+      run.relaid_start = replay::relays_initial_state(step.trace, configs[i].config);
       run.runs = runs_at(step.trace, configs[i], capacity, 1.0, held);
       if (run.runs)
-        run.runs_with_margin = runs_at(step.trace, configs[i], capacity, 1 - p.margin_to_fit, held);
+        run.runs_with_margin = runs_at(step.trace, configs[i], capacity,
+                                       1 - p.margin_to_fit - (run.relaid_start ? p.relaid_start_margin : 0), held);
       else
         run.fails_with_margin = !runs_at(step.trace, configs[i], capacity, 1 + p.margin_to_fail, held);
       return held;

@@ -3,8 +3,9 @@
 /// @brief The step projected from the trace (trace_projection.h), replayed at the capacity:
 /// through the ideal packer (its peak: the live bytes the step needs with perfect packing) and
 /// through every setting of the what-if sweep, at the capacity and, to see how robust the
-/// answer is, at the capacity less margin_to_fit (when it runs) or plus margin_to_fail (when it
-/// fails).
+/// answer is, at the capacity less margin_to_fit (when it runs; less relaid_start_margin more
+/// when the setting starts from a mid-run trace's re-laid state) or plus margin_to_fail (when
+/// it fails).
 /// Thread-safety: runs the replays on up to `threads` threads, as many at once as the memory
 /// budget of replay/replay_memory.h holds; call it from one.
 

@@ -1,6 +1,7 @@
 #include "diagnose/recorded_curve.h"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace fragscope::diagnose {
 namespace {
@@ -69,10 +70,12 @@ std::vector<CurvePoint> downsample_curve(const RecordedCurve& curve, std::size_t
   for (std::size_t b = 0; b < buckets; ++b) {
     const std::size_t first = b * n / buckets;
     const std::size_t last = (b + 1) * n / buckets;  // exclusive
-    CurvePoint point{last - 1, 0, 0};
+    CurvePoint point{last - 1, 0, 0, UINT64_MAX, UINT64_MAX};
     for (std::size_t i = first; i < last; ++i) {
       point.reserved = std::max(point.reserved, curve.reserved[i]);
       point.allocated = std::max(point.allocated, curve.allocated[i]);
+      point.reserved_min = std::min(point.reserved_min, curve.reserved[i]);
+      point.allocated_min = std::min(point.allocated_min, curve.allocated[i]);
     }
     result.push_back(point);
   }

@@ -25,12 +25,15 @@ struct RecordedCurve {
 /// @brief Walks `device`'s trace of `snapshot`. Empty vectors when it has no trace.
 RecordedCurve walk_recorded_curve(const snapshot::Snapshot& snapshot, int device);
 
-/// @brief The maxima of `curve` over `points` equal stretches of the trace (fewer when the
-/// trace is shorter), as (last event index, reserved, allocated) triples.
+/// @brief The maxima and minima of `curve` over `points` equal stretches of the trace (fewer
+/// when the trace is shorter), with each stretch's last event index: a spike of one event
+/// survives any downsampling, and so does a dip.
 struct CurvePoint {
   std::size_t trace_index = 0;
   std::uint64_t reserved = 0;
   std::uint64_t allocated = 0;
+  std::uint64_t reserved_min = 0;
+  std::uint64_t allocated_min = 0;
 };
 std::vector<CurvePoint> downsample_curve(const RecordedCurve& curve, std::size_t points);
 

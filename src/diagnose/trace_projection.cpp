@@ -282,6 +282,9 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
       // An eval unit is over where its statement stopped allocating (the training steps that
       // follow until the next eval are another unit's business).
       if (units.eval && next + 1 < count && next < units.ends.size()) u.end = std::min(u.end, units.ends[next]);
+      // A unit ends with its iteration of the loop: the next step's first statements (the
+      // forward after a backward unit) run at another size, and belong to the next unit.
+      if (next + 1 < count && next < units.iteration_ends.size()) u.end = std::min(u.end, units.iteration_ends[next]);
       u.blocks_at_start = live_blocks;
       u.start_level = i > 0 ? curve.allocated[i - 1] : 0;
       note_older_blocks(u, trace, live);

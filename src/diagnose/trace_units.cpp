@@ -144,6 +144,25 @@ TraceUnits find_trace_units(const snapshot::Snapshot& snapshot, int device, std:
     if (shared < best_depth && previous >= best_depth) units.ends.push_back(i);
     previous = shared;
   });
+  // A statement of the same loop body above the unit's own (the loop wrapped to a lower line).
+  const snapshot::Frame& unit_frame = snapshot.stacks.frame(anchor[best_depth - 1]);
+  const auto earlier_statement = [&](StackId stack) {
+    const std::vector<FrameId>& f = frames(stack);
+    if (f.size() < best_depth) return false;
+    const snapshot::Frame& frame = snapshot.stacks.frame(f[best_depth - 1]);
+    return frame.filename == unit_frame.filename && frame.name == unit_frame.name &&
+           frame.line != snapshot::Frame::kUnknownLine && unit_frame.line != snapshot::Frame::kUnknownLine &&
+           frame.line < unit_frame.line;
+  };
+  for (std::size_t u = 0; u + 1 < units.starts.size(); ++u) {
+    std::size_t end = units.starts[u + 1];
+    for (std::size_t i = units.starts[u] + 1; i < end; ++i) {
+      if (trace[i].action != TraceAction::kAlloc || trace[i].stack == 0) continue;
+      const Relation r = relation(trace[i].stack);
+      if (r.counts && r.shared + 1 == best_depth && earlier_statement(trace[i].stack)) end = i;
+    }
+    units.iteration_ends.push_back(end);
+  }
   return units;
 }
 

@@ -18,7 +18,10 @@
 /// layer or per parameter. When the anchor's frames name evaluation (eval / valid / predict in
 /// a function or file name outside torch), the unit holds the shallowest such frame: HF's
 /// `_maybe_log_save_evaluate` also logs at other steps, and its logging is not an eval pass.
-/// Each episode starts a unit; the failing unit is the last.
+/// Each episode starts a unit; the failing unit is the last. An earlier unit ends where the
+/// loop's next iteration begins: at the next unit, or before, at an allocation of an earlier
+/// statement of the same loop body (same function, a lower line), such as the next step's
+/// forward when the unit is a backward statement; the next step belongs to the next unit.
 /// Thread-safety: a pure function.
 
 #include <cstddef>
@@ -51,6 +54,8 @@ struct TraceUnits {
   /// With `eval`: the statement that entered evaluation (the frame calling the shallowest one
   /// that names it): "trainer.py:1883 in _run_epoch".
   std::string eval_statement;
+  /// Where each earlier unit's iteration of the loop ended (see the file comment).
+  std::vector<std::size_t> iteration_ends;
   /// @brief The failing unit has earlier occurrences in the trace.
   bool repeats() const { return starts.size() >= 2; }
 };

@@ -41,6 +41,11 @@ constexpr double kUncheckedProjection = 0.05;
 /// decides nothing.
 constexpr double kMaxFitError = 0.05;
 
+/// What a setting replayed from a mid-run trace's re-laid start must leave on top of the fit's
+/// margin: on complete recordings cut mid-run, such a replay needed up to 0.98% of the capacity
+/// less than the same setting replayed from the job's start (docs/replay.md).
+constexpr double kRelaidStart = 0.01;
+
 std::string pct(double fraction) { return fmt::format("{:.1f}%", 100.0 * fraction); }
 
 /// Σ size / Σ requested size of the blocks live in the snapshot of `device` (1 when none).
@@ -199,13 +204,22 @@ Verdict judge_training_step(const snapshot::Snapshot& snap, int device, const al
 
 /// The fit's error on earlier units as a fraction (at least kProjectionFloor; kUncheckedProjection
 /// when no unit could check it), and the margins the verdict keeps from the capacity each way.
-void set_margins(TraceStepProjection& p, std::uint64_t cap) {
+void set_margins(TraceStepProjection& p, std::uint64_t cap, bool starts_mid_run) {
   p.fit_margin = p.fit_error ? std::max(kProjectionFloor, *p.fit_error) : kUncheckedProjection;
+  p.relaid_start_margin = starts_mid_run ? kRelaidStart : 0;
   const auto share = [&](std::uint64_t bytes) {
     return static_cast<double>(bytes) / static_cast<double>(std::max<std::uint64_t>(cap, 1));
   };
   p.margin_to_fit = p.fit_margin + share(p.under_bytes);
   p.margin_to_fail = p.fit_margin + share(p.over_bytes);
+}
+
+/// How a setting of expandable segments was replayed from a mid-run trace, and why its margin is larger.
+std::string relaid_start_note(const TraceStepProjection& p) {
+  return fmt::format(
+      " (the trace starts mid-run: it was replayed from the live blocks the trace starts with, laid back to back as "
+      "expandable segments hold them, so it must leave {} more than the fit's margin)",
+      pct(p.relaid_start_margin));
 }
 
 std::string describe_projection(const TraceStepProjection& p) {
@@ -233,7 +247,7 @@ Verdict judge_projected_step(ProjectedStep& step, const std::vector<replay::What
                              const OomCallPath& call_path, Diagnosis& d) {
   TraceStepProjection& p = step.figures;
   const std::uint64_t cap = capacity.effective_bytes().value_or(0);
-  set_margins(p, cap);
+  set_margins(p, cap, step.trace.starts_mid_run);
   replay_projected_step(step, configs, capacity, options.threads);
   for (WhatIfLine& line : d.whatif)
     for (const ProjectedRun& run : p.runs)
@@ -357,9 +371,11 @@ Verdict judge_projected_step(ProjectedStep& step, const std::vector<replay::What
     const auto needed = static_cast<std::uint64_t>(next / inflation);
     d.add_evidence("projection_vs_capacity",
                    fmt::format("the projected step fits: {} live at its peak with perfect packing, {} to spare of {}; "
-                               "PYTORCH_CUDA_ALLOC_CONF={} runs it with {} less memory than that",
+                               "PYTORCH_CUDA_ALLOC_CONF={} runs it with {} less memory than that{}",
                                format_bytes(needed), format_bytes(cap - std::min(cap, needed)), format_bytes(cap),
-                               best->conf.empty() ? "\"\"" : best->conf, pct(p.margin_to_fit)));
+                               best->conf.empty() ? "\"\"" : best->conf,
+                               pct(p.margin_to_fit + (best->relaid_start ? p.relaid_start_margin : 0)),
+                               best->relaid_start ? relaid_start_note(p) : ""));
     return Verdict::kFragmentation;
   }
   if (all_fail && !step.trace.starts_mid_run && !p.runs.empty() && inflation <= 1.01) {
@@ -371,6 +387,8 @@ Verdict judge_projected_step(ProjectedStep& step, const std::vector<replay::What
                     format_bytes(p.projected_peak_bytes), pct(p.margin_to_fail), format_bytes(cap)));
     return Verdict::kCapacity;
   }
+  const bool any_relaid =
+      std::any_of(p.runs.begin(), p.runs.end(), [](const ProjectedRun& r) { return r.relaid_start; });
   d.add_evidence(
       "too_close",
       fmt::format(
@@ -379,9 +397,14 @@ Verdict judge_projected_step(ProjectedStep& step, const std::vector<replay::What
           format_bytes(static_cast<std::uint64_t>(next)), format_bytes(cap),
           best ? "" : fmt::format("; the settings that run it need more than {} less that margin", format_bytes(cap)),
           pct(p.margin_to_fit), pct(p.margin_to_fail),
-          step.trace.starts_mid_run ? " (the trace starts mid-run: a setting replayed from its "
-                                      "state inherits pieces the job's start would not have made)"
-                                    : ""));
+          !step.trace.starts_mid_run ? ""
+          : any_relaid
+              ? fmt::format(" (the trace starts mid-run: settings with expandable segments start from its live "
+                            "blocks re-laid as they hold them and must leave {} more; the others inherit the "
+                            "pieces the trace starts with)",
+                            pct(p.relaid_start_margin))
+                       : " (the trace starts mid-run: a setting replayed from its "
+                         "state inherits pieces the job's start would not have made)"));
   return undecided();
 }
 
@@ -428,7 +451,7 @@ Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemet
   std::vector<double> step_ms;
   for (const auto& r : steps) step_ms.push_back(r.step_time_or_sum_ms());
   const OomCallPath call_path = analyze_oom_call_path(snap, trace.device, oom_index, quantile(step_ms, 0.5));
-  const OomPhase phase = decide_oom_phase(&snap, trace.device, oom_index, &call_path, steps);
+  OomPhase phase = decide_oom_phase(&snap, trace.device, oom_index, &call_path, steps);
   d.phase = phase.phase;
   d.phase_source = phase.source;
   d.add_evidence("phase", fmt::format("phase {}: {}", phase.phase, phase.source));
@@ -447,10 +470,26 @@ Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemet
     std::erase_if(d.evidence, [](const Evidence& e) { return e.key == "phase"; });
     d.add_evidence("phase", fmt::format("phase {}: {}", d.phase, d.phase_source));
   }
-  if (units.eval && !units.repeats() && !phase.repeats_step && d.phase != "eval") {
+  if (units.eval && !units.repeats() && d.phase != "eval") {
+    // The statement that repeated (a trainer's train(), holding its steps and its evals) is not
+    // the pass that failed: the evaluation inside it ran for the first time in the trace.
     d.phase = "eval";
-    d.phase_source = fmt::format("the failing malloc is in an evaluation ({}) that did not run before in the trace",
-                                 units.eval_statement);
+    d.phase_source = fmt::format("the failing malloc is in an evaluation ({}) that did not run before in the trace{}",
+                                 units.eval_statement,
+                                 phase.repeats_step ? fmt::format(", below {}, which did", call_path.statement) : "");
+    phase.repeats_step = false;
+    std::erase_if(d.evidence, [](const Evidence& e) { return e.key == "phase"; });
+    d.add_evidence("phase", fmt::format("phase {}: {}", d.phase, d.phase_source));
+  }
+  if (units.repeats() && !units.eval && phase.repeats_step && d.phase == "train" &&
+      units.statement != call_path.statement) {
+    // The unit names the program's own statement where the call path's outermost divergence
+    // may not: a C++ frame that repeats per op (the failing malloc on autograd's thread has no
+    // Python frames), or a launcher's frame (runpy, for `python -m`).
+    d.phase_source = fmt::format("the failing unit's statement ({}) ran {} time(s) before in the trace: the training "
+                                 "step repeating{}",
+                                 units.statement, units.starts.size() - 1,
+                                 units.anchor_is_oom ? "" : " (the failing malloc, on autograd's thread, has no Python frames)");
     std::erase_if(d.evidence, [](const Evidence& e) { return e.key == "phase"; });
     d.add_evidence("phase", fmt::format("phase {}: {}", d.phase, d.phase_source));
   }
@@ -526,7 +565,13 @@ Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemet
     return judge_unrecorded_pass(snap, trace.device, curve, oom_index, cap,
                                  units.eval && !units.eval_statement.empty() ? units.eval_statement : call_path.statement,
                                  steps, d);
-  return judge_training_step(snap, trace.device, prepared.recorded_config, best, cap, telemetry, steps, d);
+  const Verdict verdict = judge_training_step(snap, trace.device, prepared.recorded_config, best, cap, telemetry, steps, d);
+  if (verdict == Verdict::kUndetermined && prepared.starts_mid_run && !d.trace_projection.available)
+    d.decide_with.insert(d.decide_with.begin(),
+                         "a snapshot whose history holds a whole step like the failing one before it: this trace starts "
+                         "mid-run (a ring of max_entries, or history started late) and no earlier step in it can be "
+                         "projected from; a larger max_entries, or history from the run's start");
+  return verdict;
 }
 
 }  // namespace fragscope::diagnose

@@ -119,6 +119,7 @@ struct LlamaProgram::Impl {
   Tensor reduce_input = kNone;       // FSDP: the last group's reduce-scatter input
   std::vector<Tensor> flat_buffers;  // DDP buckets, ZeRO's flat copies
   Tensor cublas_forward = kNone, cublas_backward = kNone;
+  bool backward_thread = false;  // the autograd engine's thread runs the backward and its recomputations
   Tensor rotary_cos = kNone, rotary_sin = kNone;  // kept by the rotary muls for the backward
   std::vector<Block> blocks;
   std::uint32_t micro_step = 0;
@@ -395,8 +396,15 @@ struct LlamaProgram::Impl {
     }
     save(l.input);
     l.output = alloc(ce * tokens * out, MemoryRole::kActivations);
+    gemm_workspace();
     drop(l.input);  // a cast is a temporary of the call; a shared input keeps its own reference
     return l;
+  }
+  /// The cuBLAS handle of the thread running a GEMM gets its workspace at its first GEMM, after
+  /// the GEMM's output: the forward's (rotary_tables) or the autograd thread's, whose first GEMM
+  /// is a backward's or a recomputation's (a checkpointed loss chunk's lm_head).
+  void gemm_workspace() {
+    if (backward_thread && cublas_backward == kNone) cublas_backward = alloc(kCublasWorkspace, MemoryRole::kWorkspaces);
   }
 
   /// LlamaRMSNorm: x.to(fp32); variance = x.pow(2).mean(-1); x * rsqrt(variance + eps);
@@ -627,7 +635,7 @@ struct LlamaProgram::Impl {
       free_grad = true;
     }
     const Tensor grad_weight = alloc(ce * in * out, MemoryRole::kTransients);
-    if (cublas_backward == kNone) cublas_backward = alloc(kCublasWorkspace, MemoryRole::kWorkspaces);
+    gemm_workspace();
     const Tensor grad_input = alloc(ce * tokens * in, MemoryRole::kTransients);
     if (free_grad) drop(grad_out);
     drop(l.weight);
@@ -979,7 +987,7 @@ struct LlamaProgram::Impl {
           loss.chunks.emplace_back(first, std::min(spec.training.loss_chunk_tokens, tokens - first));
         const bool was = saving;
         saving = false;
-        for (const auto& [first, n] : loss.chunks) chunk_loss(n, /*keep=*/false);
+        for (const auto& [first, n] : loss.chunks) chunk_loss(n, nullptr);
         saving = was;
         break;
       }
@@ -1010,9 +1018,14 @@ struct LlamaProgram::Impl {
     return loss;
   }
 
-  /// One chunk of a chunked loss: lm_head, .float(), log_softmax; `keep` (its recomputation in
-  /// the backward) keeps what autograd saves and returns the chunk's hidden-state gradient.
-  Tensor chunk_loss(std::uint64_t n, bool keep) {
+  /// One chunk of a chunked loss: lm_head, .float(), log_softmax. `weight_grad` (its
+  /// recomputation in the backward, non-null) keeps what autograd saves, runs the chunk's
+  /// backward and returns its hidden-state gradient: lm_head's weight gradient goes to
+  /// `*weight_grad`, the autograd engine's input buffer of the node every chunk's weight
+  /// gradient flows into (the weight, or autocast's cast of it cached in the forward), where
+  /// the first one stays and later ones are added in place.
+  Tensor chunk_loss(std::uint64_t n, Tensor* weight_grad) {
+    const bool keep = weight_grad != nullptr;
     const std::uint64_t full = tokens;
     tokens = n;
     Linear head = linear(kNone, h, vocab, lm_head(), re == 4);
@@ -1029,14 +1042,29 @@ struct LlamaProgram::Impl {
     drop(log_probs);
     Tensor grad = kNone;
     if (keep) {
+      release_autocast_cache();  // the recomputation's autocast region ends: its casts live as saved tensors
       const Tensor g_nll = alloc(4 * n * vocab, MemoryRole::kLogitsAndLoss);
       const Tensor g_lsm = alloc(4 * n * vocab, MemoryRole::kLogitsAndLoss);
       drop(g_nll);
       drop(log_probs);
       Tensor g_logits = g_lsm;
       if (ce != 4) g_logits = alloc(ce * n * vocab, MemoryRole::kLogitsAndLoss), drop(g_lsm);
-      grad = linear_backward(head, g_logits, h, vocab, lm_head(), false, true);
-      release_autocast_cache();
+      // MmBackward: the weight's gradient, then the input's
+      const Tensor g_weight = alloc(ce * h * vocab, MemoryRole::kTransients);
+      gemm_workspace();
+      grad = alloc(ce * n * h, MemoryRole::kTransients);
+      drop(g_logits);
+      drop(head.weight);
+      drop(head.input);
+      if (*weight_grad == kNone)
+        *weight_grad = g_weight;
+      else
+        drop(g_weight);
+      if (head.input_cast) {
+        const Tensor g32 = alloc(4 * n * h, MemoryRole::kTransients);
+        drop(grad);
+        grad = g32;
+      }
     }
     tokens = full;
     return grad;
@@ -1056,10 +1084,19 @@ struct LlamaProgram::Impl {
         return linear_backward(loss.head, g_logits, h, vocab, lm_head(), false, true);
       }
       case Loss::kChunked: {
-        // each chunk recomputed and differentiated, last first; split's backward concatenates
+        // each chunk recomputed and differentiated, last first; lm_head's weight gradient
+        // reaches .grad once every chunk has added to it (through the cast's backward under
+        // autocast); split's backward concatenates the hidden-state gradients
         std::vector<Tensor> pieces;
+        Tensor weight_grad = kNone;
         for (auto it = loss.chunks.rbegin(); it != loss.chunks.rend(); ++it)
-          pieces.push_back(chunk_loss(it->second, /*keep=*/true));
+          pieces.push_back(chunk_loss(it->second, &weight_grad));
+        if (autocast) {
+          const Tensor grad32 = alloc(4 * h * vocab, MemoryRole::kTransients);
+          drop(weight_grad);
+          weight_grad = grad32;
+        }
+        accumulate(lm_head(), weight_grad);
         drop(loss.shifted);
         const Tensor grad =
             alloc(tape.bytes(pieces.front()) / loss.chunks.back().second * tokens, MemoryRole::kTransients);
@@ -1097,6 +1134,7 @@ struct LlamaProgram::Impl {
 
     // backward: the loss head, the final norm, the blocks, the embedding
     tape.mark(Phase::kBackward, micro_step);
+    backward_thread = true;
     GradSlot out_slot;
     deliver(out_slot, loss_backward(loss, final));
     GradSlot residual;
@@ -1116,6 +1154,7 @@ struct LlamaProgram::Impl {
     }
     drop(ids);
     blocks.clear();
+    backward_thread = false;
   }
 
   void embedding_backward(Tensor grad) {

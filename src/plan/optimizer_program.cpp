@@ -16,12 +16,17 @@ void OptimizerProgram::step(std::span<const LlamaProgram::OptimizedTensor> tenso
                          spec_.parallel.strategy == Strategy::kZero3;
   const OptimizerImpl impl = deepspeed ? OptimizerImpl::kFused : spec_.training.optimizer_impl;
   auto bytes = [](const LlamaProgram::OptimizedTensor& t) { return t.elements * t.element_bytes; };
+  const bool adam = optimizer == Optimizer::kAdamW || optimizer == Optimizer::kAdam;
   if (!initialized_) {
     initialized_ = true;
     for (const auto& t : tensors) {
       switch (optimizer) {
         case Optimizer::kAdamW:
         case Optimizer::kAdam:
+          // torch's fused (and capturable) Adam keeps each tensor's `step` on the GPU (fp32
+          // scalar, created first); foreach and single-tensor keep it on the host
+          if (!deepspeed && impl == OptimizerImpl::kFused)
+            state_.push_back(tape_.alloc(4, MemoryRole::kOptimizerState));
           state_.push_back(tape_.alloc(bytes(t), MemoryRole::kOptimizerState));  // exp_avg
           state_.push_back(tape_.alloc(bytes(t), MemoryRole::kOptimizerState));  // exp_avg_sq
           break;
@@ -44,7 +49,6 @@ void OptimizerProgram::step(std::span<const LlamaProgram::OptimizedTensor> tenso
       }
     }
   }
-  const bool adam = optimizer == Optimizer::kAdamW || optimizer == Optimizer::kAdam;
   if (optimizer == Optimizer::kLion) {
     // update = exp_avg.clone().mul_(β1).add(grad, …).sign_(): two copies, the clone dies first
     AllocationTape::Tensor previous = AllocationTape::kNone;

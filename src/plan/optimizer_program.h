@@ -3,13 +3,16 @@
 /// @brief The optimizer step's allocations, tensor by tensor: the state created at the first
 /// step (in parameter order, exp_avg then exp_avg_sq of each) and the update's temporaries.
 ///
-/// Sources: torch/optim/adamw.py (_init_group; _multi_tensor_adamw: torch._foreach_sqrt makes
-/// one temporary per tensor, freed in reverse order when its list dies; _fused_adamw: none;
-/// _single_tensor_adamw: sqrt and the division per tensor, the previous `denom` freed when
-/// rebound), torch/optim/sgd.py (the momentum buffer clones the gradient), lion-pytorch (a
-/// cloned and an updated copy of exp_avg per tensor), bitsandbytes Adam8bit (uint8 states and
-/// fp32 absmax per 256 elements for tensors of 4096 elements or more, fp32 states below),
-/// DeepSpeed FusedAdam (in place). The fixtures' traces confirm the AdamW foreach order.
+/// Sources: torch/optim/adam.py (Adam._init_group: `step` on the GPU before exp_avg under
+/// fused=True; _multi_tensor_adam: torch._foreach_sqrt makes one temporary per tensor, freed in
+/// reverse order when its list dies; _fused_adam: none; _single_tensor_adam: sqrt and the
+/// division per tensor, the previous `denom` freed when rebound), torch/optim/sgd.py (with
+/// momentum the buffer clones the gradient), lion-pytorch (a cloned and an updated copy of
+/// exp_avg per tensor), bitsandbytes Adam8bit (uint8 states and fp32 absmax per 256 elements
+/// for tensors of 4096 elements or more, fp32 states below), DeepSpeed FusedAdam (in place).
+/// The fixtures' traces confirm the AdamW foreach order; the recorded q_fused, q_single and
+/// q_sgd runs (tests/data/plan) the fused, single-tensor and SGD steps. 8-bit AdamW and Lion
+/// are derived from their libraries' code (neither library was on the recording machine).
 /// Thread-safety: drives one tape from one thread.
 
 #include <span>

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "alloc/alloc_config.h"
+#include "plan/memory_basis.h"
 #include "plan/throughput_model.h"
 #include "util/bytes.h"
 #include "util/error.h"
@@ -35,8 +36,7 @@ class Builder {
       : specified_(specified), base_(base), target_(target), base_within_limit_(base_within_limit) {}
 
   /// `overrides` are --set arguments (table.key=value); `why` explains the throughput cost.
-  Proposal make(std::string name, std::vector<std::string> overrides, JobSpec spec, std::string why,
-                std::string basis = "measured") const {
+  Proposal make(std::string name, std::vector<std::string> overrides, JobSpec spec, std::string why) const {
     Proposal p;
     p.name = std::move(name);
     p.overrides = std::move(overrides);
@@ -53,7 +53,7 @@ class Builder {
     p.throughput_factor = throughput_factor(specified_, p.spec);
     p.cost = throughput_cost_text(p.throughput_factor);
     if (!why.empty()) p.cost += ": " + why;
-    p.memory_basis = std::move(basis);
+    p.memory_basis = memory_basis(p.spec);
     return p;
   }
   const JobSpec& base() const { return base_; }
@@ -99,7 +99,7 @@ void add_checkpointing(const Builder& b, std::vector<Proposal>& out) {
     JobSpec s = base;
     s.training.checkpointing = Checkpointing::kSelective;
     Proposal p = b.make("activation checkpointing: selective", {"training.activation_checkpointing=selective"}, s,
-                        "the attention core runs twice", "derived");
+                        "the attention core runs twice");
     if (base.training.attention != Attention::kEager)
       p.problem = "SDPA/flash attention keeps no s×s scores, so selective recompute saves almost nothing";
     out.push_back(std::move(p));
@@ -144,20 +144,20 @@ void add_allocator_and_optimizer(const Builder& b, std::vector<Proposal>& out) {
       JobSpec s = base;
       s.training.optimizer_impl = OptimizerImpl::kFused;
       out.push_back(b.make("AdamW fused=True", {"training.optimizer_impl=fused"}, s,
-                           "one fused kernel: no sqrt temporaries", "derived"));
+                           "one fused kernel: no sqrt temporaries"));
     }
     if (base.training.optimizer_impl == OptimizerImpl::kForeach) {
       JobSpec s = base;
       s.training.optimizer_impl = OptimizerImpl::kSingleTensor;
       out.push_back(b.make("AdamW foreach=False", {"training.optimizer_impl=single-tensor"}, s,
-                           "one tensor at a time: a slower optimizer step", "derived"));
+                           "one tensor at a time: a slower optimizer step"));
     }
   }
   if (adam) {
     JobSpec s = base;
     s.training.optimizer = Optimizer::kAdamW8bit;
     Proposal p = b.make("8-bit AdamW (bitsandbytes)", {"training.optimizer=adamw-8bit"}, s,
-                        "bitsandbytes' fused 8-bit update", "derived");
+                        "bitsandbytes' fused 8-bit update");
     p.changes_numerics = true;
     p.problem = "changes the optimizer (8-bit block-quantized state): validate the loss curve";
     out.push_back(std::move(p));
@@ -167,12 +167,12 @@ void add_allocator_and_optimizer(const Builder& b, std::vector<Proposal>& out) {
       JobSpec s = base;
       s.training.cpu_offload = CpuOffload::kParameters;
       out.push_back(b.make("CPU offload (FSDP2 CPUOffloadPolicy)", {"training.cpu_offload=parameters"}, s,
-                           "shards over PCIe every step, Adam on the host", "derived"));
+                           "shards over PCIe every step, Adam on the host"));
     } else if (deepspeed) {
       JobSpec s = base;
       s.training.cpu_offload = CpuOffload::kOptimizer;
       out.push_back(b.make("CPU offload (ZeRO-Offload optimizer)", {"training.cpu_offload=optimizer"}, s,
-                           "gradients and parameters over PCIe, Adam on the host", "derived"));
+                           "gradients and parameters over PCIe, Adam on the host"));
     }
   }
 }
@@ -183,10 +183,10 @@ void add_loss_and_cache(const Builder& b, std::vector<Proposal>& out) {
     JobSpec s = base;
     s.training.loss = Loss::kChunked;
     out.push_back(b.make(fmt::format("chunked cross-entropy ({} tokens)", s.training.loss_chunk_tokens),
-                         {"training.loss=chunked"}, s, "lm_head runs twice", "derived"));
+                         {"training.loss=chunked"}, s, "lm_head runs twice"));
     s.training.loss = Loss::kFused;
     out.push_back(
-        b.make("fused linear cross-entropy (Liger)", {"training.loss=fused"}, s, "no logits materialized", "derived"));
+        b.make("fused linear cross-entropy (Liger)", {"training.loss=fused"}, s, "no logits materialized"));
   }
   if (base.training.use_cache && base.training.checkpointing != Checkpointing::kFull) {
     JobSpec s = base;
@@ -220,7 +220,7 @@ void add_more_gpus(const Builder& b, std::vector<Proposal>& out) {
     Proposal p = b.make(fmt::format("{} over {} GPUs", to_string(s.parallel.strategy), s.parallel.world_size),
                         {fmt::format("parallel.strategy={}", to_string(s.parallel.strategy)),
                          fmt::format("parallel.world_size={}", s.parallel.world_size)},
-                        s, fmt::format("{}× the GPUs; per GPU, minus the sharding collectives", factor), "derived");
+                        s, fmt::format("{}× the GPUs; per GPU, minus the sharding collectives", factor));
     p.more_hardware = true;
     if (!base.hardware.mig.empty()) {
       p.workable = false;

@@ -33,8 +33,8 @@ struct Proposal {
   MemoryEstimate estimate;
   double throughput_factor = 1.0;  ///< tokens/s per GPU relative to the current job (estimate)
   std::string cost;                ///< the throughput cost in words, with its basis
-  /// "measured": the tensors this lever changes follow recorded H200 traces; "derived": from
-  /// the library's code only (docs/plan.md says which).
+  /// memory_basis(spec): "measured" when every part of the changed job was recorded on the
+  /// H200, "derived" when a part follows its library's code only (memory_basis.h).
   std::string memory_basis = "measured";
   bool workable = true;           ///< false: it cannot work whatever the memory says
   bool more_hardware = false;     ///< needs more GPUs or a larger MIG slice than the job has

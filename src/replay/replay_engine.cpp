@@ -89,13 +89,26 @@ ReplayResult replay_through(Model& model, alloc::DeviceMemory& device, const Pre
   if (self_check) model.set_segment_log(&simulated);
 
   std::vector<BlockHandle> handles(trace.slot_count, kNoBlock);
+  ReplayResult result;
+  const alloc::AllocatorStats& stats = model.stats();
   if (!trace.initial_segments.empty()) {
     const std::vector<BlockHandle> live = model.restore(trace.initial_segments);
     for (std::size_t i = 0; i < live.size(); ++i) handles[trace.initial_slots[i]] = live[i];
+    // A device smaller than the state the trace starts in: its allocator would have given its
+    // cache back on the way there (what a failed cudaMalloc does); what is live must still fit.
+    if (const auto capacity = device.capacity(); capacity && stats.reserved_bytes > *capacity) {
+      model.empty_cache();
+      simulated.clear();  // not a malloc's events
+      if (stats.reserved_bytes > *capacity && !trace.ops.empty()) {
+        result.oom = true;
+        result.oom_trace_index = trace.ops.front().trace_index;
+        result.stats = stats;
+        if (options.progress != nullptr) options.progress->add(trace.ops.size());
+        return result;
+      }
+    }
   }
 
-  ReplayResult result;
-  const alloc::AllocatorStats& stats = model.stats();
   TimelineBuilder timeline(trace.ops.size(), options.timeline_points);
   const std::vector<Op>& ops = trace.ops;
   std::uint32_t hints_begin = 0;
@@ -218,6 +231,12 @@ ReplayOptions replay_options_for(const Capacity& capacity) {
   options.allowed_memory_maximum = capacity.allowed_maximum;
   options.device_total_memory = capacity.device_total;
   return options;
+}
+
+bool relays_initial_state(const PreparedTrace& trace, const alloc::AllocConfig& config) {
+  return trace.starts_mid_run && config.expandable_segments &&
+         std::any_of(trace.initial_segments.begin(), trace.initial_segments.end(),
+                     [](const alloc::InitialSegment& s) { return !s.expandable; });
 }
 
 ReplayResult run_replay(const PreparedTrace& trace, ModelKind kind,

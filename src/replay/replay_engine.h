@@ -83,7 +83,15 @@ struct ReplayResult {
   std::uint64_t memory_bytes = 0;
 };
 
-/// @brief Replays `trace` through a fresh model of `kind` configured by `config`.
+/// @brief A replay of `trace` under `config` starts from its live blocks re-laid rather than as
+/// recorded: the trace starts mid-run in cudaMalloc segments and `config` maps expandable
+/// segments, which hold none (CachingAllocator::restore).
+bool relays_initial_state(const PreparedTrace& trace, const alloc::AllocConfig& config);
+
+/// @brief Replays `trace` through a fresh model of `kind` configured by `config`. A trace that
+/// starts mid-run starts from its rebuilt state; on a device smaller than that state the model
+/// first gives its cache back, and when what is live does not fit either, the replay fails at
+/// the first event (`oom`).
 /// @throws InputError naming the trace's source when the replay needs more device address space
 ///         than exists (alloc::AddressSpaceExhausted: a hostile trace's hundreds of streams).
 ReplayResult run_replay(const PreparedTrace& trace, ModelKind kind,

@@ -1,6 +1,7 @@
 #include "report/doctor_report.h"
 
 #include "report/json_header.h"
+#include "report/segment_lot.h"
 
 namespace fragscope::report {
 namespace {
@@ -94,6 +95,17 @@ json oom_json(const std::optional<diagnose::OomContext>& c) {
           {"rank", optional_json(c->rank)}};
 }
 
+json segment_map_json(const diagnose::Diagnosis& d) {
+  if (d.segment_map.empty()) return nullptr;
+  const SegmentTotals t = segment_totals(d.segment_map);
+  return {{"at_oom", d.segment_map_at_oom},
+          {"segments", t.segments},
+          {"reserved_bytes", t.reserved_bytes},
+          {"free_bytes", t.free_bytes},
+          {"pending_free_bytes", t.pending_free_bytes},
+          {"largest_free_bytes", t.largest_free_bytes}};
+}
+
 }  // namespace
 
 json doctor_json(const diagnose::Diagnosis& d) {
@@ -147,6 +159,7 @@ json doctor_json(const diagnose::Diagnosis& d) {
           {"memory_advice", advice},
           {"recommended_alloc_conf", d.recommended_conf.empty() ? json(nullptr) : json(d.recommended_conf)},
           {"ideal_peak_bytes", optional_json(d.ideal_peak_bytes)},
+          {"segment_map", segment_map_json(d)},
           {"ranks", ranks},
           {"worst_rank", optional_json(d.worst_rank)},
           {"rank_spread", d.rank_spread},

@@ -1,7 +1,7 @@
 #pragma once
 /// @file doctor_report.h
 /// @brief `fragscope doctor` output: text for a person, one JSON object for programs, and one
-/// self-contained HTML page (inline SVG and CSS, no script or font from the network).
+/// self-contained HTML page (its data and the bundled script inline, nothing from the network).
 /// docs/doctor.md explains every line and key.
 
 #include <ostream>
@@ -23,12 +23,13 @@ void write_doctor_text(std::ostream& out, const diagnose::Diagnosis& diagnosis);
 /// @brief The report as JSON. Keys: verdict, headline, phase, trigger, data_wait_fraction
 /// (null without telemetry), evidence [{key, text}], actions [{title, setting, evidence,
 /// sufficient}], do_not, decide_with, healthy, oom, capacity_bytes, projection, whatif, ranks,
-/// inputs_used, inputs_missing (docs/doctor.md).
+/// segment_map, inputs_used, inputs_missing (docs/doctor.md).
 nlohmann::json doctor_json(const diagnose::Diagnosis& diagnosis);
 
-/// @brief The report as one HTML page: verdict and actions, the segment map at the OOM with
-/// the failed request beside the largest hole, reserved and allocated over the trace with the
-/// OOM marked, and the what-if table.
+/// @brief The report as one HTML page: the verdict, the key figures (each with its exact value in
+/// `data-value`), the text's sections, and panels the bundled script (web/report/) draws from
+/// doctor_page_data(): the segments at the OOM as a parking lot with the failed request, the
+/// curve with steps and the failing phase, nvidia-smi's trace, step times, one chart per rank.
 void write_doctor_html(std::ostream& out, const diagnose::Diagnosis& diagnosis);
 
 }  // namespace fragscope::report

@@ -1,12 +1,11 @@
-// `fragscope doctor` end to end: exit status, JSON keys, one-line errors, and the HTML report
-// opened in headless Chromium (renders, no console errors, screenshot under the build folder).
+// `fragscope doctor` end to end: exit status, JSON keys, one-line errors. The HTML report is
+// opened in headless Chromium by tests/report/doctor_html_page_test.mjs.
 #include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <sstream>
 #include <string>
 #include <sys/wait.h>
 
@@ -55,7 +54,7 @@ std::string doctor(const std::string& scenario, const std::string& extra) {
 }
 
 fs::path out_dir() {
-  const fs::path dir = fs::path(FRAGSCOPE_BINARY_DIR) / "doctor-html";
+  const fs::path dir = fs::path(FRAGSCOPE_BINARY_DIR) / "doctor-command";
   fs::create_directories(dir);
   return dir;
 }
@@ -160,64 +159,4 @@ TEST(DoctorCommand, AnIdleGpuWithoutLoaderWaitsIsUndetermined) {
     EXPECT_EQ(j["skipped_inputs"].size(), extra.empty() ? 0u : 1u);
   }
 }
-
-/// Opens `html` in headless Chromium. `out` holds what it printed on stdout (the DOM after
-/// scripts ran, for --dump-dom); `log` its stderr, where console messages appear as
-/// "...:CONSOLE:line] message" with --enable-logging=stderr.
-struct BrowserRun {
-  CommandResult stdout_result;
-  std::string log;
-};
-
-BrowserRun chromium(const std::string& mode, const fs::path& html, const fs::path& profile) {
-  const fs::path log = profile.string() + ".log";
-  const std::string cmd = "timeout 120 /usr/bin/chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
-                          "--disable-background-networking --disable-component-update --disable-sync --user-data-dir=" +
-                          quote(profile.string()) + " --enable-logging=stderr --v=0 --window-size=1400,2000 " + mode +
-                          " " + quote("file://" + html.string()) + " 2>" + quote(log.string());
-  BrowserRun r{run(cmd), {}};
-  std::stringstream text;
-  text << std::ifstream(log).rdbuf();
-  r.log = text.str();
-  return r;
-}
-
-class DoctorHtml : public ::testing::TestWithParam<std::string> {};
-
-TEST_P(DoctorHtml, RendersInChromiumWithoutConsoleErrors) {
-  if (!fs::exists("/usr/bin/chromium")) GTEST_SKIP() << "Debian chromium not installed";
-  const std::string scenario = GetParam();
-  const fs::path html = out_dir() / (scenario + ".html");
-  const CommandResult r = run(doctor(scenario, "--threads 2 --html " + quote(html.string())));
-  ASSERT_TRUE(r.status == 0 || r.status == 1) << r.out;
-  std::stringstream page;
-  page << std::ifstream(html).rdbuf();
-  const std::string text = page.str();
-  // Self-contained: nothing fetched (the SVG namespace URI is a name, never loaded).
-  for (const char* fetch : {"src=\"http", "href=\"http", "url(http", "@import"}) EXPECT_EQ(text.find(fetch), std::string::npos) << fetch;
-  EXPECT_NE(text.find("id=\"verdict\""), std::string::npos);
-  EXPECT_NE(text.find("id=\"step-times\""), std::string::npos);
-  if (scenario != "input_bound") {  // the OOM scenarios have a trace: map, curve, what-if table
-    for (const char* part : {"id=\"segment-map\"", "id=\"failed-request\"", "id=\"timeline\"", "id=\"oom-marker\"", "id=\"whatif\""})
-      EXPECT_NE(text.find(part), std::string::npos) << part;
-  }
-
-  const fs::path profile = out_dir() / ("chromium-profile-" + scenario);
-  const BrowserRun dom = chromium("--dump-dom", html, profile);
-  const std::string& page_dom = dom.stdout_result.out;
-  EXPECT_NE(page_dom.find("data-rendered=\"ok\""), std::string::npos) << page_dom.substr(0, 2000) << dom.log;
-  EXPECT_EQ(page_dom.find("class=\"page-error\""), std::string::npos) << page_dom.substr(0, 4000);
-  EXPECT_EQ(dom.log.find(":CONSOLE"), std::string::npos) << dom.log;
-  EXPECT_EQ(dom.log.find("Uncaught"), std::string::npos) << dom.log;
-
-  const fs::path png = out_dir() / (scenario + ".png");
-  fs::remove(png);
-  const BrowserRun shot = chromium("--screenshot=" + quote(png.string()), html, profile);
-  EXPECT_EQ(shot.log.find(":CONSOLE"), std::string::npos) << shot.log;
-  ASSERT_TRUE(fs::exists(png)) << shot.log;
-  EXPECT_GT(fs::file_size(png), 10000u);
-}
-
-INSTANTIATE_TEST_SUITE_P(Reports, DoctorHtml, ::testing::Values("frag_oom_104", "eval_spike", "input_bound"));
-
 }  // namespace

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <sstream>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -93,6 +94,53 @@ TEST(PlanCommand, OneSetOfNumbersAcrossTheOutputs) {
   std::ifstream in(criteria);
   EXPECT_EQ(nlohmann::json::parse(in).at("device_memory_bytes"), 81920ull * 1024 * 1024);
   fs::remove(criteria);
+}
+
+TEST(PlanCommand, EveryExampleSaysOneSetOfNumbers) {
+  // Each proposal row of the text is its JSON item (name, peak reserved, memory basis, the
+  // recommendation's mark); the largest micro-batch agrees with the verdict and with every
+  // "micro-batch k" proposal; the canary predicts the figure of what it validates.
+  for (const char* example :
+       {"plan_p1.toml", "plan_p2.toml", "seed-13b.toml", "llama2-7b-ddp.toml", "llama3-8b-mig.toml"}) {
+    const std::string spec = (kExamples / example).string();
+    const auto json = run_fragscope({"plan", spec, "--propose", "--canary", "--max-micro-batch", "--json"});
+    const auto text = run_fragscope({"plan", spec, "--propose", "--canary"});
+    ASSERT_EQ(json.exit_code, text.exit_code) << example;
+    const auto j = nlohmann::json::parse(json.out);
+    const auto& proposals = j.at("proposals");
+    const auto& items = proposals.at("items");
+    const auto recommended = proposals.at("recommended");
+    std::istringstream lines(text.out.substr(text.out.find("  PROPOSAL ")));
+    std::string line;
+    std::getline(lines, line);  // the header
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      ASSERT_TRUE(std::getline(lines, line)) << example;
+      const auto& item = items[i];
+      char reserved[32];
+      std::snprintf(reserved, sizeof reserved, "%.2f GiB",
+                    item.at("estimate").at("peak_reserved_bytes").get<double>() / (1 << 30));
+      EXPECT_EQ(line.substr(2, item.at("name").get<std::string>().size()), item.at("name")) << example << ": " << line;
+      EXPECT_NE(line.find(reserved), std::string::npos) << example << ": " << line;
+      EXPECT_NE(line.find("  " + item.at("memory_basis").get<std::string>() + " "), std::string::npos) << line;
+      EXPECT_EQ(line[0] == '*', !recommended.is_null() && recommended.get<std::size_t>() == i) << line;
+    }
+    const bool within = j.at("within_hbm_limit").get<bool>();
+    const auto& largest = j.at("largest_fit").at("micro_batch_size");
+    const std::uint64_t mbs = j.at("job").at("micro_batch_size");
+    EXPECT_EQ(!largest.is_null() && mbs <= largest.get<std::uint64_t>(), within) << example;
+    for (const auto& item : items) {
+      std::smatch m;
+      const std::string name = item.at("name");
+      if (!std::regex_match(name, m, std::regex("micro-batch ([0-9]+) \\(grad_accum up\\)"))) continue;
+      EXPECT_EQ(!largest.is_null() && std::stoull(m[1]) <= largest.get<std::uint64_t>(),
+                item.at("estimate").at("within_hbm_limit").get<bool>())
+          << example << ": " << name;
+    }
+    const auto& validated = within || recommended.is_null() ? j : items[recommended.get<std::size_t>()].at("estimate");
+    if (j.contains("canary") && !j.at("canary").is_null()) {
+      EXPECT_EQ(j.at("canary").at("predicted_peak_reserved_bytes"), validated.at("peak_reserved_bytes")) << example;
+    }
+  }
 }
 
 TEST(PlanCommand, AboveTheCanaryLimitExitsOne) {

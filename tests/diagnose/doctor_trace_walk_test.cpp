@@ -29,6 +29,15 @@ TEST(RecordedCurve, EndsAtTheSnapshotTotalsAndPeaksAtTheRecordedPeak) {
     ASSERT_EQ(points.size(), 100u);
     EXPECT_EQ(points.back().trace_index, curve.allocated.size() - 1);
     EXPECT_EQ(points.back().reserved, *std::max_element(curve.reserved.end() - static_cast<std::ptrdiff_t>(curve.reserved.size() / 100) - 1, curve.reserved.end()));
+    // Each point holds its stretch's extremes: the minima too, so a dip shows as well as a spike.
+    const std::size_t n = curve.allocated.size();
+    const auto stretch = static_cast<std::ptrdiff_t>(99 * n / 100);
+    EXPECT_EQ(points.back().allocated_min, *std::min_element(curve.allocated.begin() + stretch, curve.allocated.end()));
+    EXPECT_EQ(points.back().reserved_min, *std::min_element(curve.reserved.begin() + stretch, curve.reserved.end()));
+    for (const CurvePoint& p : points) {
+      EXPECT_LE(p.allocated_min, p.allocated);
+      EXPECT_LE(p.reserved_min, p.reserved);
+    }
   }
 }
 

@@ -48,7 +48,8 @@ TEST_P(ProjectedFromTheTrace, ComesWithinOnePercentOfTheCalibrationRunsPeak) {
 INSTANTIATE_TEST_SUITE_P(Field, ProjectedFromTheTrace,
                          ::testing::Values(Calibrated{"acc_edge", 33298181120}, Calibrated{"ec_edge", 16933442560},
                                            Calibrated{"ec_lo", 16933442560}, Calibrated{"fsdp_edge", 36095979520},
-                                           Calibrated{"lit_edge", 26560292352}),
+                                           Calibrated{"lit_edge", 26560292352}, Calibrated{"seg_edge", 7810435072},
+                                           Calibrated{"tut_edge", 43540715520}),
                          [](const auto& info) { return info.param.name; });
 
 // ec_lo's failing step is the longest batch of the job: its calibration run peaked at 16.93 GB

@@ -68,5 +68,26 @@ TEST(TraceUnits, AFirstOptimizerStepDoesNotRepeat) {
   EXPECT_FALSE(units_of(snap).repeats());
 }
 
+// The nn.Transformer tutorial's OOM is in loss.backward() (line 108): the units are its
+// backward statements. Each earlier one ends where the next step begins (its causal mask and
+// forward, lines 104-105), not at the next backward: that forward runs at the next step's length.
+TEST(TraceUnits, ABackwardUnitEndsWhereTheNextStepBegins) {
+  const snapshot::Snapshot snap = read_field_snapshot("tut_edge");
+  const TraceUnits u = units_of(snap);
+  EXPECT_EQ(u.statement, "tutorial_transformer.py:108 in <module>");
+  ASSERT_EQ(u.starts.size(), 6u);
+  ASSERT_EQ(u.iteration_ends.size(), 5u);
+  for (std::size_t k = 0; k < 5; ++k) {
+    EXPECT_GT(u.iteration_ends[k], u.starts[k]);
+    EXPECT_LT(u.iteration_ends[k], u.starts[k + 1]);
+  }
+  // A forward unit's iteration ends at the next one or just before it (llama_loop.py makes its
+  // ids at line 42, before the forward at line 44).
+  const snapshot::Snapshot ec = read_field_snapshot("ec_edge");
+  const TraceUnits forward = units_of(ec);
+  ASSERT_EQ(forward.iteration_ends.size() + 1, forward.starts.size());
+  for (std::size_t k = 0; k + 1 < forward.starts.size(); ++k) EXPECT_LE(forward.iteration_ends[k], forward.starts[k + 1]);
+}
+
 }  // namespace
 }  // namespace fragscope::diagnose

@@ -93,7 +93,8 @@ TEST(Proposals, FusedAdamWDropsTheForeachTemporaries) {
   const Proposal* fused = find(set, "AdamW fused=True");
   ASSERT_NE(fused, nullptr);
   EXPECT_EQ(fused->estimate.item("optimizer_temporaries"), 0u);
-  EXPECT_LE(fused->estimate.peak_allocated_bytes, set.current.peak_allocated_bytes);
+  // no more than the GPU-resident step scalars (512-byte blocks) of its 291 tensors
+  EXPECT_LE(fused->estimate.peak_allocated_bytes, set.current.peak_allocated_bytes + 291 * 512);
 }
 
 TEST(Proposals, ChunkedCrossEntropyShrinksALogitsBoundPeak) {

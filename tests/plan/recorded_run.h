@@ -68,6 +68,23 @@ inline RecordedRun load_recorded_run(const std::filesystem::path& dir) {
     s.parallel.strategy = Strategy::kFsdp;
     s.training.precision = Precision::kMixedBf16;
   }
+  // the levers' recorder (tests/data/plan/record_levers.py)
+  const std::string precision = w.value("precision", std::string("amp-bf16"));
+  if (precision == "bf16") s.training.precision = Precision::kBf16;
+  if (precision == "fp32") s.training.precision = Precision::kFp32;
+  const std::string optimizer = w.value("optimizer", std::string("adamw"));
+  if (optimizer == "sgd") s.training.optimizer = Optimizer::kSgd;
+  if (optimizer == "adamw-8bit") s.training.optimizer = Optimizer::kAdamW8bit;
+  const std::string impl = w.value("optimizer_impl", std::string("foreach"));
+  if (impl == "fused") s.training.optimizer_impl = OptimizerImpl::kFused;
+  if (impl == "single-tensor") s.training.optimizer_impl = OptimizerImpl::kSingleTensor;
+  if (w.value("loss", std::string("standard")) == "chunked") {
+    s.training.loss = Loss::kChunked;
+    s.training.loss_chunk_tokens = w.at("loss_chunk").get<std::uint64_t>();
+  }
+  if (const std::uint64_t k = w.value("ckpt_layers", 0); k && s.training.checkpointing == Checkpointing::kFull)
+    s.training.checkpointed_layers = k;
+  s.training.use_cache = !w.value("no_cache", false);
   s.hardware.gpu = "H200";
   std::ifstream steps(dir / "steps.jsonl");
   for (std::string line; std::getline(steps, line);)

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 
 #include <gtest/gtest.h>
 
@@ -71,6 +72,46 @@ TEST(ReservedModel, VariableLengthsAndAllocatorSettingsWithinOnePercent) {
                            "fsdp_expandable", "calib_eval"}) {
     const RecordedRun run = load_recorded_run(kFixtures / name);
     expect_close(run, replay(run), 0.01);
+  }
+}
+
+// tests/data/plan/q_*, h_* (record_levers.py): one lever each, and three runs of several
+// levers that were kept out of the fixes (h_b) or measured the chunked loss (h_a, h_c).
+constexpr const char* kLeverRuns[] = {"q_fused", "q_single", "q_sgd", "q_bf16", "q_fp32", "q_nocache", "q_ckpt4",
+                                      "q_ckpt4_nc", "q_fused_exp", "q_var", "q_var_exp", "h_a", "h_b", "h_c"};
+
+TEST(ReservedModel, TheLeversMeasuredOnTheH200WithinAFifthOfAPercent) {
+  // docs/PLAN_ACCURACY.md: fused, single-tensor AdamW, SGD, bf16 and fp32 precision, use_cache
+  // off, 4 of 8 blocks checkpointed, a chunked loss, variable lengths, expandable segments:
+  // reserved within 0.12 %, allocated within 0.03 % (the issue asks for 3 % and 2 %).
+  for (const char* name : kLeverRuns) {
+    const RecordedRun run = load_recorded_run(kRecorded / name);
+    const ReplayedRun r = replay(run);
+    EXPECT_LT(std::abs(relative_error(r.peak_allocated_bytes, run.max_memory_allocated)), 0.001)
+        << name << ": allocated " << r.peak_allocated_bytes << " measured " << run.max_memory_allocated;
+    EXPECT_LT(std::abs(relative_error(r.peak_reserved_bytes, run.max_memory_reserved)), 0.002)
+        << name << ": reserved " << r.peak_reserved_bytes << " measured " << run.max_memory_reserved;
+    EXPECT_EQ(r.num_alloc_retries, 0u) << name;
+  }
+}
+
+TEST(ReservedModel, AChunkedLossReservesWhatTheRunsReservedMicroStepByMicroStep) {
+  // h_a: pure bf16, chunks of 2048 of 8192 tokens; h_c: autocast, one chunk. lm_head's weight
+  // gradient sums in the engine's buffer across chunks (+501 MiB while .grad exists), and the
+  // autograd thread's cuBLAS workspace comes with the first chunk's recomputation.
+  for (const char* name : {"h_a", "h_c"}) {
+    const RecordedRun run = load_recorded_run(kRecorded / name);
+    const ReplayedRun r = replay(run);
+    std::ifstream steps(kRecorded / name / "steps.jsonl");
+    std::uint64_t running = 0;
+    std::size_t k = 0;
+    for (std::string line; std::getline(steps, line); ++k) {
+      ASSERT_LT(k, r.micro_step_peak_reserved.size()) << name;
+      running = std::max(running, r.micro_step_peak_reserved[k]);
+      EXPECT_EQ(running, nlohmann::json::parse(line).at("reserved_bytes.all.peak").get<std::uint64_t>())
+          << name << " micro-step " << k;
+    }
+    EXPECT_EQ(k, run.seq_lens.size()) << name;
   }
 }
 

@@ -69,6 +69,20 @@ TEST(DoctorJson, FragmentationOomCarriesTheRecordingsFacts) {
   EXPECT_EQ(used.size(), testing::doctor_user_files("frag_oom_104").size());
 }
 
+TEST(DoctorJson, SegmentMapTotalsAreTheOomObserversSnapshot) {
+  // frag_oom_observer holds the snapshot PyTorch's OOM observer took at the OOM: its truth.
+  const auto at_oom = read_json(fixtures_dir() / "frag_oom_observer" / "truth.json")["at_oom"];
+  const json map = rendered(recorded_diagnosis("frag_oom_observer")).at("segment_map");
+  ASSERT_TRUE(map.is_object());
+  EXPECT_EQ(map.at("at_oom"), true);
+  EXPECT_EQ(map.at("segments"), at_oom["segments"]);
+  EXPECT_EQ(map.at("reserved_bytes"), at_oom["total_reserved"]);
+  // Unsplit remainders (< 1 MiB each) may show as free: the largest hole is exact to 1 MiB.
+  EXPECT_NEAR(map.at("largest_free_bytes").get<double>(), at_oom["largest_free_block"].get<double>(), 1 << 20);
+  EXPECT_GE(map.at("free_bytes").get<std::uint64_t>() + (64u << 20), at_oom["free_external"].get<std::uint64_t>());
+  EXPECT_TRUE(rendered(recorded_diagnosis("input_bound")).at("segment_map").is_null()) << "no snapshot";
+}
+
 TEST(DoctorJson, ReservedAtTheOomIsExactWhenTheTraceHasIt) {
   GTEST_SKIP() << "bug: diagnose/doctor.cpp oom_context overwrites the trace's exact reserved/allocated bytes at "
                   "the OOM with the OOM message's figures rounded to 0.01 GiB (41489384079 for 41487958016)";
@@ -141,7 +155,12 @@ TEST(DoctorJson, AbsentFactsAreNullNotZero) {
   c.request_bytes = 1 << 30;
   c.rank = 3;
   d.oom_context = c;
-  d.ranks.push_back({3, std::nullopt, 7, std::nullopt, true, {"rank3/steps.jsonl"}});
+  diagnose::RankFacts rank3;
+  rank3.rank = 3;
+  rank3.peak_allocated_bytes = 7;
+  rank3.oom = true;
+  rank3.sources = {"rank3/steps.jsonl"};
+  d.ranks.push_back(rank3);
   d.worst_rank = 3;
   const json j = rendered(d);
   EXPECT_EQ(j.at("verdict"), "undetermined");

@@ -27,14 +27,16 @@ TEST(WebPage, InvalidUtf8InTheDataDoesNotThrow) {
 TEST(WebPage, ShellInlinesTheBundleUnderAPolicyThatFetchesNothing) {
   const web::WebBundle bundle = web::report_bundle();
   ASSERT_NE(bundle.script.find("fragscope-data"), std::string_view::npos) << "web/common/page.js reads the data";
+  EXPECT_NE(bundle.script.find("u-over"), std::string_view::npos) << "uPlot is bundled, not fetched";
   ASSERT_GT(bundle.style.size(), 100u) << "uPlot's style sheet";
   EXPECT_EQ(bundle.script.find("</script"), std::string_view::npos);
   const nlohmann::json data = {{"verdict", "ok"}};
   std::ostringstream out;
   write_web_page(out, {"a <title>", "h1{color:red}", "<h1>body</h1>", &data, bundle});
   const std::string page = out.str();
-  EXPECT_NE(page.find("content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\""),
-            std::string::npos);
+  EXPECT_NE(
+      page.find("content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\""),
+      std::string::npos);
   EXPECT_NE(page.find("<title>a &lt;title&gt;</title>"), std::string::npos);
   EXPECT_NE(page.find("<script type=\"application/json\" id=\"fragscope-data\">{\"verdict\":\"ok\"}</script>"),
             std::string::npos);

@@ -2,10 +2,13 @@
 #   field_begin BATCH          recordings go to /tmp/BATCH (emptied first)
 #   calibrate NAME JOB ARGS... the job without a budget: its peaks set the budgets (NAME/truth.json)
 #   budget NAME KEY FACTOR     KEY (max_memory_reserved, max_memory_allocated, or "mid": their mean)
-#                              of NAME's calibration × FACTOR, in GiB
+#                              of NAME's calibration × FACTOR, in GiB; "edge": the peak allocated × FACTOR
+#                              but at most "mid", so that the budget is below the peak reserved
 #   record NAME GIB JOB ARGS...
 #                              the job on a card shrunk to GIB; if it OOMs, NAME_x reruns it at the same
 #                              budget under expandable segments: completed → fragmentation, OOM → capacity
+#   field_pack BATCH           (after every run) packs what is recorded so far, as field_end does, so that
+#                              a batch cut short still returns its runs
 #   field_end BATCH            $OUT/BATCH.tar.NN: the users' files and each run's truth; the reruns
 #                              (the labels) in $OUT/BATCH-labels.tar.NN, opened after the predictions
 #                              (pieces of 15 MiB: the device returns files of 16 MiB at most)
@@ -13,7 +16,7 @@ set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # A batch ends by FIELD_SECONDS (default 540) after field_begin: a run that would pass it is cut
 # short, later ones are skipped, and field_end still packs what was recorded.
-field_begin() { R=/tmp/$1; rm -rf "$R"; mkdir -p "$R"; DEADLINE=$(( $(date +%s) + ${FIELD_SECONDS:-540} )); }
+field_begin() { BATCH=$1 R=/tmp/$1; rm -rf "$R"; mkdir -p "$R"; DEADLINE=$(( $(date +%s) + ${FIELD_SECONDS:-540} )); }
 run_job() {  # DIR GIB JOB ARGS...
   local dir=$1 gib=$2 job=$3; shift 3
   local left=$(( DEADLINE - $(date +%s) ))
@@ -27,11 +30,14 @@ run_job() {  # DIR GIB JOB ARGS...
   else grep '^RESULT' "$dir/user/train.log" | sed "s|^RESULT|$(basename "$dir"):|" ||
     { echo "$(basename "$dir"): no result"; tail -3 "$dir/user/train.log"; }
   fi
+  [[ -z ${BATCH:-} ]] || field_pack "$BATCH"
 }
 calibrate() { local name=$1; shift; run_job "$R/$name" 0 "$@"; }
 budget() {
   python3 -c "import json; t=json.load(open('$R/$1/truth.json')); k='$2'
-v=(t['max_memory_reserved']+t['max_memory_allocated'])/2 if k=='mid' else t[k]; print(round(v*$3/2**30, 3))"
+mid=(t['max_memory_reserved']+t['max_memory_allocated'])/2
+v=mid if k=='mid' else min(mid, t['max_memory_allocated']*$3) if k=='edge' else t[k]*$3
+print(round(v/2**30, 3))"
 }
 record() {
   local name=$1 gib=$2; shift 2
@@ -40,9 +46,9 @@ record() {
     PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True run_job "$R/${name}_x" "$gib" "$@"
   fi
 }
-field_end() {
+field_pack() {
   (cd "$R" && find . -name '*.pickle' -exec gzip -q9 {} \; && rm -rf ./*/user/hf_out ./*/user/lightning_logs
    tar cf - --exclude='./*_x' . | split -b 15M -d - "$OUT/$1.tar."
    tar cf - ./*_x 2>/dev/null | split -b 15M -d - "$OUT/$1-labels.tar.")
-  ls -la "$OUT"
 }
+field_end() { field_pack "$1"; ls -la "$OUT"; }

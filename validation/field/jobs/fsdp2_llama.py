@@ -16,6 +16,7 @@ p.add_argument("--steps", type=int, default=16)
 p.add_argument("--max-len", type=int, default=4096)
 p.add_argument("--max-entries", type=int, default=100000)
 p.add_argument("--history-from-step", type=int, default=4)
+p.add_argument("--seed", type=int, default=11)
 args = p.parse_args()
 
 os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
@@ -30,7 +31,7 @@ for layer in model.model.layers:
     fully_shard(layer, mp_policy=mp)
 fully_shard(model, mp_policy=mp)
 opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
-rng = random.Random(11)
+rng = random.Random(args.seed)
 try:
     for step in range(args.steps):
         if step == args.history_from_step:

@@ -1,4 +1,5 @@
-"""A causal-LM fine-tune with the HF Trainer, written as its docs show (random init: no download).
+"""A causal-LM fine-tune with the HF Trainer, written as its docs show (random init: no download); Qwen2, or
+GPT-NeoX (Pythia) with --arch gpt_neox.
 
 Dynamic padding (pad to the longest in the batch), bf16, eval every --eval-steps, optional gradient
 checkpointing and torch_empty_cache_steps. History is recorded as PyTorch's memory docs suggest
@@ -7,9 +8,11 @@ snapshot is dumped in the except handler around trainer.train().
 """
 import argparse, random
 import torch
-from transformers import Qwen2Config, Qwen2ForCausalLM, Trainer, TrainingArguments, TrainerCallback
+from transformers import (GPTNeoXConfig, GPTNeoXForCausalLM, Qwen2Config, Qwen2ForCausalLM, Trainer, TrainingArguments,
+                          TrainerCallback)
 
 p = argparse.ArgumentParser()
+p.add_argument("--arch", default="qwen2", help="qwen2 | gpt_neox (Pythia)")
 p.add_argument("--hidden", type=int, default=1024)
 p.add_argument("--layers", type=int, default=16)
 p.add_argument("--batch", type=int, default=8)
@@ -54,10 +57,14 @@ class StartHistory(TrainerCallback):
             torch.cuda.memory._record_memory_history(max_entries=args.max_entries)
 
 
-cfg = Qwen2Config(hidden_size=args.hidden, num_hidden_layers=args.layers, num_attention_heads=16,
-                  num_key_value_heads=4, intermediate_size=args.hidden * 11 // 4, vocab_size=32000,
-                  max_position_embeddings=4096)
-model = Qwen2ForCausalLM(cfg)
+if args.arch == "gpt_neox":
+    model = GPTNeoXForCausalLM(GPTNeoXConfig(hidden_size=args.hidden, num_hidden_layers=args.layers,
+                                             num_attention_heads=16, intermediate_size=4 * args.hidden,
+                                             vocab_size=32000, max_position_embeddings=4096))
+else:
+    model = Qwen2ForCausalLM(Qwen2Config(hidden_size=args.hidden, num_hidden_layers=args.layers, num_attention_heads=16,
+                                         num_key_value_heads=4, intermediate_size=args.hidden * 11 // 4,
+                                         vocab_size=32000, max_position_embeddings=4096))
 targs = TrainingArguments(output_dir="hf_out", per_device_train_batch_size=args.batch,
                           per_device_eval_batch_size=args.eval_batch, max_steps=args.steps, bf16=True,
                           eval_strategy="steps", eval_steps=args.eval_steps, save_strategy="no", report_to=[],
