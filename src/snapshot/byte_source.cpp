@@ -29,11 +29,12 @@ constexpr std::size_t kChunk = 1 << 20;
 
 // A decompressor's output against its input so far (read_limits.h): a bomb stops within a chunk.
 void check_ratio(bool limited, std::uint64_t produced, std::uint64_t consumed, const std::string& name) {
-  if (!limited || produced <= kDecompressionFloor || produced / kMaxDecompressionRatio <= consumed) return;
-  throw InputError(fmt::format("{}: decompresses to more than {} times its size ({} from {}): a decompression "
-                               "bomb, not a snapshot (snapshots compress 7 to 22 times; --max-memory SIZE "
-                               "reads a file you trust within SIZE)",
-                               name, kMaxDecompressionRatio, format_bytes(produced), format_bytes(consumed)));
+  if (!limited || produced <= kDecompressionFloor + kMaxDecompressionRatio * consumed) return;
+  throw InputError(fmt::format("{}: decompresses to more than {} times its size plus {} ({} from {}): a "
+                               "decompression bomb, not a snapshot (real ones stay well within, even under zstd "
+                               "--ultra -22; --max-memory SIZE reads a file you trust within SIZE)",
+                               name, kMaxDecompressionRatio, format_bytes(kDecompressionFloor), format_bytes(produced),
+                               format_bytes(consumed)));
 }
 
 class FileSource final : public ByteSource {
@@ -345,7 +346,7 @@ std::unique_ptr<ByteSource> wrap_by_magic(std::unique_ptr<ByteSource> raw, const
       const bool known = size != ZSTD_CONTENTSIZE_UNKNOWN && size != ZSTD_CONTENTSIZE_ERROR;
       // The header's content size is only a hint for reservations, and a hostile header can claim
       // exabytes: trust it up to the ratio a stream may have at all (read_limits.h).
-      const std::uint64_t plausible = peeked->expected_size() * kMaxDecompressionRatio;
+      const std::uint64_t plausible = peeked->expected_size() * kMaxDecompressionRatio + kDecompressionFloor;
       return std::make_unique<ZstdSource>(std::move(peeked), name, known ? std::min<std::uint64_t>(size, plausible) : 0,
                                           limit_ratio);
     }

@@ -75,9 +75,19 @@ std::string segment_bomb(std::size_t segments, std::size_t blocks) {
   return p + "eu.";
 }
 
-std::vector<std::uint8_t> zstd(const std::string& data) {
+std::vector<std::uint8_t> zstd(const std::string& data, int level = 3) {
   std::vector<std::uint8_t> out(ZSTD_compressBound(data.size()));
-  out.resize(ZSTD_compress(out.data(), out.size(), data.data(), data.size(), 3));
+  out.resize(ZSTD_compress(out.data(), out.size(), data.data(), data.size(), level));
+  return out;
+}
+
+/// The pickle inside a .gz file.
+std::string gunzip(const std::filesystem::path& path) {
+  gzFile file = gzopen(path.c_str(), "rb");
+  std::string out;
+  char buffer[1 << 16];
+  for (int n; (n = gzread(file, buffer, sizeof buffer)) > 0;) out.append(buffer, static_cast<std::size_t>(n));
+  gzclose(file);
   return out;
 }
 
@@ -137,8 +147,8 @@ TEST(ReadLimits, ACeilingHoldsWhateverTheFileSize) {
                                "(--max-memory SIZE raises it)")) << what;
 }
 
-// Issue 16: 384 KB of zstd unpacked to a 4 GiB stream (25 s of CPU). Real snapshots compress 7
-// to 22 times; the stream stops at 48 times what was read.
+// Issue 16: 384 KB of zstd unpacked to a 4 GiB stream (25 s of CPU). The stream stops at 64 times
+// what was read plus 16 MiB; every recording of the repository needs at most 46 times plus 16 MiB.
 TEST(ReadLimits, ADecompressionBombStopsAtTheRatio) {
   std::string stream = "\x80\x04"s;
   stream.reserve(64 << 20);
@@ -148,7 +158,8 @@ TEST(ReadLimits, ADecompressionBombStopsAtTheRatio) {
     ASSERT_LT(compressed.size(), stream.size() / 200) << name;
     const auto started = std::chrono::steady_clock::now();
     const std::string what = error_of([&] { parse_snapshot(compressed, name); });
-    EXPECT_TRUE(what.starts_with(std::string(name) + ": decompresses to more than 48 times its size (")) << what;
+    EXPECT_TRUE(what.starts_with(std::string(name) + ": decompresses to more than 64 times its size plus 16.00 MiB ("))
+        << what;
     EXPECT_NE(what.find("a decompression bomb, not a snapshot"), std::string::npos) << what;
     EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(2)) << name;
     // Vouched for, it is read to its end (and is no snapshot).
@@ -168,13 +179,37 @@ TEST(ReadLimits, StringsFromNothingStopAtTheRatio) {
   }
   const auto compressed = zstd(stream + ".");
   const std::string what = error_of([&] { parse_snapshot(compressed, "strings.pickle.zst"); });
-  EXPECT_TRUE(what.starts_with("strings.pickle.zst: decompresses to more than 48 times its size")) << what;
+  EXPECT_TRUE(what.starts_with("strings.pickle.zst: decompresses to more than 64 times its size")) << what;
 }
 
 TEST(ReadLimits, RealSnapshotsReadWithinTheLimits) {
   // The largest recording: 110 MB of pickle, 0.5 bytes of model per byte.
   const Snapshot s = read_snapshot_file(std::string(FRAGSCOPE_FIXTURES_DIR) + "/big/snapshot.pickle.zst");
   EXPECT_FALSE(s.device_traces.empty());
+}
+
+// The field recordings of third-party jobs (tests/data/field) compress far more than the fixtures:
+// a short trace is mostly its repeated stacks. cmp_edge is 75 times smaller under gzip -9 and 187
+// under zstd --ultra -22, seg_edge (24.6 MB of pickle) needs 46 times plus 16 MiB at -22; the
+// first limit of 48 times refused cmp_edge as stored. Every one reads as stored, and the two
+// extremes recompressed at zstd -19.
+TEST(ReadLimits, FieldRecordingsReadAsStoredAndRecompressed) {
+  const std::filesystem::path field = std::filesystem::path(FRAGSCOPE_SOURCE_DIR) / "tests/data/field";
+  std::size_t read = 0;
+  for (const auto& run : std::filesystem::directory_iterator(field)) {
+    for (const char* name : {"oom_snapshot.pickle.gz", "snapshot.pickle.gz"}) {
+      if (!std::filesystem::exists(run.path() / name)) continue;
+      EXPECT_NO_THROW(read_snapshot_file((run.path() / name).string())) << run.path();
+      ++read;
+    }
+  }
+  EXPECT_GE(read, 15u);
+  for (const char* run : {"cmp_edge", "seg_edge"}) {
+    const std::string pickle = gunzip(field / run / "oom_snapshot.pickle.gz");
+    const std::vector<std::uint8_t> packed = zstd(pickle, 19);
+    EXPECT_GT(pickle.size() / packed.size(), 100u) << run;  // past the 48 times of the first limit
+    EXPECT_NO_THROW(parse_snapshot(packed, run)) << run;
+  }
 }
 
 TEST(ReadLimits, SpecialFilesGetOneLineAndPipesAreRead) {
