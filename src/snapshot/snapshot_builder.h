@@ -71,6 +71,12 @@ class SnapshotBuilder final : public pickle::Observer {
   static constexpr std::uint32_t kPartRef = std::uint32_t{1} << 31;
   /// A kForeign value's memo index as such an id.
   static std::uint32_t part_ref(pickle::Value foreign) { return kPartRef | static_cast<std::uint32_t>(foreign.payload()); }
+  /// An int as the machine holds it inline or wide (not kUInt64: a C++ size_t).
+  static bool is_int(pickle::Value v) { return v.kind() == pickle::Kind::kInt || v.kind() == pickle::Kind::kWideInt; }
+  /// An integer of 64 bits, signed or not (a cudaStream_t is a pointer: PyTorch may write it either way).
+  static bool is_int64_bits(pickle::Value v) { return is_int(v) || v.kind() == pickle::Kind::kUInt64; }
+  /// "an int", "a str", …: what a value is, for messages.
+  static const char* kind_name(pickle::Kind kind);
   struct Fields {
     pickle::Value value[kKeyCount + 1];  // [kKeyCount]: where gather_like_last_event drops other keys' values
     std::uint32_t present = 0;
@@ -86,7 +92,11 @@ class SnapshotBuilder final : public pickle::Observer {
   pickle::TypedRef make_segment(pickle::Machine& m, const Fields& f);
   StackId stack_of(pickle::Machine& m, pickle::Value frames, const char* what);
   StackId stack_of_other(pickle::Machine& m, pickle::Value frames, const char* what);
-  TraceAction action_of(StringId name);
+  TraceAction action_of(StringId name) {
+    if (name < action_of_string_.size() && action_of_string_[name] != 0) [[likely]]
+      return static_cast<TraceAction>(action_of_string_[name] - 1);
+    return learn_action(name);
+  }
   [[gnu::noinline]] TraceAction learn_action(StringId name);  // the first time a name is seen
   [[noreturn]] void bad_field(pickle::Machine& m, const Fields& f, Key k, const char* what, const char* expected) const;
   [[noreturn]] void negative_field(pickle::Machine& m, Key k, const char* what, std::int64_t value) const;
