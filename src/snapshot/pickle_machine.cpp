@@ -1,3 +1,5 @@
+// One concept needs this length: the pickle VM. Its opcode dispatch, the dict-body fast path and the
+// stack, memo and object helpers they inline share one file: split, the hot loop loses its inlining.
 #include "snapshot/pickle_machine.h"
 
 #include <bit>
