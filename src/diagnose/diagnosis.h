@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "metrics/segment_map.h"
+#include "util/job_phase.h"
 
 namespace fragscope::diagnose {
 
@@ -226,7 +227,7 @@ struct RankFacts {
 struct Diagnosis {
   Verdict verdict = Verdict::kOk;
   std::string headline;  ///< one sentence
-  std::string phase;     ///< "train", "eval", "checkpoint", "optimizer", or "unknown"
+  std::string phase;     ///< a phase_name() (util/job_phase.h), or the telemetry's own name
   std::string phase_source;  ///< how the phase was found
   std::string trigger;       ///< what set off the OOM (empty when there was none)
   bool oom = false;
@@ -283,6 +284,8 @@ struct Diagnosis {
 
   /// @brief Appends one fact to `evidence`.
   void add_evidence(std::string key, std::string text) { evidence.push_back({std::move(key), std::move(text)}); }
+  /// @brief Whether the phase is `p` (by its name: the telemetry may give one of its own).
+  bool in_phase(JobPhase p) const { return phase == phase_name(p); }
 };
 
 }  // namespace fragscope::diagnose

@@ -356,7 +356,7 @@ std::string blind_spot_line(const OomContext& c) {
 /// An OOM known only from messages / stats: decide what the numbers can prove.
 Verdict judge_oom_without_trace(Diagnosis& d) {
   const OomContext& c = *d.oom_context;
-  d.phase = "unknown";
+  d.phase = phase_name(JobPhase::kUnknown);
   d.phase_source = "no trace with call stacks and no telemetry phase";
   if (c.driver_free_bytes && c.reserved_unallocated &&
       c.request_bytes > *c.driver_free_bytes + *c.reserved_unallocated) {
@@ -531,7 +531,7 @@ Diagnosis run_doctor(const DoctorInputs& in, const DoctorOptions& options) {
     }
     if (const std::string line = blind_spot_line(*d.oom_context); !line.empty()) d.add_evidence("blind_spot", line);
   } else {
-    d.phase = "train";
+    d.phase = phase_name(JobPhase::kTrain);
     d.phase_source = in.telemetry.empty() ? "no OOM" : "no OOM; the telemetry covers the training steps";
     if (trace.replay && !trace.replay->snapshot.trace(trace.device).empty()) {
       const replay::PreparedTrace prepared = replay::prepare_trace(trace.replay->snapshot, trace.device, trace.replay->path);
@@ -569,7 +569,8 @@ Diagnosis run_doctor(const DoctorInputs& in, const DoctorOptions& options) {
   switch (d.verdict) {
     case Verdict::kCapacity:
       d.headline = fmt::format("The job needs more memory than the device gives it{}; no allocator setting fixes it.",
-                               d.phase.empty() || d.phase == "unknown" ? "" : " in its " + d.phase + " phase");
+                               d.phase.empty() || d.in_phase(JobPhase::kUnknown) ? ""
+                                                                                   : " in its " + d.phase + " phase");
       break;
     case Verdict::kFragmentation:
       d.headline = d.setting_fixes_it
@@ -586,7 +587,7 @@ Diagnosis run_doctor(const DoctorInputs& in, const DoctorOptions& options) {
                                  "whether it waits for data.", pct(pipeline.gpu_idle_fraction.value_or(0)));
         break;
       }
-      d.headline = d.phase == "unknown" || d.phase.empty()
+      d.headline = d.in_phase(JobPhase::kUnknown) || d.phase.empty()
                        ? "The data cannot decide why the run ran out of memory; see what would decide it."
                        : fmt::format("The data cannot decide why the {} phase ran out of memory; see what would decide it.", d.phase);
       break;

@@ -175,7 +175,7 @@ bool advised(const Diagnosis& d, std::string_view key) {
 
 void capacity(Diagnosis& d) {
   snapshot_reductions(d, true);
-  if (d.phase == "eval") {
+  if (d.in_phase(JobPhase::kEval)) {
     if (!advised(d, "eval_batch"))
       d.actions.push_back({"Evaluate in smaller or chunked batches",
                            "eval_batch_size //= 2 (or loop over chunks of the eval batch)",
@@ -184,7 +184,7 @@ void capacity(Diagnosis& d) {
       d.actions.push_back({"Do not materialise full fp32 logits",
                            "compute the loss per chunk of the sequence; avoid logits.float() on the whole batch",
                            "vocab-sized logits dominate an eval pass: batch × seq × vocab × 4 bytes in fp32", true});
-  } else if (d.phase == "optimizer") {
+  } else if (d.in_phase(JobPhase::kOptimizer)) {
     d.actions.push_back(
         {"Step the optimizer without foreach temporaries",
          "torch.optim.AdamW(params, ..., foreach=False)  # or fused=True",
@@ -212,7 +212,7 @@ void capacity(Diagnosis& d) {
 
 void undetermined(Diagnosis& d) {
   snapshot_reductions(d, false);
-  if (d.phase == "eval") {
+  if (d.in_phase(JobPhase::kEval)) {
     if (!advised(d, "eval_batch"))
       d.actions.push_back(
           {"Try smaller or chunked eval batches", "eval_batch_size //= 2 (or loop over chunks of the eval batch)",

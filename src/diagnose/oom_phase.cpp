@@ -15,13 +15,13 @@ std::string lower(std::string_view text) {
   return out;
 }
 
-std::optional<std::string> phase_named_by(std::string_view name) {
+std::optional<JobPhase> phase_named_by(std::string_view name) {
   const std::string n = lower(name);
-  if (n.find("optimizer.step") != std::string::npos) return "optimizer";
+  if (n.find("optimizer.step") != std::string::npos) return JobPhase::kOptimizer;
   for (const char* word : {"eval", "valid", "inference", "generate"})
-    if (n.find(word) != std::string::npos) return "eval";
+    if (n.find(word) != std::string::npos) return JobPhase::kEval;
   for (const char* word : {"checkpoint", "save", "state_dict"})
-    if (n.find(word) != std::string::npos) return "checkpoint";
+    if (n.find(word) != std::string::npos) return JobPhase::kCheckpoint;
   return std::nullopt;
 }
 
@@ -56,9 +56,9 @@ OomPhase decide_oom_phase(const snapshot::Snapshot* snapshot, int device, std::o
       const auto phase = phase_named_by(*name);
       // Lightning and other trainers run the forward and backward pass as the closure of
       // optimizer.step(closure): the annotation is open, the failing malloc is not the optimizer's.
-      const bool closure = phase == "optimizer" && call_path && call_path->has_stack && !call_path->optimizer;
+      const bool closure = phase == JobPhase::kOptimizer && call_path && call_path->has_stack && !call_path->optimizer;
       if (phase && !closure) {
-        result.phase = *phase;
+        result.phase = phase_name(*phase);
         result.source = fmt::format("annotation '{}' was open at the OOM", *name);
         return result;
       }
@@ -71,7 +71,7 @@ OomPhase decide_oom_phase(const snapshot::Snapshot* snapshot, int device, std::o
   }
   if (call_path && call_path->has_stack) {
     if (call_path->repeated) {
-      result.phase = "train";
+      result.phase = phase_name(JobPhase::kTrain);
       result.repeats_step = true;
       result.source = call_path->episodes >= 2
                           ? fmt::format("the failing statement ({}) ran {} time(s) before in the trace: the training step repeating",
@@ -81,16 +81,16 @@ OomPhase decide_oom_phase(const snapshot::Snapshot* snapshot, int device, std::o
       return result;
     }
     if (!call_path->loop_repeats) {
-      result.phase = "unknown";
+      result.phase = phase_name(JobPhase::kUnknown);
       result.source = fmt::format("no statement repeats in the trace before the OOM: the run failed in its first step "
                                   "(at {}), so there is no earlier step to compare with", call_path->statement);
       return result;
     }
     const bool forward = call_path->model_forward || call_path->episode_forward;
-    result.phase = call_path->optimizer ? "optimizer"
-                   : call_path->serialization ? "checkpoint"
-                   : forward ? "eval"
-                             : "unknown";
+    result.phase = phase_name(call_path->optimizer       ? JobPhase::kOptimizer
+                              : call_path->serialization ? JobPhase::kCheckpoint
+                              : forward                  ? JobPhase::kEval
+                                                         : JobPhase::kUnknown);
     result.source = fmt::format(
         "the failing statement ({}) first ran at trace event {} and never in an earlier step: a pass the "
         "recorded steps do not show{}",
@@ -100,7 +100,7 @@ OomPhase decide_oom_phase(const snapshot::Snapshot* snapshot, int device, std::o
     return result;
   }
   if (!steps.empty()) {
-    result.phase = "train";
+    result.phase = phase_name(JobPhase::kTrain);
     result.repeats_step = true;
     result.source = "telemetry records only training steps and the trace has no call stacks to say otherwise";
   } else {

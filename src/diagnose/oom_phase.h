@@ -20,11 +20,12 @@
 #include "diagnose/oom_call_path.h"
 #include "inputs/step_telemetry.h"
 #include "snapshot/snapshot.h"
+#include "util/job_phase.h"
 
 namespace fragscope::diagnose {
 
 struct OomPhase {
-  std::string phase = "unknown";
+  std::string phase{phase_name(JobPhase::kUnknown)};  ///< a phase_name(), or the telemetry's own
   std::string source;             ///< one line: what decided it
   bool repeats_step = false;      ///< the failing pass is the recorded training step again
 };

@@ -87,7 +87,7 @@ std::optional<std::size_t> optimizer_steps_before(const snapshot::Snapshot& snap
 Verdict judge_unrecorded_pass(const snapshot::Snapshot& snap, int device, const RecordedCurve& curve,
                               std::size_t oom_index, std::uint64_t cap, const std::string& statement,
                               std::span<const inputs::StepRecord> steps, Diagnosis& d) {
-  if (d.phase == "optimizer") {
+  if (d.in_phase(JobPhase::kOptimizer)) {
     const ListOpProjection op = project_failing_list_op(snap, device, curve, oom_index);
     if (op.available) {
       d.add_evidence("list_op", fmt::format("the failing malloc ({}) is result {} of {} of a list op, one tensor per parameter in the order "
@@ -104,9 +104,9 @@ Verdict judge_unrecorded_pass(const snapshot::Snapshot& snap, int device, const 
     }
   }
   const std::int64_t after = steps.empty() ? -1 : steps.back().step;
-  d.trigger = d.phase == "optimizer" ? "an optimizer step allocating its state"
-              : d.phase == "checkpoint" ? "a checkpoint save"
-              : d.phase == "eval" ? fmt::format("an eval pass ({}){}", statement,
+  d.trigger = d.in_phase(JobPhase::kOptimizer)    ? "an optimizer step allocating its state"
+              : d.in_phase(JobPhase::kCheckpoint) ? "a checkpoint save"
+              : d.in_phase(JobPhase::kEval)       ? fmt::format("an eval pass ({}){}", statement,
                                                 after >= 0 ? fmt::format(" after the last recorded step ({})", after) : "")
                                   : fmt::format("a pass the recorded steps never ran ({})", statement);
   d.projection.available = false;
@@ -252,7 +252,7 @@ Verdict judge_projected_step(ProjectedStep& step, const std::vector<replay::What
   for (WhatIfLine& line : d.whatif)
     for (const ProjectedRun& run : p.runs)
       if (run.conf == line.conf) line.runs_projected_step = run.runs;
-  d.phase = p.eval_units ? "eval" : call_path.optimizer ? "optimizer" : "train";
+  d.phase = phase_name(p.eval_units ? JobPhase::kEval : call_path.optimizer ? JobPhase::kOptimizer : JobPhase::kTrain);
   d.phase_source = fmt::format("the failing unit's statement ({}) ran {} time(s) before in the trace: {} repeating",
                                p.unit_statement, p.earlier_units, p.eval_units ? "evaluation" : "the training step");
   d.add_evidence("phase", fmt::format("phase {}: {}", d.phase, d.phase_source));
@@ -463,17 +463,18 @@ Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemet
   }
   const TraceUnits units = find_trace_units(snap, trace.device, oom_index);
   d.memory_advice = memory_advice(snap, trace.device, oom_index, units, cap);
-  if (!units.repeats() && !units.eval && !phase.repeats_step && d.phase == "unknown" && !units.program_frame.empty()) {
+  if (!units.repeats() && !units.eval && !phase.repeats_step && d.in_phase(JobPhase::kUnknown) &&
+      !units.program_frame.empty()) {
     d.phase_source = fmt::format("no statement of the program's loop ran more than once before the OOM: the run failed in "
                                  "its first step (at {}), so there is no earlier step to compare with",
                                  units.program_frame);
     std::erase_if(d.evidence, [](const Evidence& e) { return e.key == "phase"; });
     d.add_evidence("phase", fmt::format("phase {}: {}", d.phase, d.phase_source));
   }
-  if (units.eval && !units.repeats() && d.phase != "eval") {
+  if (units.eval && !units.repeats() && !d.in_phase(JobPhase::kEval)) {
     // The statement that repeated (a trainer's train(), holding its steps and its evals) is not
     // the pass that failed: the evaluation inside it ran for the first time in the trace.
-    d.phase = "eval";
+    d.phase = phase_name(JobPhase::kEval);
     d.phase_source = fmt::format("the failing malloc is in an evaluation ({}) that did not run before in the trace{}",
                                  units.eval_statement,
                                  phase.repeats_step ? fmt::format(", below {}, which did", call_path.statement) : "");
@@ -481,7 +482,7 @@ Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemet
     std::erase_if(d.evidence, [](const Evidence& e) { return e.key == "phase"; });
     d.add_evidence("phase", fmt::format("phase {}: {}", d.phase, d.phase_source));
   }
-  if (units.repeats() && !units.eval && phase.repeats_step && d.phase == "train" &&
+  if (units.repeats() && !units.eval && phase.repeats_step && d.in_phase(JobPhase::kTrain) &&
       units.statement != call_path.statement) {
     // The unit names the program's own statement where the call path's outermost divergence
     // may not: a C++ frame that repeats per op (the failing malloc on autograd's thread has no
@@ -493,10 +494,10 @@ Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemet
     std::erase_if(d.evidence, [](const Evidence& e) { return e.key == "phase"; });
     d.add_evidence("phase", fmt::format("phase {}: {}", d.phase, d.phase_source));
   }
-  if (units.repeats() && !phase.repeats_step && (d.phase == "unknown" || units.eval)) {
+  if (units.repeats() && !phase.repeats_step && (d.in_phase(JobPhase::kUnknown) || units.eval)) {
     // The program's own loop repeats where the statement-level view saw none (a trainer's
     // loop below one top-level call): the failing unit ran before.
-    d.phase = units.eval ? "eval" : call_path.optimizer ? "optimizer" : "train";
+    d.phase = phase_name(units.eval ? JobPhase::kEval : call_path.optimizer ? JobPhase::kOptimizer : JobPhase::kTrain);
     d.phase_source =
         fmt::format("the failing unit's statement ({}) ran {} time(s) before in the trace: {} repeating",
                     units.statement, units.starts.size() - 1, units.eval ? "evaluation" : "the training step");
@@ -513,7 +514,8 @@ Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemet
                      ? project_failing_step(snap, trace.device, curve, oom_index, request, telemetry->records, call_path.episode_starts)
                      : StepProjection{};
   if (phase.repeats_step && d.projection.different_pass) {
-    d.phase = (call_path.model_forward || call_path.episode_forward) && !call_path.optimizer ? "eval" : "unknown";
+    const bool forward = (call_path.model_forward || call_path.episode_forward) && !call_path.optimizer;
+    d.phase = phase_name(forward ? JobPhase::kEval : JobPhase::kUnknown);
     d.phase_source = "the failing pass shares no call stack with the recorded training steps";
     d.add_evidence("phase", fmt::format("phase {}: {}", d.phase, d.phase_source));
   }

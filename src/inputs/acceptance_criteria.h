@@ -17,6 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "util/job_phase.h"
+
 namespace fragscope::inputs {
 
 inline constexpr int kAcceptanceCriteriaVersion = 1;
@@ -30,7 +32,7 @@ struct AcceptanceCriteria {
   double max_gpu_idle_fraction = 0.10;   ///< nvidia-smi idle share; data wait without a trace
   bool allow_oom = false;                ///< false: num_ooms must stay 0
   std::int64_t max_alloc_retries = 0;    ///< num_alloc_retries increase over the run
-  std::vector<std::string> required_phases{"train", "eval", "checkpoint"};
+  std::vector<std::string> required_phases = hook_phase_names();
   double max_step_time_spread = 0.15;   ///< (p90 − p10) / median of steady step times
   double max_throughput_spread = 0.15;  ///< the same for samples/s (or tokens/s)
   std::int64_t warmup_steps = 2;        ///< first optimizer steps left out of rate criteria

@@ -19,10 +19,12 @@
 #include <string>
 #include <string_view>
 
+#include "util/job_phase.h"
+
 namespace fragscope::inputs {
 
 /// @brief The phase a record belongs to when it has no `phase` field.
-inline constexpr const char* kDefaultPhase = "train";
+inline constexpr std::string_view kDefaultPhase = phase_name(JobPhase::kTrain);
 
 struct StepRecord {
   std::int64_t step = 0;  ///< micro-step index as the training loop counts it
@@ -34,7 +36,7 @@ struct StepRecord {
   double compute_ms = 0;    ///< forward/backward/optimizer until synchronised (absent = 0)
   std::optional<double> t;  ///< seconds since the run started, at the end of the record
 
-  std::optional<std::string> phase;  ///< "train", "eval", "checkpoint", ... (absent = train)
+  std::optional<std::string> phase;  ///< a phase_name() or the job's own (absent = train)
   std::optional<int> rank;
   std::optional<int> local_rank;
   std::optional<std::int64_t> tokens;
@@ -54,7 +56,7 @@ struct StepRecord {
   std::size_t line = 0;  ///< 1-based line in its source (0 = not read from a file); not written
 
   /// @brief `phase`, or "train" when absent.
-  std::string phase_or_default() const { return phase.value_or(kDefaultPhase); }
+  std::string phase_or_default() const { return phase ? *phase : std::string(kDefaultPhase); }
   /// @brief Wall time of the record: `step_time_ms` when given, else data wait + H2D + compute.
   double step_time_or_sum_ms() const {
     return step_time_ms.value_or(data_wait_ms + h2d_ms.value_or(0.0) + compute_ms);

@@ -8,7 +8,9 @@
 /// plan's ProgramPhase (plan/allocation_program.h) is finer: the parts of a step it emulates.
 
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace fragscope {
 
@@ -33,6 +35,13 @@ constexpr std::string_view phase_name(JobPhase phase) {
       break;
   }
   return "unknown";
+}
+
+/// @brief The names of kHookPhases, in order.
+inline std::vector<std::string> hook_phase_names() {
+  std::vector<std::string> names;
+  for (const JobPhase phase : kHookPhases) names.emplace_back(phase_name(phase));
+  return names;
 }
 
 }  // namespace fragscope
