@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "diagnose/eval_projection.h"
 #include "diagnose/list_op_projection.h"
 #include "diagnose/memory_advice.h"
 #include "diagnose/oom_call_path.h"
@@ -36,6 +37,11 @@ constexpr double kTooClose = 0.02;
 /// the error assumed when no earlier unit could check the fit.
 constexpr double kProjectionFloor = 0.01;
 constexpr double kUncheckedProjection = 0.05;
+
+/// What an eval projected from the training call (eval_projection.h) keeps from the capacity
+/// each way: its two estimates bracketed the real peak at every cut of the complete eval
+/// batches (docs/VALIDATION.md), so no fit error is added; this is for what those cuts did not show.
+constexpr double kEvalFloor = 0.005;
 
 /// A projection whose own history it misses by more than this (a fraction of the real peaks)
 /// decides nothing.
@@ -408,6 +414,78 @@ Verdict judge_projected_step(ProjectedStep& step, const std::vector<replay::What
   return undecided();
 }
 
+/// An eval batch the trace never ran before, projected from the training's call of the same
+/// function (eval_projection.h): capacity when even the lower estimate exceeds the capacity by
+/// the projection's floor, fragmentation when a setting runs the upper estimate with that floor
+/// to spare, undetermined between.
+Verdict judge_projected_eval(ProjectedStep& step, const std::vector<replay::WhatIfConfig>& configs,
+                             const replay::Capacity& capacity, double inflation, const DoctorOptions& options,
+                             Diagnosis& d) {
+  TraceStepProjection& p = step.figures;
+  const std::uint64_t cap = capacity.effective_bytes().value_or(0);
+  p.fit_margin = kEvalFloor;
+  p.relaid_start_margin = step.trace.starts_mid_run ? kRelaidStart : 0;
+  p.margin_to_fit = kEvalFloor;
+  p.margin_to_fail = kEvalFloor;
+  replay_projected_step(step, configs, capacity, options.threads);
+  for (WhatIfLine& line : d.whatif)
+    for (const ProjectedRun& run : p.runs)
+      if (run.conf == line.conf) line.runs_projected_step = run.runs;
+  d.add_evidence(
+      "projection",
+      fmt::format("the eval batch's allocations under {} up to the failing malloc match training call {} of {} ({}, "
+                  "events {}–{}) frame for frame ({} of {}; the failing malloc is its event {}); their sizes are "
+                  "×{:.3f} the training's. The rest of that call and of the step's statements after it up to its "
+                  "backward pass, each block freed where the eval freed its like in an earlier layer ({} of them) "
+                  "or where the training freed it, else kept: the eval batch peaks at {} live with perfect packing; "
+                  "at least {} if every block whose lifetime the eval has not shown is freed at once and nothing "
+                  "runs after the call",
+                  p.shared_function, p.reference_unit, p.earlier_units, p.training_call, p.reference_first_event,
+                  p.reference_end_event - 1, p.matched_allocations, p.prefix_allocations, p.aligned_event, p.scale,
+                  p.learned_lifetimes, format_bytes(p.most_peak_bytes), format_bytes(p.least_peak_bytes)));
+  d.trigger = fmt::format("an eval pass ({}) the trace never ran before, projected from the training's {} call",
+                          p.unit_statement, p.shared_function);
+  const double least = static_cast<double>(p.least_peak_bytes) / inflation;
+  if (least > static_cast<double>(cap) * (1 + p.margin_to_fail)) {
+    d.add_evidence("projection_vs_capacity",
+                   fmt::format("the eval batch needs at least {} of live memory even with perfect packing; the "
+                               "device gives {} — short by {}, beyond the projection's {} floor",
+                               format_bytes(static_cast<std::uint64_t>(least)), format_bytes(cap),
+                               format_bytes(static_cast<std::uint64_t>(least) - cap), pct(p.margin_to_fail)));
+    return Verdict::kCapacity;
+  }
+  const ProjectedRun* best = nullptr;
+  for (const WhatIfLine& line : d.whatif)  // least reserved up to the OOM point first
+    for (const ProjectedRun& run : p.runs)
+      if (!best && run.conf == line.conf && run.runs_with_margin) best = &run;
+  const auto upper = static_cast<std::uint64_t>(static_cast<double>(p.most_peak_bytes) / inflation);
+  if (best) {
+    d.recommended_conf = best->conf;
+    d.add_evidence("projection_vs_capacity",
+                   fmt::format("the projected eval batch fits: at most {} live at its peak with perfect packing, {} "
+                               "to spare of {}; PYTORCH_CUDA_ALLOC_CONF={} runs it with {} less memory than that{}",
+                               format_bytes(upper), format_bytes(cap - std::min(cap, upper)), format_bytes(cap),
+                               best->conf.empty() ? "\"\"" : best->conf,
+                               pct(p.margin_to_fit + (best->relaid_start ? p.relaid_start_margin : 0)),
+                               best->relaid_start ? relaid_start_note(p) : ""));
+    return Verdict::kFragmentation;
+  }
+  d.add_evidence("too_close",
+                 fmt::format("the eval batch needs between {} and {} live with perfect packing against {}, and no "
+                             "allocator setting runs the upper estimate with {} to spare: what the eval frees in the "
+                             "layers it has not reached, and what it runs after the call, decide it",
+                             format_bytes(static_cast<std::uint64_t>(least)), format_bytes(upper), format_bytes(cap),
+                             pct(p.margin_to_fit)));
+  d.decide_with = {
+      "one rerun of the eval pass with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True at the same memory: if it "
+      "still fails, the verdict is capacity",
+      "a snapshot whose trace holds a whole eval batch (history through an earlier eval, or the eval run alone with "
+      "history on), so the pass can be projected from the eval itself",
+      "or make room instead of deciding: a smaller eval batch (per_device_eval_batch_size), or "
+      "eval_accumulation_steps"};
+  return Verdict::kUndetermined;
+}
+
 }  // namespace
 
 Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemetry, const RecordedCurve& curve,
@@ -560,6 +638,26 @@ Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemet
     } else {
       d.trace_projection.unavailable_reason = "no statement of the program's loop ran more than once before the OOM";
     }
+  }
+  // A first eval pass runs the training's code at another size: projected from the training call.
+  const bool eval_batch_known = (units.eval && units.eval_batch_start) || !call_path.episode_starts.empty();
+  if ((!phase.repeats_step || d.projection.different_pass) && d.phase == "eval" && !units.repeats() &&
+      eval_batch_known) {
+    const std::size_t eval_start = units.eval && units.eval_batch_start ? *units.eval_batch_start
+                                                                        : call_path.episode_starts.back();
+    const std::string statement =
+        units.eval && !units.eval_statement.empty() ? units.eval_statement : call_path.statement;
+    ProjectedStep step =
+        project_eval_from_training(prepared, snap, trace.device, curve, oom_index, eval_start, statement);
+    if (step.figures.available) {
+      const double inflation = rounds_up(prepared.recorded_config) ? rounding_inflation(snap, trace.device) : 1.0;
+      std::vector<replay::WhatIfConfig> configs;
+      for (const replay::WhatIfRow& row : report.rows) configs.push_back(row.config);
+      const Verdict verdict = judge_projected_eval(step, configs, capacity, inflation, options, d);
+      d.trace_projection = std::move(step.figures);
+      return verdict;
+    }
+    d.trace_projection = std::move(step.figures);
   }
   if (!phase.repeats_step || d.projection.different_pass)
     return judge_unrecorded_pass(snap, trace.device, curve, oom_index, cap,

@@ -64,7 +64,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Expected{"fs2_edge", Verdict::kUndetermined, "train"},
                       Expected{"fsdp_edge", Verdict::kUndetermined, "train"},
                       Expected{"hfc_lo", Verdict::kCapacity, "eval"},
-                      Expected{"hfn_edge", Verdict::kUndetermined, "eval"},
+                      Expected{"hfn_edge", Verdict::kFragmentation, "eval"},
                       Expected{"hft_edge", Verdict::kFragmentation, "train"},
                       Expected{"hft_lo", Verdict::kCapacity, "unknown"},
                       Expected{"lit_edge", Verdict::kFragmentation, "train"},
@@ -76,14 +76,22 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& info) { return info.param.name; });
 
 // HF Trainer (GPT-NeoX), history from step 3: the OOM is in the first eval pass of the trace,
-// below trainer.train(), which repeats (its steps). The phase is the eval's, and an eval the
-// trace never ran decides nothing (the rerun under expandable segments completed).
-TEST(FieldVerdicts, AnEvalPassBelowTheRepeatingTrainCallIsEval) {
+// below trainer.train(), which repeats (its steps). The phase is the eval's; the batch is
+// projected from the training's compute_loss call (eval_projection.h): it peaks at the failing
+// malloc, and expandable segments, replayed from the re-laid start of this mid-run trace, run it
+// with the margins to spare (its rerun completed). Before: undetermined, "an eval pass the
+// trace never ran".
+TEST(FieldVerdicts, AFirstEvalPassIsProjectedFromTheTrainingCall) {
   const Diagnosis d = diagnose("hfn_edge");
   EXPECT_EQ(d.phase, "eval");
   EXPECT_NE(d.phase_source.find("_run_epoch"), std::string::npos) << d.phase_source;
-  EXPECT_EQ(d.verdict, Verdict::kUndetermined);
-  EXPECT_TRUE(has_evidence(d, "undecidable", "eval pass"));
+  EXPECT_EQ(d.verdict, Verdict::kFragmentation);
+  EXPECT_EQ(d.recommended_conf, "expandable_segments:True");
+  const TraceStepProjection& p = d.trace_projection;
+  ASSERT_TRUE(p.available) << p.unavailable_reason;
+  EXPECT_TRUE(p.from_training_call);
+  EXPECT_EQ(p.shared_function, "trainer.py in compute_loss");
+  EXPECT_TRUE(has_evidence(d, "projection_vs_capacity", "laid back to back"));
 }
 
 // The nn.Transformer tutorial failed in loss.backward() of its longest step. Its units are the
