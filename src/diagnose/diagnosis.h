@@ -140,6 +140,9 @@ struct TraceStepProjection {
   /// optimizer made its state): the difference of the bytes live when each began.
   std::uint64_t kind_difference_bytes = 0;
   std::size_t checked_units = 0;      ///< earlier units projected from the reference
+  /// Aligned units of another kind left out of the check (the reference being of the failing
+  /// unit's kind, two or more of that kind checked).
+  std::size_t other_kind_units = 0;
   std::optional<double> fit_error;    ///< largest |projected − real| / real peak among them
   /// What the projected peak may be above / below the truth by: the reference's kind, frees
   /// without a counterpart, allocations no unit tells how they scale (constant to quadratic).

@@ -417,7 +417,18 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
               std::log(static_cast<double>(b) / static_cast<double>(a)) / std::log(p.scale));
     }
   }
+  // With a reference of the failing unit's kind, the fit is checked on the units of that kind
+  // when two or more align: a unit of another kind begins holding other blocks (gradients,
+  // optimizer state), which a projection between units of one kind need not model.
+  const auto checks_of_its_kind = std::count_if(checks.begin(), checks.end(), [&](const auto& c) {
+    return alike(unit[c.first], ref);
+  });
+  const bool only_its_kind = same_kind(ref) && checks_of_its_kind >= 2;
   for (const auto& [k, scale] : checks) {
+    if (only_its_kind && !alike(unit[k], ref)) {
+      ++p.other_kind_units;
+      continue;
+    }
     const std::uint64_t projected = projected_peak(trace, ref, fit, k, scale, unit[k]);
     const double error = std::abs(static_cast<double>(projected) - static_cast<double>(unit[k].peak)) /
                          static_cast<double>(std::max<std::uint64_t>(unit[k].peak, 1));

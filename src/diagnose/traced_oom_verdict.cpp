@@ -270,11 +270,16 @@ Verdict judge_projected_step(ProjectedStep& step, const std::vector<replay::What
   d.add_evidence(
       "fit",
       p.fit_error
-          ? fmt::format("the fit checked on {} earlier unit{}: projected from unit {}, {} peak{} came within {} of "
+          ? fmt::format("the fit checked on {} earlier unit{}{}: projected from unit {}, {} peak{} came within {} of "
                         "the real one{}; {}",
-                        p.checked_units, p.checked_units == 1 ? "" : "s", p.reference_unit,
-                        p.checked_units == 1 ? "its" : "their", p.checked_units == 1 ? "" : "s", pct(*p.fit_error),
-                        p.checked_units == 1 ? "" : "s", margins)
+                        p.checked_units, p.checked_units == 1 ? "" : "s",
+                        p.other_kind_units == 0
+                            ? ""
+                            : fmt::format(" of the failing unit's kind ({} of another kind left out: they begin "
+                                          "holding other blocks, gradients or the optimizer's state)",
+                                          p.other_kind_units),
+                        p.reference_unit, p.checked_units == 1 ? "its" : "their", p.checked_units == 1 ? "" : "s",
+                        pct(*p.fit_error), p.checked_units == 1 ? "" : "s", margins)
           : fmt::format("no other unit allocates like unit {}, so the fit cannot be checked on the trace's own "
                         "history; {}",
                         p.reference_unit, margins));

@@ -74,6 +74,7 @@ json trace_projection_json(const diagnose::TraceStepProjection& p) {
           {"unmatched_free_bytes", p.unmatched_free_bytes},
           {"kind_difference_bytes", p.kind_difference_bytes},
           {"checked_units", p.checked_units},
+          {"other_kind_units", p.other_kind_units},
           {"fit_error", optional_json(p.fit_error)},
           {"over_bytes", p.over_bytes},
           {"under_bytes", p.under_bytes},
