@@ -526,9 +526,12 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
           p.quadratic_bytes += op.size;
         else
           p.other_bytes += op.size;
-        const double below = exponent ? 0.0 : static_cast<double>(size) - static_cast<double>(op.size);
-        const double above =
-            exponent ? 0.0 : static_cast<double>(op.size) * p.scale * p.scale - static_cast<double>(size);
+        // An unfitted allocation may be constant or quadratic instead of linear: the least and
+        // most of the three (a failing unit smaller than its reference turns them around).
+        const double constant = static_cast<double>(op.size);
+        const double quadratic = constant * p.scale * p.scale;
+        const double below = exponent ? 0.0 : static_cast<double>(size) - std::min(constant, quadratic);
+        const double above = exponent ? 0.0 : std::max(constant, quadratic) - static_cast<double>(size);
         level += static_cast<double>(size);
         low += static_cast<double>(size) - below;
         high += static_cast<double>(size) + above;

@@ -38,6 +38,13 @@ constexpr double kTooClose = 0.02;
 constexpr double kProjectionFloor = 0.01;
 constexpr double kUncheckedProjection = 0.05;
 
+/// A projection no other unit checks still keeps only kProjectionFloor on the side that decides
+/// fragmentation when the failing unit is within this factor of its reference (|log scale|):
+/// projected from the unit before it alone, every unit of the complete recordings within it
+/// (297 cuts, tests/diagnose/trace_projection_test.cpp) peaked at most 0.49% above the
+/// projection and its under_bytes; beyond it (3× and more) up to 7.9%.
+constexpr double kUncheckedMaxLogScale = 1.0;
+
 /// What an eval projected from the training call (eval_projection.h) keeps from the capacity
 /// each way: its two estimates bracketed the real peak at every cut of the complete eval
 /// batches (docs/VALIDATION.md), so no fit error is added; this is for what those cuts did not show.
@@ -209,14 +216,16 @@ Verdict judge_training_step(const snapshot::Snapshot& snap, int device, const al
 }
 
 /// The fit's error on earlier units as a fraction (at least kProjectionFloor; kUncheckedProjection
-/// when no unit could check it), and the margins the verdict keeps from the capacity each way.
+/// when no unit could check it), and the margins the verdict keeps from the capacity each way
+/// (an unchecked fit within kUncheckedMaxLogScale of its reference keeps the floor to fit).
 void set_margins(TraceStepProjection& p, std::uint64_t cap, bool starts_mid_run) {
   p.fit_margin = p.fit_error ? std::max(kProjectionFloor, *p.fit_error) : kUncheckedProjection;
   p.relaid_start_margin = starts_mid_run ? kRelaidStart : 0;
   const auto share = [&](std::uint64_t bytes) {
     return static_cast<double>(bytes) / static_cast<double>(std::max<std::uint64_t>(cap, 1));
   };
-  p.margin_to_fit = p.fit_margin + share(p.under_bytes);
+  const bool near_its_reference = std::abs(std::log(p.scale)) < kUncheckedMaxLogScale;
+  p.margin_to_fit = (p.fit_error || !near_its_reference ? p.fit_margin : kProjectionFloor) + share(p.under_bytes);
   p.margin_to_fail = p.fit_margin + share(p.over_bytes);
 }
 
