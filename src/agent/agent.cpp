@@ -6,9 +6,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "agent/http_server.h"
+#include "agent/metrics_endpoint.h"
 #include "agent/node_view.h"
 #include "agent/signals.h"
+#include "http/server.h"
 
 namespace fragscope::agent {
 namespace {
@@ -117,7 +118,8 @@ std::string Agent::health_problem() const {
 }
 
 void Agent::run(const std::atomic<bool>& stop) {
-  HttpServer server(options_.listen, page_, [this] { return health_problem(); });
+  http::Server server(options_.listen,
+                      metrics_endpoint(page_, [this] { return health_problem(); }));
   poll();
   events_ << nlohmann::json{{"event", "listening"}, {"address", options_.listen}, {"port", server.port()}}.dump()
           << '\n' << std::flush;

@@ -92,6 +92,9 @@ class AllocatorModel {
   virtual std::vector<BlockHandle> restore(const std::vector<InitialSegment>& segments) = 0;
 
   virtual const AllocatorStats& stats() const = 0;
+  /// @brief An upper bound of the heap memory the model has held at its peak (its arrays as
+  /// they grow, its indexes), so that replays run at once can stay within a memory budget.
+  virtual std::uint64_t memory_bytes() const = 0;
   /// @brief The address a live block got.
   virtual std::uint64_t address(BlockHandle block) const = 0;
   /// @brief Where segment events go (nullptr = nowhere). The log must outlive the model's use.

@@ -314,6 +314,20 @@ void CachingAllocator::release_cached_blocks() {
 
 void CachingAllocator::empty_cache() { release_cached_blocks(); }
 
+std::uint64_t CachingAllocator::memory_bytes() const {
+  // A block sits in at most one unmapped set and holds at most one DeviceMemory range: two B-tree
+  // entries, counted twice for the trees' nodes. A growing array holds its old and new storage
+  // for a moment: 1.5 times its capacity.
+  constexpr std::uint64_t kTreeBytesPerBlock = 2 * 2 * sizeof(AddressKey);
+  std::uint64_t bytes = blocks_.capacity() * (sizeof(Block) * 3 / 2 + kTreeBytesPerBlock);
+  bytes += (spare_handles_.capacity() + pending_.capacity()) * sizeof(BlockHandle) * 3 / 2;
+  bytes += expandables_.capacity() * sizeof(ExpandableSegment) + spare_expandables_.capacity() * sizeof(std::uint32_t);
+  bytes += pools_.capacity() * sizeof(Pool) + pool_by_stream_.capacity() * sizeof(std::uint32_t) +
+           private_pools_.capacity() * (sizeof(std::uint64_t) + sizeof(std::uint32_t));
+  for (const Pool& pool : pools_) bytes += pool.blocks.memory_bytes();
+  return bytes + device_.memory_bytes();
+}
+
 void CachingAllocator::release_blocks(PoolKind kind) {
   std::vector<BlockHandle> to_release;
   std::vector<BlockHandle> to_unmap;

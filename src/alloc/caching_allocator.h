@@ -67,6 +67,7 @@ class CachingAllocator final : public AllocatorModel {
   std::vector<BlockHandle> restore(const std::vector<InitialSegment>& segments) override;
   const AllocatorStats& stats() const override { return stats_; }
   std::uint64_t address(BlockHandle block) const override { return blocks_[block].address; }
+  std::uint64_t memory_bytes() const override;
 
   /// @brief Releases every unsplit cached segment of the default pools and unmaps their free
   /// pages (release_cached_blocks with no private pool freeable).

@@ -7,6 +7,7 @@ namespace {
 // Fresh addresses count down from 2^48, above any real CUDA address (user space ends at 2^47),
 // so a fresh segment never collides with a hinted one; 2 MiB alignment as the driver's.
 constexpr std::uint64_t kFreshTop = 1ull << 48;
+constexpr std::uint64_t kFreshBottom = 1ull << 47;
 constexpr std::uint64_t kAlign = 2ull << 20;
 }  // namespace
 
@@ -31,7 +32,13 @@ std::uint64_t DeviceMemory::take_address(std::uint64_t size, bool address_space)
       return hint.address;
     }
   }
-  next_fresh_ -= (size + kAlign - 1) / kAlign * kAlign;
+  const std::uint64_t aligned = (size + kAlign - 1) / kAlign * kAlign;
+  if (size > kFreshTop || next_fresh_ - kFreshBottom < aligned) {
+    throw AddressSpaceExhausted(
+        "the segments and expandable ranges the replay needs pass 128 TiB of device address space "
+        "(hundreds of streams or memory pools with expandable segments; no real process holds that)");
+  }
+  next_fresh_ -= aligned;
   return next_fresh_;
 }
 

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <stdexcept>
 #include <vector>
 
 #include <absl/container/btree_map.h>
@@ -26,17 +27,27 @@ struct AddressHint {
   std::uint64_t size = 0;
 };
 
+/// @brief Fresh addresses ran out: the segments and expandable ranges asked for pass the 128 TiB
+/// between real CUDA addresses (below 2^47) and 2^48 (hundreds of expandable ranges the size of
+/// a device; no real process holds them). The replay reports it as an input error.
+class AddressSpaceExhausted : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 class DeviceMemory {
  public:
   /// @param capacity bytes this process may hold on the device; nullopt = unlimited.
   explicit DeviceMemory(std::optional<std::uint64_t> capacity = std::nullopt);
 
   /// @brief cudaMalloc(size): the segment's address, or nullopt when over capacity.
+  /// @throws AddressSpaceExhausted (as reserve_address_space).
   std::optional<std::uint64_t> malloc(std::uint64_t size);
   /// @brief cudaFree of a segment returned by malloc(). REQUIRES: it is live.
   void free(std::uint64_t address, std::uint64_t size);
 
   /// @brief cuMemAddressReserve: a virtual range for an expandable segment (no physical memory).
+  /// @throws AddressSpaceExhausted when no hint fits and the fresh addresses ran out.
   std::uint64_t reserve_address_space(std::uint64_t size);
   /// @brief cuMemAddressFree of a range from reserve_address_space().
   void release_address_space(std::uint64_t address);
@@ -62,6 +73,9 @@ class DeviceMemory {
 
   std::uint64_t used() const { return used_; }
   std::optional<std::uint64_t> capacity() const { return capacity_; }
+  /// @brief The heap memory held for the address hints (the live ranges are bounded by the
+  /// model's blocks: each holds at least one).
+  std::uint64_t memory_bytes() const { return hint_used_.capacity() / 8; }
 
  private:
   bool overlaps_live(std::uint64_t address, std::uint64_t size) const;

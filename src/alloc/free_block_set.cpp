@@ -15,6 +15,12 @@ FreeBlockSet::Iterator FreeBlockSet::first_from(std::uint32_t cls) const {
   return {this, word * 64 + static_cast<std::uint32_t>(std::countr_zero(bits)), 0};
 }
 
+std::uint64_t FreeBlockSet::memory_bytes() const {
+  std::uint64_t bytes = classes_.capacity() * sizeof(std::vector<Entry>);
+  for (const std::vector<Entry>& entries : classes_) bytes += entries.capacity() * sizeof(Entry);
+  return bytes;
+}
+
 std::uint32_t FreeBlockSet::last_before(std::uint32_t cls) const {
   // REQUIRES (by Iterator::operator--): a non-empty class below cls exists.
   std::int32_t word = static_cast<std::int32_t>(cls / 64);

@@ -102,6 +102,9 @@ class FreeBlockSet {
   Iterator end() const { return {this, kClasses, 0}; }
   bool empty() const { return count_ == 0; }
   std::size_t size() const { return count_; }
+  /// @brief The heap memory the set holds: its classes' arrays (24 KiB when empty), which keep
+  /// their largest size.
+  std::uint64_t memory_bytes() const;
 
  private:
   static constexpr std::uint32_t kSubBits = 4;  // 16 classes per power of two

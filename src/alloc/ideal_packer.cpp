@@ -43,6 +43,12 @@ void IdealPacker::free(BlockHandle block) {
   spare_.push_back(block);
 }
 
+std::uint64_t IdealPacker::memory_bytes() const {
+  // A growing vector holds its old and new arrays for a moment: 1.5 times its capacity.
+  return sizes_.capacity() * sizeof(std::uint64_t) * 3 / 2 + spare_.capacity() * sizeof(BlockHandle) * 3 / 2 +
+         device_.memory_bytes();
+}
+
 std::vector<BlockHandle> IdealPacker::restore(const std::vector<InitialSegment>& segments) {
   std::vector<BlockHandle> live;
   for (const InitialSegment& segment : segments) {

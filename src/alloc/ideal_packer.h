@@ -30,6 +30,7 @@ class IdealPacker final : public AllocatorModel {
   std::vector<BlockHandle> restore(const std::vector<InitialSegment>& segments) override;
   const AllocatorStats& stats() const override { return stats_; }
   std::uint64_t address(BlockHandle block) const override { return block; }
+  std::uint64_t memory_bytes() const override;
 
  private:
   BlockHandle take(std::uint64_t rounded);

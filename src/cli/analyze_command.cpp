@@ -1,11 +1,14 @@
 #include <algorithm>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli/commands.h"
 #include "cli/flag_checks.h"
+#include "cli/max_memory_option.h"
 #include "cli/progress_bar.h"
 #include "metrics/snapshot_analysis.h"
 #include "report/analyze_report.h"
@@ -19,18 +22,23 @@ namespace {
 struct AnalyzeOptions {
   std::string path;
   bool json = false;
-  int device = 0;
+  std::optional<int> device;  ///< default: the device holding the memory
   std::size_t top = 10;
   std::size_t map_rows = 16;
+  snapshot::ReadLimits limits;
 };
 
 void run_analyze(const AnalyzeOptions& o, RunState& state) {
   ProgressBar bar(!state.quiet);
-  const snapshot::Snapshot snap = snapshot::read_snapshot_file(o.path, snapshot::read_progress(bar.progress(), o.path));
-  const auto analysis = metrics::analyze_snapshot(snap, o.device, o.top);
+  const snapshot::Snapshot snap =
+      snapshot::read_snapshot_file(o.path, snapshot::read_progress(bar.progress(), o.path), o.limits);
+  auto analysis = metrics::analyze_snapshot(snap, o.device.value_or(snapshot::device_holding_memory(snap)), o.top);
+  analysis.device_picked = !o.device;
   bar.close();
-  if (o.device != 0 && std::find(analysis.devices.begin(), analysis.devices.end(), o.device) == analysis.devices.end())
-    throw InputError(fmt::format("{}: no segments or trace for device {}", o.path, o.device));
+  if (o.device && !analysis.devices.empty() &&
+      std::find(analysis.devices.begin(), analysis.devices.end(), *o.device) == analysis.devices.end())
+    throw InputError(fmt::format("{}: no segments or trace for device {} (it has device{} {})", o.path, *o.device,
+                                 analysis.devices.size() == 1 ? "" : "s", fmt::join(analysis.devices, ", ")));
   if (o.json) {
     std::cout << report::analyze_to_json(analysis, o.path).dump(1) << '\n';
   } else {
@@ -49,9 +57,10 @@ void add_analyze_command(CLI::App& app, RunState& state) {
       ->type_name("FILE")
       ->required();
   cmd->add_flag("--json", options->json, "print one JSON object instead of the text report");
-  cmd->add_option("--device", options->device, "device ordinal to analyse")
+  cmd->add_option("--device", options->device, "device ordinal to analyse (default: the one holding the memory)")
       ->type_name("N")
       ->check(whole_number(0, kMaxDeviceOrdinal));
+  add_max_memory_option(cmd, options->limits);
   cmd->add_option("--top", options->top, "allocation sites to list")->type_name("N")->check(whole_number(0, 1'000'000));
   cmd->add_option("--map-rows", options->map_rows, "segments drawn in the map (0 = all)")
       ->type_name("N")

@@ -17,6 +17,7 @@ struct CheckOptions {
   std::string criteria;
   std::vector<std::string> smi;
   bool json = false;
+  bool allow_unevaluated = false;
 };
 
 void run_check(const CheckOptions& o, RunState& state) {
@@ -24,7 +25,7 @@ void run_check(const CheckOptions& o, RunState& state) {
       o.criteria.empty() ? inputs::AcceptanceCriteria{} : inputs::read_acceptance_criteria_file(o.criteria);
   const std::string criteria_source = o.criteria.empty() ? "defaults (no --criteria)" : o.criteria;
   const diagnose::CheckReport report =
-      diagnose::check_acceptance(criteria, diagnose::read_check_input(o.telemetry, o.smi));
+      diagnose::check_acceptance(criteria, diagnose::read_check_input(o.telemetry, o.smi), o.allow_unevaluated);
   if (o.json) {
     report::write_check_json(std::cout, report, criteria, criteria_source);
   } else {
@@ -51,6 +52,8 @@ void add_check_command(CLI::App& app, RunState& state) {
                   "--format=csv -lms 100 output: GPU idle and device memory")
       ->type_name("FILE");
   cmd->add_flag("--json", options->json, "print one JSON object (for CI) instead of the table");
+  cmd->add_flag("--allow-unevaluated", options->allow_unevaluated,
+                "pass even when a criterion cannot be evaluated from the data (by default that fails the check)");
   cmd->callback([options, &state] { run_check(*options, state); });
 }
 

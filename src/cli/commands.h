@@ -24,6 +24,7 @@ void add_doctor_command(CLI::App& app, RunState& state);
 void add_replay_command(CLI::App& app, RunState& state);
 void add_whatif_command(CLI::App& app, RunState& state);
 void add_plan_command(CLI::App& app, RunState& state);
+void add_view_command(CLI::App& app, RunState& state);
 /// @brief The hidden `completion bash|zsh` and `man`: what `app`'s definitions generate.
 void add_generated_docs_commands(CLI::App& app, RunState& state);
 

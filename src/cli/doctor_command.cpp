@@ -1,18 +1,17 @@
-#include <fstream>
 #include <iostream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
-#include <fmt/format.h>
-
 #include "cli/commands.h"
 #include "cli/flag_checks.h"
+#include "cli/max_memory_option.h"
 #include "cli/progress_bar.h"
 #include "diagnose/doctor.h"
 #include "diagnose/doctor_inputs.h"
 #include "report/doctor_report.h"
-#include "util/error.h"
+#include "util/output_file.h"
 
 namespace fragscope::cli {
 namespace {
@@ -23,11 +22,12 @@ struct DoctorFlags {
   std::string html;
   double wait_threshold = 0.10;
   unsigned threads = 0;
+  snapshot::ReadLimits limits;
 };
 
 void run_doctor_command(const DoctorFlags& f, RunState& state) {
   ProgressBar bar(!state.quiet);
-  const diagnose::DoctorInputs inputs = diagnose::collect_doctor_inputs(f.paths, bar.progress());
+  const diagnose::DoctorInputs inputs = diagnose::collect_doctor_inputs(f.paths, f.limits, bar.progress());
   diagnose::DoctorOptions options;
   options.data_wait_threshold = f.wait_threshold;
   options.threads = f.threads;
@@ -35,10 +35,9 @@ void run_doctor_command(const DoctorFlags& f, RunState& state) {
   const diagnose::Diagnosis diagnosis = diagnose::run_doctor(inputs, options);
   bar.close();
   if (!f.html.empty()) {
-    std::ofstream html(f.html, std::ios::binary | std::ios::trunc);
-    if (!html) throw InputError(fmt::format("{}: cannot write the HTML report", f.html));
+    std::ostringstream html;
     report::write_doctor_html(html, diagnosis);
-    if (!html.flush()) throw InputError(fmt::format("{}: cannot write the HTML report", f.html));
+    write_output_file(f.html, html.str(), inputs.files, "the HTML report");
   }
   if (f.json) {
     std::cout << report::doctor_json(diagnosis).dump(1) << '\n';
@@ -67,6 +66,7 @@ void add_doctor_command(CLI::App& app, RunState& state) {
   cmd->add_option("--threads", flags->threads, "what-if replay threads (default: all cores)")
       ->type_name("N")
       ->check(whole_number(1, kMaxThreads));
+  add_max_memory_option(cmd, flags->limits);
   cmd->callback([flags, &state] { run_doctor_command(*flags, state); });
 }
 

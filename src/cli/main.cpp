@@ -59,6 +59,7 @@ int main(int argc, char** argv) {
   fragscope::cli::add_replay_command(app, state);
   fragscope::cli::add_whatif_command(app, state);
   fragscope::cli::add_plan_command(app, state);
+  fragscope::cli::add_view_command(app, state);
   fragscope::cli::add_generated_docs_commands(app, state);
   app.footer(fmt::format("{}\n\n{}", fragscope::cli::kSizesHelp, kMoreHelp));  // after the commands: theirs differ
   if (argc <= 1) {

@@ -1,11 +1,10 @@
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <span>
+#include <sstream>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "cli/commands.h"
 #include "cli/flag_checks.h"
@@ -14,7 +13,7 @@
 #include "plan/job_plan.h"
 #include "plan/job_spec.h"
 #include "report/plan_report.h"
-#include "util/error.h"
+#include "util/output_file.h"
 
 namespace fragscope::cli {
 
@@ -41,10 +40,11 @@ void run_plan(const PlanOptions& o, RunState& state) {
   if (!o.criteria_out.empty()) request.criteria_path = o.criteria_out;
   const plan::JobPlan job_plan = plan::plan_job(spec, request);
   if (!o.criteria_out.empty() && job_plan.canary) {
-    std::ofstream file(o.criteria_out);
-    if (!file) throw InputError(fmt::format("{}: cannot write the criteria file", o.criteria_out));
-    inputs::write_acceptance_criteria(file, job_plan.canary->criteria);
-    if (!file) throw InputError(fmt::format("{}: write failed", o.criteria_out));
+    std::ostringstream criteria;
+    inputs::write_acceptance_criteria(criteria, job_plan.canary->criteria);
+    const std::optional<FileIdentity> job = identity_of(o.job);
+    write_output_file(o.criteria_out, criteria.str(), job ? std::span(&*job, 1) : std::span<const FileIdentity>{},
+                      "the criteria file");
   }
   if (o.json) report::write_plan_json(std::cout, spec, job_plan);
   else report::write_plan_text(std::cout, spec, job_plan);

@@ -6,6 +6,7 @@
 #include "cli/capacity_options.h"
 #include "cli/commands.h"
 #include "cli/flag_checks.h"
+#include "cli/max_memory_option.h"
 #include "cli/progress_bar.h"
 #include "replay/prepared_trace.h"
 #include "replay/replay_summary.h"
@@ -20,6 +21,7 @@ struct ReplayFlags {
   std::optional<std::string> alloc_conf;
   bool json = false;
   CapacityFlags device;
+  snapshot::ReadLimits limits;
 };
 
 void run_replay_command(const ReplayFlags& f, RunState& state) {
@@ -29,7 +31,7 @@ void run_replay_command(const ReplayFlags& f, RunState& state) {
   // The snapshot is dropped once compiled: the replays need only the (smaller) op list.
   const replay::PreparedTrace trace = [&] {
     const snapshot::Snapshot snap =
-        snapshot::read_snapshot_file(f.path, snapshot::read_progress(bar.progress(), f.path));
+        snapshot::read_snapshot_file(f.path, snapshot::read_progress(bar.progress(), f.path), f.limits);
     return replay::prepare_trace(snap, f.device.device.value_or(snapshot::busiest_device(snap)), f.path);
   }();
   const replay::Capacity capacity = replay::resolve_capacity(trace, request);
@@ -60,6 +62,7 @@ void add_replay_command(CLI::App& app, RunState& state) {
       ->transform(alloc_conf_value);
   cmd->add_flag("--json", flags->json, "print one JSON object instead of the text report");
   add_capacity_flags(cmd, flags->device);
+  add_max_memory_option(cmd, flags->limits);
   cmd->callback([flags, &state] { run_replay_command(*flags, state); });
 }
 

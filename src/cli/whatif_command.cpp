@@ -5,6 +5,7 @@
 #include "cli/capacity_options.h"
 #include "cli/commands.h"
 #include "cli/flag_checks.h"
+#include "cli/max_memory_option.h"
 #include "cli/progress_bar.h"
 #include "replay/prepared_trace.h"
 #include "replay/whatif.h"
@@ -21,6 +22,7 @@ struct WhatIfFlags {
   bool min_capacity = false;
   unsigned threads = 0;
   CapacityFlags device;
+  snapshot::ReadLimits limits;
 };
 
 void run_whatif_command(const WhatIfFlags& f, RunState& state) {
@@ -31,7 +33,7 @@ void run_whatif_command(const WhatIfFlags& f, RunState& state) {
   // The snapshot is dropped once compiled: the replays need only the (smaller) op list.
   const replay::PreparedTrace trace = [&] {
     const snapshot::Snapshot snap =
-        snapshot::read_snapshot_file(f.path, snapshot::read_progress(bar.progress(), f.path));
+        snapshot::read_snapshot_file(f.path, snapshot::read_progress(bar.progress(), f.path), f.limits);
     return replay::prepare_trace(snap, f.device.device.value_or(snapshot::busiest_device(snap)),
                                  f.path);
   }();
@@ -71,6 +73,7 @@ void add_whatif_command(CLI::App& app, RunState& state) {
       ->check(whole_number(1, kMaxThreads));
   cmd->add_flag("--json", flags->json, "print one JSON object instead of the table");
   add_capacity_flags(cmd, flags->device);
+  add_max_memory_option(cmd, flags->limits);
   cmd->callback([flags, &state] { run_whatif_command(*flags, state); });
 }
 

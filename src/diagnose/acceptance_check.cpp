@@ -371,7 +371,7 @@ CheckInput read_check_input(const std::vector<std::string>& telemetry_paths,
   return input;
 }
 
-CheckReport check_acceptance(const AcceptanceCriteria& criteria, const CheckInput& input) {
+CheckReport check_acceptance(const AcceptanceCriteria& criteria, const CheckInput& input, bool allow_unevaluated) {
   std::vector<SmiGpu> gpus;
   std::vector<std::string> short_files;
   for (const auto& table : input.smi) {
@@ -387,6 +387,7 @@ CheckReport check_acceptance(const AcceptanceCriteria& criteria, const CheckInpu
   }
 
   CheckReport report;
+  report.allow_unevaluated = allow_unevaluated;
   for (const auto& rank : input.ranks) {
     const Steps steps = cut_into_steps(rank.records, criteria.warmup_steps);
     report.results.push_back(check_hbm(criteria, rank, gpus, report.warnings));

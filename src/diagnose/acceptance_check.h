@@ -20,8 +20,9 @@
 /// - Required phases: over all ranks together (rank 0 alone may checkpoint).
 /// - Spreads: (p90 − p10) / median over steady steps' wall time and samples/s (tokens/s when
 ///   records have no mbs); at least kMinSpreadSteps steady steps.
-/// A criterion that the data cannot answer is kNotEvaluated with the reason and does not fail
-/// the check; a missing required phase does. Thread-safety: pure functions.
+/// A criterion that the data cannot answer is kNotEvaluated with the reason; it fails the check
+/// (a check that measured nothing must not pass) unless the caller allows unevaluated criteria.
+/// A missing required phase fails it. Thread-safety: pure functions.
 
 #include <cstddef>
 #include <optional>
@@ -86,8 +87,12 @@ struct CheckInput {
 struct CheckReport {
   std::vector<CriterionResult> results;  ///< ranks in order, then GPUs, then run-wide rows
   std::vector<std::string> warnings;     ///< what the verdict alone does not say
+  bool allow_unevaluated = false;        ///< a criterion not evaluated does not fail the check
   std::size_t count(CriterionVerdict verdict) const;
-  bool passed() const { return count(CriterionVerdict::kFail) == 0; }
+  /// @brief No criterion failed and, unless allow_unevaluated, none went unevaluated.
+  bool passed() const {
+    return count(CriterionVerdict::kFail) == 0 && (allow_unevaluated || count(CriterionVerdict::kNotEvaluated) == 0);
+  }
 };
 
 /// @brief Reads what `fragscope check` is given: step telemetry files (split into ranks by
@@ -97,7 +102,9 @@ CheckInput read_check_input(const std::vector<std::string>& telemetry_paths,
                             const std::vector<std::string>& smi_paths);
 
 /// @brief Evaluates every criterion. REQUIRES: `input.ranks` is not empty.
-CheckReport check_acceptance(const AcceptanceCriteria& criteria, const CheckInput& input);
+/// @param allow_unevaluated let criteria the data cannot answer pass (`check --allow-unevaluated`).
+CheckReport check_acceptance(const AcceptanceCriteria& criteria, const CheckInput& input,
+                             bool allow_unevaluated = false);
 
 /// @brief Human name of a criterion key ("max_hbm_fraction" → "HBM peak").
 std::string_view criterion_label(std::string_view criterion);

@@ -272,6 +272,8 @@ struct Diagnosis {
   std::vector<std::string> healthy;      ///< for kOk: what is healthy and the margin left
 
   std::vector<std::string> inputs_used;     ///< "snapshot: PATH", ...
+  /// Inputs left out (a damaged or special file): the path and why, one line each.
+  std::vector<std::pair<std::string, std::string>> skipped_inputs;
   std::vector<std::string> inputs_missing;  ///< what was not given and what it would add
   std::vector<RankFacts> ranks;
   std::optional<int> worst_rank;

@@ -130,12 +130,16 @@ std::optional<inputs::SmiSample> last_smi_reading(const DoctorInputs& in, std::o
 
 void describe_inputs(const DoctorInputs& in, bool oom, Diagnosis& d) {
   for (const auto& s : in.snapshots) d.inputs_used.push_back("snapshot: " + s.path);
-  for (const auto& t : in.telemetry) d.inputs_used.push_back(fmt::format("telemetry ({} steps): {}", t.records.size(), t.path));
+  for (const auto& t : in.telemetry)
+    d.inputs_used.push_back(fmt::format(
+        "telemetry ({} steps{}): {}", t.records.size(),
+        t.cut_last_line ? fmt::format("; line {}, cut off by the crash, left out", *t.cut_last_line) : "", t.path));
   for (const auto& s : in.stats) d.inputs_used.push_back("memory_stats: " + s.path);
   for (const auto& s : in.smi) d.inputs_used.push_back(fmt::format("nvidia-smi ({} samples): {}", s.table.samples.size(), s.path));
   for (const auto& s : in.summaries) d.inputs_used.push_back("memory_summary: " + s.path);
   for (const auto& l : in.logs) d.inputs_used.push_back(fmt::format("log ({} OOM message{}): {}", l.ooms.size(), l.ooms.size() == 1 ? "" : "s", l.path));
   for (const auto& u : in.unrecognised) d.inputs_used.push_back("not recognised, ignored: " + u);
+  for (const auto& skipped : in.skipped) d.skipped_inputs.emplace_back(skipped.path, skipped.reason);
   if (in.snapshots.empty())
     d.inputs_missing.push_back("a snapshot with history (torch.cuda.memory._record_memory_history(stacks=\"python\") + "
                                "_dump_snapshot): the counterfactual replay, the what-if table, the segment map and the phase from call stacks");
@@ -404,8 +408,22 @@ void judge_healthy(const DoctorInputs& in, const InputPipelineFindings& pipeline
   if (total && peak_reserved > 0 && *total > peak_reserved)
     d.healthy.push_back(fmt::format("margin: the device has {}; the peak reserved leaves {} ({} of the card)", format_bytes(*total),
                                     format_bytes(*total - peak_reserved), pct(static_cast<double>(*total - peak_reserved) / static_cast<double>(*total))));
-  if (pipeline.steady_wait_fraction)
-    d.healthy.push_back(fmt::format("the GPU rarely waits for data: {} of step time in the loader at steady state", pct(*pipeline.steady_wait_fraction)));
+  switch (pipeline.basis) {
+    case PipelineBasis::kDataWait:
+      d.healthy.push_back(fmt::format("the GPU rarely waits for data: {} of step time in the loader at steady state",
+                                      pct(*pipeline.steady_wait_fraction)));
+      break;
+    case PipelineBasis::kSmiTrace:
+      d.healthy.push_back(
+          fmt::format("the GPU is busy: idle in {} of the nvidia-smi samples (no loader waits measured; "
+                      "decided from the utilisation trace)",
+                      pct(*pipeline.gpu_idle_fraction)));
+      break;
+    case PipelineBasis::kNothing:
+      d.healthy.push_back("whether the GPU waits for data was not measured: give steps.jsonl (data_wait_ms) or an "
+                          "nvidia-smi trace (-lms 100)");
+      break;
+  }
   if (!d.recommended_conf.empty() && !d.whatif.empty()) {
     const WhatIfLine* recorded = nullptr;
     const WhatIfLine* best = nullptr;
@@ -423,8 +441,12 @@ void judge_healthy(const DoctorInputs& in, const InputPipelineFindings& pipeline
 
 Diagnosis run_doctor(const DoctorInputs& in, const DoctorOptions& options) {
   if (!in.any()) {
-    const std::string what = in.unrecognised.empty() ? std::string("no files given")
-                                                     : fmt::format("{} file(s), none recognised (first: {})", in.unrecognised.size(), in.unrecognised.front());
+    std::string what = in.unrecognised.empty() ? std::string("no files given")
+                                               : fmt::format("{} file(s), none recognised (first: {})",
+                                                             in.unrecognised.size(), in.unrecognised.front());
+    if (!in.skipped.empty())
+      what = fmt::format("{} skipped (first: {}: {}){}", in.skipped.size(), in.skipped.front().path,
+                         in.skipped.front().reason, in.unrecognised.empty() ? "" : "; " + what);
     throw InputError("doctor: no usable input: " + what +
                      "; give snapshots, steps.jsonl, memory_stats JSON, nvidia-smi CSV, memory_summary text or a log with the OOM message");
   }
@@ -510,7 +532,7 @@ Diagnosis run_doctor(const DoctorInputs& in, const DoctorOptions& options) {
     if (const std::string line = blind_spot_line(*d.oom_context); !line.empty()) d.add_evidence("blind_spot", line);
   } else {
     d.phase = "train";
-    d.phase_source = "no OOM; the telemetry covers the training steps";
+    d.phase_source = in.telemetry.empty() ? "no OOM" : "no OOM; the telemetry covers the training steps";
     if (trace.replay && !trace.replay->snapshot.trace(trace.device).empty()) {
       const replay::PreparedTrace prepared = replay::prepare_trace(trace.replay->snapshot, trace.device, trace.replay->path);
       const replay::Capacity capacity = replay::resolve_capacity(prepared, {});
@@ -531,6 +553,13 @@ Diagnosis run_doctor(const DoctorInputs& in, const DoctorOptions& options) {
       d.add_evidence("input_bound", fmt::format("steady-state data wait {} ≥ the {} threshold: median step waits {:.1f} ms for data and computes {:.1f} ms",
                                                 pct(*pipeline.steady_wait_fraction), pct(options.data_wait_threshold),
                                                 pipeline.median_wait_ms.value_or(0), pipeline.median_compute_ms.value_or(0)));
+    } else if (pipeline.idle_unexplained) {
+      d.verdict = Verdict::kUndetermined;
+      d.decide_with.push_back(fmt::format(
+          "step telemetry with data_wait_ms (steps.jsonl from the fragscope hook): the GPU idles in {} of the "
+          "nvidia-smi samples, and only the loader's waits tell whether it waits for data or for something else "
+          "(communication, the CPU, checkpoints)",
+          pct(*pipeline.gpu_idle_fraction)));
     } else {
       d.verdict = Verdict::kOk;
       judge_healthy(in, pipeline, trace, curve, d);
@@ -552,12 +581,20 @@ Diagnosis run_doctor(const DoctorInputs& in, const DoctorOptions& options) {
       d.headline = "The GPU waits for data: the input pipeline, not the GPU, limits the run.";
       break;
     case Verdict::kUndetermined:
+      if (!d.oom) {
+        d.headline = fmt::format("No OOM, but the GPU idles in {} of the nvidia-smi samples and no step telemetry says "
+                                 "whether it waits for data.", pct(pipeline.gpu_idle_fraction.value_or(0)));
+        break;
+      }
       d.headline = d.phase == "unknown" || d.phase.empty()
                        ? "The data cannot decide why the run ran out of memory; see what would decide it."
                        : fmt::format("The data cannot decide why the {} phase ran out of memory; see what would decide it.", d.phase);
       break;
     case Verdict::kOk:
-      d.headline = "Nothing wrong: no OOM and the GPU is not waiting for data.";
+      d.headline =
+          pipeline.basis == PipelineBasis::kNothing
+              ? "No OOM. Whether the GPU waits for data was not measured (no step telemetry, no nvidia-smi trace)."
+              : "Nothing wrong: no OOM and the GPU is not waiting for data.";
       break;
   }
   // Only a setting that runs the failing step is recommended: not one that merely passes the

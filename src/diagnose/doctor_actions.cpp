@@ -262,6 +262,17 @@ void ok(Diagnosis& d) {
   d.do_not.push_back({"Do not call torch.cuda.empty_cache() every step", "", "it only adds cudaMalloc/cudaFree time; the cache is healthy", false});
 }
 
+// No OOM, and the GPU idles without a measure of why: measure before changing anything.
+void idle_unexplained(Diagnosis& d) {
+  d.actions.push_back(
+      {"Record the loader's wait time for each step",
+       "for batch in mon.loader(train_loader): with mon.step(batch): ...  (fragscope.torch.Monitor, docs/monitor.md)",
+       "the nvidia-smi trace shows the GPU idle but not what it waits for", false});
+  d.do_not.push_back({"Do not add data-loader workers on the idle share alone", "",
+                      "an idle GPU may be waiting for communication, the CPU or checkpoints; the loader waits tell",
+                      false});
+}
+
 }  // namespace
 
 void rank_actions(Diagnosis& d) {
@@ -270,7 +281,7 @@ void rank_actions(Diagnosis& d) {
   switch (d.verdict) {
     case Verdict::kFragmentation: fragmentation(d); break;
     case Verdict::kCapacity: capacity(d); break;
-    case Verdict::kUndetermined: undetermined(d); break;
+    case Verdict::kUndetermined: d.oom ? undetermined(d) : idle_unexplained(d); break;
     case Verdict::kInputBound: input_bound(d); break;
     case Verdict::kOk: ok(d); break;
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <set>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -14,6 +15,7 @@
 #include "inputs/telemetry_reader.h"
 #include "snapshot/snapshot_reader.h"
 #include "util/error.h"
+#include "util/input_file.h"
 
 namespace fragscope::diagnose {
 namespace {
@@ -22,35 +24,80 @@ namespace fs = std::filesystem;
 
 constexpr int kMaxFolderDepth = 3;
 
-void add_folder(const fs::path& folder, int depth, std::vector<fs::path>& files) {
-  std::vector<fs::path> entries;
-  std::error_code error;
-  for (fs::directory_iterator it(folder, error), end; !error && it != end; it.increment(error))
-    entries.push_back(it->path());
-  if (error) throw InputError(fmt::format("{}: cannot list folder ({})", folder.string(), error.message()));
-  std::sort(entries.begin(), entries.end());
-  for (const fs::path& entry : entries) {
-    if (fs::is_directory(entry, error)) {
-      if (depth < kMaxFolderDepth) add_folder(entry, depth + 1, files);
-    } else if (fs::is_regular_file(entry, error)) {
-      files.push_back(entry);
-    }
-  }
-}
+/// The files of a doctor run, found by walking what the user gave.
+class Walk {
+ public:
+  explicit Walk(DoctorInputs& in) : in_(in) {}
 
-std::vector<fs::path> expand(const std::vector<std::string>& paths) {
-  std::vector<fs::path> files;
-  for (const std::string& path : paths) {
+  void add_path(const std::string& path) {
     std::error_code error;
     const fs::file_status status = fs::status(path, error);
     if (error || !fs::exists(status)) throw InputError(fmt::format("{}: no such file or folder", path));
     if (fs::is_directory(status)) {
-      add_folder(path, 1, files);
+      const fs::path root = fs::canonical(path, error);
+      if (error) throw InputError(fmt::format("{}: cannot list folder ({})", path, error.message()));
+      add_folder(path, root, 1);
     } else {
-      files.emplace_back(path);
+      add_file(path);
     }
   }
-  return files;
+  std::vector<fs::path> take() { return std::move(files_); }
+
+ private:
+  void skip(const fs::path& path, std::string reason) { in_.skipped.push_back({path.string(), std::move(reason)}); }
+
+  void add_file(const fs::path& path) {
+    const FileKind kind = file_kind(path.string());
+    if (kind == FileKind::kMissing) return skip(path, "a symlink that leads nowhere");
+    if (kind == FileKind::kFifo)  // detection reads its head, the reader reads it again: once is all a FIFO gives
+      return skip(path, "a FIFO, not a regular file: the doctor reads each file twice");
+    if (kind != FileKind::kRegular) return skip(path, fmt::format("{}, not a regular file", describe(kind)));
+    if (files_.size() < kMaxWalkedFiles) return files_.push_back(path);
+    if (!capped_) skip(path, fmt::format("more than {} files: this one and the rest were not read", kMaxWalkedFiles));
+    capped_ = true;
+  }
+
+  void add_folder(const fs::path& folder, const fs::path& root, int depth) {
+    std::error_code error;
+    const fs::path real = fs::canonical(folder, error);
+    if (error || !visited_.insert(real.string()).second) return;  // a loop of links: each folder once
+    std::vector<fs::path> entries;
+    for (fs::directory_iterator it(folder, error), end; !error && it != end; it.increment(error))
+      entries.push_back(it->path());
+    if (error) throw InputError(fmt::format("{}: cannot list folder ({})", folder.string(), error.message()));
+    std::sort(entries.begin(), entries.end());
+    for (const fs::path& entry : entries) {
+      const bool link = fs::is_symlink(fs::symlink_status(entry, error));
+      if (fs::is_directory(fs::status(entry, error))) {
+        if (link) {
+          const fs::path target = fs::canonical(entry, error);
+          const auto [outside, _] = std::mismatch(root.begin(), root.end(), target.begin(), target.end());
+          if (error || outside != root.end()) {
+            skip(entry, "a symlink to a folder outside the one given: not followed");
+            continue;
+          }
+        }
+        if (depth < kMaxFolderDepth) add_folder(entry, root, depth + 1);
+      } else {
+        add_file(entry);
+      }
+    }
+  }
+
+  DoctorInputs& in_;
+  std::vector<fs::path> files_;
+  bool capped_ = false;
+  std::set<std::string> visited_;
+};
+
+// "PATH: problem" → "problem", "PATH:LINE: problem" → "line LINE: problem": the skip list
+// names the path already.
+std::string reason_of(const InputError& e, const std::string& path) {
+  std::string_view what = e.what();
+  if (!what.starts_with(path) || !what.substr(path.size()).starts_with(':')) return std::string(what);
+  what.remove_prefix(path.size() + 1);
+  if (what.starts_with(' ')) return std::string(what.substr(1));
+  return "line " + std::string(what);
 }
 
 std::optional<int> telemetry_rank(const std::vector<inputs::StepRecord>& records) {
@@ -81,46 +128,68 @@ std::optional<int> rank_from_path(const std::string& path) {
   return rank;
 }
 
-DoctorInputs collect_doctor_inputs(const std::vector<std::string>& paths, const Progress& progress) {
-  DoctorInputs inputs;
-  for (const fs::path& file : expand(paths)) {
-    const std::string path = file.string();
-    switch (inputs::detect_input_kind_file(file)) {
-      case inputs::InputKind::kSnapshotPickle: {
-        SnapshotInput s{path, rank_from_path(path),
-                        snapshot::read_snapshot_file(path, snapshot::read_progress(progress, path))};
-        s.device = snapshot::busiest_device(s.snapshot);
-        s.oom_index = snapshot::last_oom_index(s.snapshot, s.device);
-        inputs.snapshots.push_back(std::move(s));
-        break;
-      }
-      case inputs::InputKind::kTelemetryJsonl: {
-        auto records = inputs::read_telemetry_file(file);
-        const auto rank = telemetry_rank(records);
-        inputs.telemetry.push_back({path, rank ? rank : rank_from_path(path), std::move(records)});
-        break;
-      }
-      case inputs::InputKind::kMemoryStatsJson:
-        inputs.stats.push_back({path, rank_from_path(path), inputs::read_memory_stats_file(file)});
-        break;
-      case inputs::InputKind::kNvidiaSmiCsv:
-        inputs.smi.push_back({path, inputs::read_nvidia_smi_csv_file(file)});
-        break;
-      case inputs::InputKind::kMemorySummaryText:
-        inputs.summaries.push_back({path, rank_from_path(path), inputs::read_memory_summary_file(file)});
-        break;
-      case inputs::InputKind::kOomLog: {
-        auto ooms = inputs::read_oom_messages_file(file);
-        if (ooms.empty()) {
-          inputs.unrecognised.push_back(path);
-        } else {
-          inputs.logs.push_back({path, std::move(ooms)});
-        }
-        break;
-      }
-      case inputs::InputKind::kUnknown:
+namespace {
+
+// Recognises the file and reads it into `inputs`. @throws InputError when it cannot be read.
+void read_input(const fs::path& file, const snapshot::ReadLimits& limits, const Progress& progress,
+                DoctorInputs& inputs) {
+  const std::string path = file.string();
+  switch (inputs::detect_input_kind_file(file)) {
+    case inputs::InputKind::kSnapshotPickle: {
+      SnapshotInput s;
+      s.path = path;
+      s.rank = rank_from_path(path);
+      s.snapshot = snapshot::read_snapshot_file(path, snapshot::read_progress(progress, path), limits);
+      s.device = snapshot::busiest_device(s.snapshot);
+      s.oom_index = snapshot::last_oom_index(s.snapshot, s.device);
+      inputs.snapshots.push_back(std::move(s));
+      break;
+    }
+    case inputs::InputKind::kTelemetryJsonl: {
+      inputs::TelemetryNotes notes;
+      auto records = inputs::read_telemetry_file(file, &notes);
+      const auto rank = telemetry_rank(records);
+      inputs.telemetry.push_back({path, rank ? rank : rank_from_path(path), std::move(records), notes.cut_last_line});
+      break;
+    }
+    case inputs::InputKind::kMemoryStatsJson:
+      inputs.stats.push_back({path, rank_from_path(path), inputs::read_memory_stats_file(file)});
+      break;
+    case inputs::InputKind::kNvidiaSmiCsv:
+      inputs.smi.push_back({path, inputs::read_nvidia_smi_csv_file(file)});
+      break;
+    case inputs::InputKind::kMemorySummaryText:
+      inputs.summaries.push_back({path, rank_from_path(path), inputs::read_memory_summary_file(file)});
+      break;
+    case inputs::InputKind::kOomLog: {
+      auto ooms = inputs::read_oom_messages_file(file);
+      if (ooms.empty()) {
         inputs.unrecognised.push_back(path);
-        break;
+      } else {
+        inputs.logs.push_back({path, std::move(ooms)});
+      }
+      break;
+    }
+    case inputs::InputKind::kUnknown:
+      inputs.unrecognised.push_back(path);
+      break;
+  }
+}
+
+}  // namespace
+
+DoctorInputs collect_doctor_inputs(const std::vector<std::string>& paths, const snapshot::ReadLimits& limits,
+                                   const Progress& progress) {
+  DoctorInputs inputs;
+  Walk walk(inputs);
+  for (const std::string& path : paths) walk.add_path(path);
+  for (const fs::path& file : walk.take()) {
+    const std::string path = file.string();
+    if (const auto identity = identity_of(path)) inputs.files.push_back(*identity);
+    try {
+      read_input(file, limits, progress, inputs);
+    } catch (const InputError& e) {
+      inputs.skipped.push_back({path, reason_of(e, path)});
     }
   }
   assign_ranks(inputs);

@@ -3,10 +3,14 @@
 /// @brief Everything a user hands `fragscope doctor`: files and folders, each recognised by
 /// its content (inputs/input_kind.h) and read by its reader.
 ///
-/// Folders are walked (three levels deep: `run/rank3/steps.jsonl`), files in name order. A
-/// file that is none of the known kinds is listed in `unrecognised`, not an error: a folder of
-/// training output holds other files. A file of a known kind that its reader rejects is an
-/// error (the user gave it; silently ignoring it would hide a broken artifact).
+/// Folders are walked (three levels deep: `run/rank3/steps.jsonl`), files in name order, at most
+/// kMaxWalkedFiles in all. A walk follows a symlinked folder only within the folder given (a
+/// link to `/` is not a way out) and reads only regular files: FIFOs, devices and sockets are
+/// skipped with a note, as are links that lead nowhere. A file that is none of the known kinds
+/// is listed in `unrecognised`, not an error: a folder of training output holds other files.
+/// A file of a known kind that its reader rejects (a half-dumped snapshot, a malformed CSV) is
+/// skipped and listed in `skipped` with the reader's reason: one damaged file does not stop the
+/// diagnosis; the report names it (the user gave it; silence would hide a broken artifact).
 /// Thread-safety: plain values.
 
 #include <cstddef>
@@ -19,7 +23,9 @@
 #include "inputs/nvidia_smi_csv.h"
 #include "inputs/oom_message.h"
 #include "inputs/step_telemetry.h"
+#include "snapshot/read_limits.h"
 #include "snapshot/snapshot.h"
+#include "util/output_file.h"
 #include "util/progress.h"
 
 namespace fragscope::diagnose {
@@ -36,6 +42,7 @@ struct TelemetryInput {
   std::string path;
   std::optional<int> rank;  ///< the records' `rank` field, else from the path
   std::vector<inputs::StepRecord> records;
+  std::optional<std::size_t> cut_last_line;  ///< a last line cut off by a crash, left out
 };
 
 struct MemoryStatsInput {
@@ -60,6 +67,15 @@ struct LogInput {
   std::vector<inputs::OomMessage> ooms;  ///< never empty
 };
 
+/// @brief An input that was not used, and why (one line, without the path).
+struct SkippedInput {
+  std::string path;
+  std::string reason;
+};
+
+/// @brief The most files a doctor run looks at in the folders it walks.
+inline constexpr std::size_t kMaxWalkedFiles = 10000;
+
 struct DoctorInputs {
   std::vector<SnapshotInput> snapshots;
   std::vector<TelemetryInput> telemetry;
@@ -68,7 +84,10 @@ struct DoctorInputs {
   std::vector<SummaryInput> summaries;
   std::vector<LogInput> logs;
   std::vector<std::string> unrecognised;  ///< files that are none of the known kinds
+  std::vector<SkippedInput> skipped;      ///< damaged or special files, and why each was left out
   std::vector<std::string> warnings;      ///< how ranks were told apart, and what stays merged
+  /// Every file looked at (the CLI never writes a report onto one of them).
+  std::vector<FileIdentity> files;
 
   /// @brief True when at least one input was recognised.
   bool any() const;
@@ -78,11 +97,12 @@ struct DoctorInputs {
 /// file name or its folders, case-insensitive. nullopt when there is none.
 std::optional<int> rank_from_path(const std::string& path);
 
-/// @brief Recognises and reads every file in `paths` (files, or folders walked as above), and
-/// gives rank-less inputs their ranks (rank_assignment.h).
+/// @brief Recognises and reads every file in `paths` (files, or folders walked as above), snapshots
+/// within `limits`, and gives rank-less inputs their ranks (rank_assignment.h).
 /// `progress` hears of each snapshot read, a task "reading PATH" counted in bytes.
-/// @throws InputError naming the path when one does not exist or cannot be read, or a
-///         recognised file is malformed.
-DoctorInputs collect_doctor_inputs(const std::vector<std::string>& paths, const Progress& progress = {});
+/// @throws InputError naming the path when one given does not exist or a folder cannot be listed
+///         (a file that cannot be read is skipped, above).
+DoctorInputs collect_doctor_inputs(const std::vector<std::string>& paths, const snapshot::ReadLimits& limits = {},
+                                   const Progress& progress = {});
 
 }  // namespace fragscope::diagnose

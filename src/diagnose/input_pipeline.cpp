@@ -30,7 +30,13 @@ InputPipelineFindings analyze_input_pipeline(std::span<const inputs::StepRecord>
       f.gpu_utilization_mean = gpu.utilization_mean;
     }
   }
-  f.input_bound = f.steady_wait_fraction && *f.steady_wait_fraction >= options.wait_threshold;
+  if (f.steady_wait_fraction) {
+    f.basis = PipelineBasis::kDataWait;
+    f.input_bound = *f.steady_wait_fraction >= options.wait_threshold;
+  } else if (f.gpu_idle_fraction) {
+    f.basis = PipelineBasis::kSmiTrace;
+    f.idle_unexplained = *f.gpu_idle_fraction >= options.wait_threshold;
+  }
   return f;
 }
 

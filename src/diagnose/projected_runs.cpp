@@ -2,18 +2,17 @@
 
 #include <algorithm>
 #include <functional>
-#include <thread>
 
 #include "replay/replay_engine.h"
-#include "util/run_parallel.h"
+#include "replay/replay_memory.h"
 
 namespace fragscope::diagnose {
 namespace {
 
-/// True when the replay served every malloc of the projection.
-/// `factor` scales the device: its cudaMalloc limit and any memory-fraction cap.
+/// True when the replay served every malloc of the projection; `memory_bytes` grows to the most
+/// the replay held. `factor` scales the device: its cudaMalloc limit and any memory-fraction cap.
 bool runs_at(const replay::PreparedTrace& trace, const replay::WhatIfConfig& config, const replay::Capacity& capacity,
-             double factor) {
+             double factor, std::uint64_t& memory_bytes) {
   replay::ReplayOptions options = replay::replay_options_for(capacity);
   const auto scaled = [&](std::uint64_t bytes) {
     return static_cast<std::uint64_t>(static_cast<double>(bytes) * factor);
@@ -21,7 +20,9 @@ bool runs_at(const replay::PreparedTrace& trace, const replay::WhatIfConfig& con
   if (options.capacity) options.capacity = scaled(*options.capacity);
   if (options.allowed_memory_maximum) options.allowed_memory_maximum = scaled(*options.allowed_memory_maximum);
   options.timeline_points = 0;
-  return !replay::run_replay(trace, replay::ModelKind::kCaching, config.config, options).oom;
+  const replay::ReplayResult result = replay::run_replay(trace, replay::ModelKind::kCaching, config.config, options);
+  memory_bytes = std::max(memory_bytes, result.memory_bytes);
+  return !result.oom;
 }
 
 }  // namespace
@@ -33,29 +34,32 @@ void replay_projected_step(ProjectedStep& step, const std::vector<replay::WhatIf
   unlimited.capacity = std::nullopt;
   unlimited.timeline_points = 0;
   p.runs.assign(configs.size(), {});
-  std::vector<std::function<void()>> tasks;
-  tasks.emplace_back([&] {
-    p.projected_peak_bytes =
-        replay::run_replay(step.trace, replay::ModelKind::kIdeal, step.trace.recorded_config, unlimited)
-            .stats.peak_reserved_bytes;
-  });
+  // The settings' replays first: the first runs alone and sets how many run at once (replay_memory.h).
+  std::vector<std::function<std::uint64_t()>> tasks;
   for (std::size_t i = 0; i < configs.size(); ++i) {
     tasks.emplace_back([&, i] {
       ProjectedRun& run = p.runs[i];
       run.conf = configs[i].conf;
       run.recorded = configs[i].recorded;
-      if (!capacity.effective_bytes()) return;
+      std::uint64_t held = 0;
+      if (!capacity.effective_bytes()) return held;
       run.relaid_start = replay::relays_initial_state(step.trace, configs[i].config);
-      run.runs = runs_at(step.trace, configs[i], capacity, 1.0);
+      run.runs = runs_at(step.trace, configs[i], capacity, 1.0, held);
       if (run.runs)
         run.runs_with_margin = runs_at(step.trace, configs[i], capacity,
-                                       1 - p.margin_to_fit - (run.relaid_start ? p.relaid_start_margin : 0));
+                                       1 - p.margin_to_fit - (run.relaid_start ? p.relaid_start_margin : 0), held);
       else
-        run.fails_with_margin = !runs_at(step.trace, configs[i], capacity, 1 + p.margin_to_fail);
+        run.fails_with_margin = !runs_at(step.trace, configs[i], capacity, 1 + p.margin_to_fail, held);
+      return held;
     });
   }
-  const unsigned pool = threads ? threads : std::max(1u, std::thread::hardware_concurrency());
-  run_parallel(tasks, std::min<unsigned>(pool, static_cast<unsigned>(tasks.size())));
+  tasks.emplace_back([&] {
+    const replay::ReplayResult ideal =
+        replay::run_replay(step.trace, replay::ModelKind::kIdeal, step.trace.recorded_config, unlimited);
+    p.projected_peak_bytes = ideal.stats.peak_reserved_bytes;
+    return ideal.memory_bytes;
+  });
+  replay::run_replays(tasks, threads, replay::replay_memory_budget(step.trace));
 }
 
 }  // namespace fragscope::diagnose

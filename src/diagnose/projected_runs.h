@@ -6,7 +6,8 @@
 /// answer is, at the capacity less margin_to_fit (when it runs; less relaid_start_margin more
 /// when the setting starts from a mid-run trace's re-laid state) or plus margin_to_fail (when
 /// it fails).
-/// Thread-safety: runs the replays on `threads` threads; call it from one.
+/// Thread-safety: runs the replays on up to `threads` threads, as many at once as the memory
+/// budget of replay/replay_memory.h holds; call it from one.
 
 #include <vector>
 

@@ -128,7 +128,7 @@ AcceptanceCriteria parse_acceptance_criteria(std::string_view json_text, std::st
 }
 
 AcceptanceCriteria read_acceptance_criteria_file(const std::filesystem::path& path) {
-  return parse_acceptance_criteria(read_text_file(path), path.string());
+  return parse_acceptance_criteria(read_text_file(path, kMaxCriteriaBytes, "a criteria file"), path.string());
 }
 
 nlohmann::ordered_json acceptance_criteria_json(const AcceptanceCriteria& criteria) {

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -11,6 +10,7 @@
 
 #include "snapshot/byte_source.h"
 #include "util/error.h"
+#include "util/input_file.h"
 
 namespace fragscope::inputs {
 
@@ -107,32 +107,30 @@ InputKind detect_input_kind(std::span<const std::uint8_t> head) {
 }
 
 InputKind detect_input_kind_file(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    throw InputError(fmt::format("{}: cannot read (is a directory)", path.string()));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(fmt::format("{}: cannot read (no such file or no permission)", path.string()));
+  InputFile file = open_input(path.string());
   std::vector<std::uint8_t> head(kInputKindHeadBytes);
-  in.read(reinterpret_cast<char*>(head.data()), static_cast<std::streamsize>(head.size()));
-  head.resize(static_cast<std::size_t>(in.gcount()));
+  std::size_t filled = 0;
+  while (filled < head.size()) {
+    const std::size_t n = file.read(std::span(reinterpret_cast<char*>(head.data()) + filled, head.size() - filled));
+    if (n == 0) break;
+    filled += n;
+  }
+  head.resize(filled);
   const InputKind kind = detect_input_kind(head);
   if (kind != InputKind::kUnknown || head.size() < kInputKindHeadBytes) return kind;
   const std::string_view head_text(reinterpret_cast<const char*>(head.data()), head.size());
   if (!is_text(head_text)) return kind;
-  // A long log: the OOM is usually near its end. Scan in overlapping chunks.
+  // A long log: the OOM is usually near its end. Scan all of it, in overlapping chunks.
   constexpr std::size_t kChunk = 1 << 20;
-  constexpr std::uintmax_t kMaxScan = std::uintmax_t{1} << 30;
-  std::string window(head_text.substr(head_text.size() - std::min<std::size_t>(head_text.size(), 4096)));
+  constexpr std::size_t kOverlap = 4096;
+  std::string window(head_text.substr(head_text.size() - kOverlap));
   std::string chunk(kChunk, '\0');
-  std::uintmax_t scanned = head.size();
-  while (in && scanned < kMaxScan) {
-    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
-    const auto got = static_cast<std::size_t>(in.gcount());
+  for (;;) {
+    const std::size_t got = file.read(chunk);
     if (got == 0) break;
-    scanned += got;
     window.append(chunk, 0, got);
     if (has_oom_message(window)) return InputKind::kOomLog;
-    window.erase(0, window.size() - std::min<std::size_t>(window.size(), 4096));
+    window.erase(0, window.size() - std::min(window.size(), kOverlap));
   }
   return InputKind::kUnknown;
 }

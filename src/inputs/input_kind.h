@@ -35,8 +35,8 @@ inline constexpr std::size_t kInputKindHeadBytes = 64 * 1024;
 InputKind detect_input_kind(std::span<const std::uint8_t> head);
 
 /// @brief Classifies the file at `path`; a text file not recognised from its head is scanned
-/// whole (up to 1 GiB) for an OOM message.
-/// @throws InputError naming `path` when it cannot be read.
+/// whole (streamed, any size) for an OOM message.
+/// @throws InputError naming `path` when it cannot be read or is a special file (input_file.h).
 InputKind detect_input_kind_file(const std::filesystem::path& path);
 
 }  // namespace fragscope::inputs

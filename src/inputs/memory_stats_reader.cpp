@@ -68,7 +68,7 @@ MemoryStats parse_memory_stats(std::string_view json_text, std::string_view sour
 }
 
 MemoryStats read_memory_stats_file(const std::filesystem::path& path) {
-  return parse_memory_stats(read_text_file(path), path.string());
+  return parse_memory_stats(read_text_file(path, kMaxMemoryStatsBytes, "a memory_stats JSON"), path.string());
 }
 
 }  // namespace fragscope::inputs

@@ -184,7 +184,7 @@ MemorySummary parse_memory_summary(std::string_view text, std::string_view sourc
 }
 
 MemorySummary read_memory_summary_file(const std::filesystem::path& path) {
-  return parse_memory_summary(read_text_file(path), path.string());
+  return parse_memory_summary(read_text_file(path, kMaxMemorySummaryBytes, "a memory_summary"), path.string());
 }
 
 }  // namespace fragscope::inputs

@@ -211,7 +211,7 @@ SmiTable parse_nvidia_smi_csv(std::string_view csv, std::string_view source) {
 }
 
 SmiTable read_nvidia_smi_csv_file(const std::filesystem::path& path) {
-  return parse_nvidia_smi_csv(read_text_file(path), path.string());
+  return parse_nvidia_smi_csv(read_text_file(path, kMaxNvidiaSmiBytes, "an nvidia-smi CSV"), path.string());
 }
 
 }  // namespace fragscope::inputs

@@ -8,7 +8,9 @@
 /// rank are joined until the message is complete). Nothing is executed or evaluated.
 /// Thread-safety: pure functions.
 
+#include <cstddef>
 #include <filesystem>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -16,17 +18,21 @@
 
 namespace fragscope::inputs {
 
-/// @brief Every OOM message in `log`, in order of their first lines. A log without one gives an
-/// empty vector (not an error). A message whose figures cannot be read is still returned with
-/// only `line`, `rank`, `backend` and `text` set.
+/// @brief Messages kept per log: a crash loop repeats one message without end.
+inline constexpr std::size_t kMaxOomMessages = 1000;
+
+/// @brief Every OOM message in `log` (the first kMaxOomMessages), in order of their first lines. A log without one
+/// gives an empty vector (not an error). A message whose figures cannot be read is still returned with only `line`,
+/// `rank`, `backend` and `text` set.
 std::vector<OomMessage> find_oom_messages(std::string_view log);
 
 /// @brief Parses a single message text (one OOM, already joined on one line).
 /// @return nullopt when `text` holds no "out of memory ... Tried to allocate" message.
 std::optional<OomMessage> parse_oom_message(std::string_view text);
 
-/// @brief Reads the log at `path` and finds its OOM messages.
-/// @throws InputError naming `path` when it cannot be read.
+/// @brief Finds the OOM messages of the log at `path` (a regular file or a pipe, of any size),
+/// streamed: memory holds a few lines (each cut at kMaxLogLineBytes, text_file.h), not the log.
+/// @throws InputError naming `path` when it cannot be read or is a special file.
 std::vector<OomMessage> read_oom_messages_file(const std::filesystem::path& path);
 
 }  // namespace fragscope::inputs

@@ -1,7 +1,6 @@
 #include "inputs/telemetry_reader.h"
 
 #include <cmath>
-#include <fstream>
 #include <limits>
 #include <string>
 
@@ -11,6 +10,7 @@
 #include "inputs/json_input.h"
 #include "inputs/text_file.h"
 #include "util/error.h"
+#include "util/input_file.h"
 
 namespace fragscope::inputs {
 
@@ -20,9 +20,6 @@ namespace {
 std::string shown(const nlohmann::json& value) {
   return printable_excerpt(value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
-
-// A line longer than this is not a telemetry record (and would be a memory hazard).
-constexpr std::size_t kMaxLineBytes = 16u << 20;
 
 class LineContext {
  public:
@@ -119,30 +116,69 @@ StepRecord parse_step_record(std::string_view json_line, std::string_view source
   return record;
 }
 
-std::vector<StepRecord> read_telemetry(std::istream& in, std::string_view source) {
+namespace {
+
+// Whether `text` is JSON cut off: the parser fails past its last byte (inside a number, a
+// string, an object: it wanted more), not on one of them.
+bool ends_too_soon(std::string_view text) {
+  try {
+    [[maybe_unused]] const auto parsed = nlohmann::json::parse(text.begin(), text.end());
+  } catch (const nlohmann::json::parse_error& e) {
+    return e.byte > text.size();
+  }
+  return false;
+}
+
+// The records of the lines `next` yields (a line, whether it ended with '\n'). A last line that
+// ended without '\n' inside its JSON was cut off by the writer's death: it is left out.
+template <typename NextLine>
+std::vector<StepRecord> read_records(NextLine next, std::string_view source, TelemetryNotes* notes) {
   std::vector<StepRecord> records;
-  std::string text;
+  std::string_view text;
+  bool complete = true;
   std::size_t line = 0;
-  while (std::getline(in, text)) {
+  while (next(text, complete)) {
     ++line;
-    if (text.size() > kMaxLineBytes)
-      throw InputError(fmt::format("{}:{}: line longer than {} bytes", source, line, kMaxLineBytes));
-    if (!text.empty() && text.back() == '\r') text.pop_back();
-    if (text.find_first_not_of(" \t") == std::string::npos) continue;
+    if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
+    if (text.find_first_not_of(" \t") == std::string_view::npos) continue;
+    if (!complete && ends_too_soon(text)) {  // nothing follows a line without its '\n'
+      if (notes) notes->cut_last_line = line;
+      continue;
+    }
     records.push_back(parse_step_record(text, source, line));
   }
-  if (in.bad()) throw InputError(fmt::format("{}: read error after line {}", source, line));
   if (records.empty()) throw InputError(fmt::format("{}: no telemetry records", source));
   return records;
 }
 
-std::vector<StepRecord> read_telemetry_file(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    throw InputError(fmt::format("{}: cannot read (is a directory)", path.string()));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(fmt::format("{}: cannot read (no such file or no permission)", path.string()));
-  return read_telemetry(in, path.string());
+}  // namespace
+
+std::vector<StepRecord> read_telemetry(std::istream& in, std::string_view source, TelemetryNotes* notes) {
+  std::string text;
+  std::size_t line = 0;
+  auto next = [&](std::string_view& out, bool& complete) {
+    if (!std::getline(in, text)) return false;
+    ++line;
+    if (text.size() > kMaxTelemetryLineBytes)
+      throw InputError(fmt::format("{}:{}: line longer than {} bytes", source, line, kMaxTelemetryLineBytes));
+    complete = !in.eof();  // getline stops at the end of the input only when no '\n' came
+    out = text;
+    return true;
+  };
+  auto records = read_records(next, source, notes);
+  if (in.bad()) throw InputError(fmt::format("{}: read error after line {}", source, line));
+  return records;
+}
+
+std::vector<StepRecord> read_telemetry_file(const std::filesystem::path& path, TelemetryNotes* notes) {
+  LineReader lines(open_input(path.string()), kMaxTelemetryLineBytes, LineReader::LongLines::kError,
+                   kMaxTelemetryBytes, "a steps.jsonl");
+  auto next = [&](std::string_view& out, bool& complete) {
+    if (!lines.next(out)) return false;
+    complete = lines.line_complete();
+    return true;
+  };
+  return read_records(next, path.string(), notes);
 }
 
 }  // namespace fragscope::inputs

@@ -3,10 +3,14 @@
 /// @brief Reads step telemetry JSONL (one StepRecord per line; see step_telemetry.h).
 ///
 /// Blank lines are skipped. Every other line must be one JSON object with an integer `step`;
-/// known fields must have their documented types; unknown fields are kept verbatim.
+/// known fields must have their documented types; unknown fields are kept verbatim. The last
+/// line may be cut off (no '\n', its JSON ends too soon): the writer died mid-line, the normal
+/// end of a crashed job; it is left out and noted. Files are streamed: memory holds the records and one
+/// line (at most kMaxTelemetryLineBytes); a file may hold at most kMaxTelemetryBytes (text_file.h).
 
 #include <filesystem>
 #include <istream>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -19,13 +23,18 @@ namespace fragscope::inputs {
 /// of the wrong type — naming the field).
 StepRecord parse_step_record(std::string_view json_line, std::string_view source, std::size_t line);
 
-/// @brief Reads every record of `in` in order; records keep their line numbers.
-/// @throws InputError "SOURCE:LINE: ..." at the first bad line, or "SOURCE: no telemetry
-/// records" when there is none.
-std::vector<StepRecord> read_telemetry(std::istream& in, std::string_view source);
+/// @brief What a read left out, for the reports.
+struct TelemetryNotes {
+  std::optional<std::size_t> cut_last_line;  ///< the cut-off last line, left out
+};
 
-/// @brief Reads the JSONL file at `path`.
-/// @throws InputError naming `path` (unreadable, or as read_telemetry).
-std::vector<StepRecord> read_telemetry_file(const std::filesystem::path& path);
+/// @brief Reads every record of `in` in order; records keep their line numbers.
+/// @throws InputError "SOURCE:LINE: ..." at the first bad line (but a cut last line), or
+/// "SOURCE: no telemetry records" when there is none.
+std::vector<StepRecord> read_telemetry(std::istream& in, std::string_view source, TelemetryNotes* notes = nullptr);
+
+/// @brief Reads the JSONL file at `path` (a regular file or a pipe).
+/// @throws InputError naming `path` (unreadable, a special file, too large, or as read_telemetry).
+std::vector<StepRecord> read_telemetry_file(const std::filesystem::path& path, TelemetryNotes* notes = nullptr);
 
 }  // namespace fragscope::inputs

@@ -7,10 +7,6 @@
 
 namespace fragscope::metrics {
 
-namespace {
-
-// PyTorch itself (installed or a source tree) and Python's standard library: frames there say
-// how memory was allocated, not which model code asked for it.
 bool is_framework_file(std::string_view file) {
   constexpr std::string_view kMarkers[] = {"site-packages/torch/", "dist-packages/torch/",
                                            "/torch/nn/", "/torch/autograd/", "/torch/utils/",
@@ -20,8 +16,6 @@ bool is_framework_file(std::string_view file) {
   return file.find("/lib/python3") != std::string_view::npos &&
          file.find("-packages/") == std::string_view::npos;
 }
-
-}  // namespace
 
 std::vector<AllocationSite> top_allocation_sites(const snapshot::Snapshot& snapshot, int device,
                                                  std::size_t limit) {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "snapshot/snapshot.h"
@@ -15,6 +16,10 @@ struct AllocationSite {
   std::uint64_t bytes = 0;   ///< Σ size of live (active_allocated) blocks
   std::uint64_t blocks = 0;
 };
+
+/// @brief True for frames of PyTorch itself (installed or a source tree) and Python's standard
+/// library: they say how memory was allocated, not which model code asked for it.
+bool is_framework_file(std::string_view file);
 
 /// @brief The `limit` sites holding the most live bytes, largest first.
 ///

@@ -26,7 +26,8 @@ struct PoolStreamTotals {
 
 struct SnapshotAnalysis {
   int device = 0;
-  std::vector<int> devices;  ///< devices with segments or a trace
+  bool device_picked = false;  ///< `device` was chosen as the one holding the memory, not asked for
+  std::vector<int> devices;    ///< devices with segments or a trace
   MemoryTotals totals;       ///< all segments of `device`
   /// The segments of private pools (CUDA graphs, MemPools): their free blocks serve only their
   /// own pool's allocations.

@@ -1,9 +1,7 @@
 #include "plan/job_spec.h"
 
 #include <algorithm>
-#include <fstream>
 #include <set>
-#include <sstream>
 #include <utility>
 
 #include <fmt/format.h>
@@ -12,6 +10,7 @@
 #include "plan/model_presets.h"
 #include "util/error.h"
 #include "util/gpu_catalog.h"
+#include "util/input_file.h"
 
 namespace fragscope::plan {
 
@@ -315,6 +314,37 @@ void validate(const JobSpec& spec) {
   if (m.hidden_size > kSane || m.num_layers > kSane || m.intermediate_size > kSane || m.vocab_size > kSane ||
       spec.training.seq_len > kSane || spec.training.micro_batch_size > kSane)
     fail("[model]/[training]", "has a size beyond 16 Mi; not a real training job");
+  if (spec.eval && (spec.eval->micro_batch_size > kSane || spec.eval->seq_len > kSane))
+    fail("[eval]", "has a size beyond 16 Mi; not an eval pass");
+  constexpr std::uint64_t kMaxCount = 1ull << 20;
+  if (spec.training.grad_accum > kMaxCount)
+    fail("[training].grad_accum",
+         fmt::format("({}) is beyond 1 Mi micro-steps per optimizer step; not a real training job",
+                     spec.training.grad_accum));
+  if (spec.parallel.world_size > kMaxCount)
+    fail("[parallel].world_size",
+         fmt::format("({}) is beyond 1 Mi GPUs; not a real training job", spec.parallel.world_size));
+  if (const auto target = spec.training.global_batch; target && *target > kMaxGlobalBatch)
+    fail("[training].global_batch", fmt::format("({}) is beyond 2^40 sequences; not a real training job", *target));
+  // Within those ranges the products the model forms could still pass 2^64 (2^24 layers of
+  // 2^24 hidden, 2^24-token sequences squared): bound each in 128 bits.
+  __extension__ typedef unsigned __int128 Wide;  // GCC and Clang; not ISO C++
+  const Wide h = m.hidden_size, layers = m.num_layers, inter = m.intermediate_size, vocab = m.vocab_size;
+  const Wide parameters = layers * (4 * h * h + 3 * h * inter + 2 * h) + 2 * vocab * h + h;
+  constexpr Wide kMaxBytes = Wide{1} << 62;
+  const auto pass_too_large = [&](Wide seq, Wide batch) {  // a forward and backward of batch × seq tokens
+    const Wide tokens = seq * batch;
+    const Wide per_token = layers * (64 * h + 32 * inter + 32 * m.num_attention_heads * seq) + 32 * vocab;
+    return tokens * per_token > kMaxBytes || 8 * tokens * seq > kMaxBytes;
+  };
+  if (64 * parameters > kMaxBytes || pass_too_large(spec.training.seq_len, spec.training.micro_batch_size))
+    fail("[model]/[training]", "sizes give a job of more than 4 EiB; not a real training job");
+  if (spec.eval && pass_too_large(spec.eval->seq_len, spec.eval->micro_batch_size))
+    fail("[eval]", "sizes give an eval pass of more than 4 EiB; not a real training job");
+  if (Wide{spec.training.micro_batch_size} * spec.training.grad_accum * spec.parallel.world_size > kMaxGlobalBatch)
+    fail("[training]",
+         fmt::format("micro_batch_size {} × grad_accum {} × world_size {} is beyond 2^40 sequences per step",
+                     spec.training.micro_batch_size, spec.training.grad_accum, spec.parallel.world_size));
   const GpuSpec* gpu = find_gpu(spec.hardware.gpu);
   if (!gpu) fail("[hardware].gpu", fmt::format("\"{}\" is unknown; known GPUs: {}", spec.hardware.gpu, gpu_names_joined()));
   if (!spec.hardware.mig.empty() && !find_mig_profile(*gpu, spec.hardware.mig)) {
@@ -356,8 +386,6 @@ void validate(const JobSpec& spec) {
                                    "the optimizer on the GPU");
   if (t.loss != Loss::kStandard && t.loss_chunk_tokens > 1u << 20)
     fail("[training].loss_chunk_tokens", "is above 1 Mi tokens; not a chunk");
-  if (spec.eval && (spec.eval->micro_batch_size > kSane || spec.eval->seq_len > kSane))
-    fail("[eval]", "has a size beyond 16 Mi; not an eval pass");
 }
 
 JobSpec parse_job_spec(std::string_view toml_text, std::string_view source_name,
@@ -398,12 +426,7 @@ JobSpec parse_job_spec(std::string_view toml_text, std::string_view source_name,
 }
 
 JobSpec read_job_spec(const std::filesystem::path& path, std::span<const std::string> overrides) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(fmt::format("{}: cannot open the job spec", path.string()));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (text.str().size() > (1u << 20)) throw InputError(fmt::format("{}: larger than 1 MiB; not a job spec", path.string()));
-  return parse_job_spec(text.str(), path.string(), overrides);
+  return parse_job_spec(read_bounded(path.string(), kMaxJobSpecBytes, "a job spec"), path.string(), overrides);
 }
 
 }  // namespace fragscope::plan

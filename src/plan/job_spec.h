@@ -3,7 +3,9 @@
 /// @brief The training job `fragscope plan` sizes: model shape, training setup, parallelism and
 /// hardware, read from a TOML file (docs/plan.md documents every key).
 ///
-/// Invariants after parsing: every count is ≥ 1; hidden_size is divisible by
+/// Invariants after parsing: every count is ≥ 1 and within a real job's range (sizes ≤ 2^24,
+/// grad_accum and world_size ≤ 2^20, sequences per step ≤ 2^40, every byte figure < 2^62), so
+/// the arithmetic of the model never wraps; hidden_size is divisible by
 /// num_attention_heads and num_attention_heads by num_kv_heads; strategy `none` has
 /// world_size 1; the GPU is in the catalogue and the MIG profile (if any) belongs to it;
 /// alloc_conf is a PYTORCH_CUDA_ALLOC_CONF PyTorch accepts; a global_batch is reachable
@@ -19,6 +21,11 @@
 #include "alloc/alloc_config.h"
 
 namespace fragscope::plan {
+
+/// @brief The largest job spec file read (real ones are under 2 KiB).
+inline constexpr std::uint64_t kMaxJobSpecBytes = std::uint64_t{1} << 20;
+/// @brief The most sequences per optimizer step a spec (or --global-batch) may ask for.
+inline constexpr std::uint64_t kMaxGlobalBatch = std::uint64_t{1} << 40;
 
 /// amp-*: torch.autocast over fp32 parameters (any strategy); mixed-bf16: bf16 compute
 /// parameters with fp32 master weights and fp32 gradient reduction (FSDP2
@@ -153,7 +160,9 @@ ComputeMode compute_mode(const JobSpec& spec);
 JobSpec parse_job_spec(std::string_view toml_text, std::string_view source_name,
                        std::span<const std::string> overrides = {});
 
-/// @brief Reads and parses a job spec file. @throws InputError (also when it cannot be read).
+/// @brief Reads and parses a job spec file (at most kMaxJobSpecBytes; util/input_file.h), after
+/// applying `overrides` as parse_job_spec.
+/// @throws InputError (also when it cannot be read, is a special file or is too large).
 JobSpec read_job_spec(const std::filesystem::path& path, std::span<const std::string> overrides = {});
 
 /// @brief Checks the invariants above again (after a proposal edited a spec).

@@ -290,6 +290,8 @@ ProposalSet propose(const JobSpec& spec, const MemoryEstimate& current,
   set.current_global_batch = spec.global_batch();
   set.target_global_batch = target_global_batch.value_or(spec.training.global_batch.value_or(set.current_global_batch));
   const std::uint64_t target = set.target_global_batch;
+  if (target > kMaxGlobalBatch)  // grad_accum and the canary's micro-steps are derived from it
+    throw InputError(fmt::format("global batch {} is beyond 2^40 sequences; not a real training job", target));
   if (target % spec.parallel.world_size != 0)
     throw InputError(fmt::format("--global-batch {}: not a multiple of world_size {}; no micro-batch reaches it",
                                  target, spec.parallel.world_size));
@@ -361,6 +363,11 @@ LargestFit largest_fit(const JobSpec& spec) {
     auto fits = [&](std::uint64_t v) {
       JobSpec s = spec;
       apply(s, v);
+      try {
+        validate(s);  // past a real job's range the model's arithmetic would wrap: no fit
+      } catch (const InputError&) {
+        return false;
+      }
       MemoryEstimate e = estimate_memory(s);
       if (!e.within_hbm_limit) return false;
       best = v, at = std::move(e);

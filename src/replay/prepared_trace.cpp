@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <absl/container/flat_hash_map.h>
+#include <absl/container/flat_hash_set.h>
 #include <fmt/format.h>
 
 #include "alloc/size_rules.h"
@@ -373,6 +374,36 @@ void check_plausible(const snapshot::Snapshot& snapshot, int device,
                                    s.address, s.total_size));
     }
   }
+  absl::flat_hash_set<std::uint64_t> streams;
+  absl::flat_hash_set<std::pair<std::int64_t, std::int64_t>> pools;
+  for (const snapshot::TraceEvent& e : trace) streams.insert(e.stream);
+  for (const snapshot::Segment& s : snapshot.segments) {
+    if (s.device != device) continue;
+    streams.insert(s.stream);
+    pools.insert(s.pool_id);
+  }
+  const auto too_many = [&](std::size_t count, std::size_t limit, std::string_view what) {
+    if (count > limit) {
+      throw InputError(fmt::format("{}: the trace of device {} names {} {} (at most {}); no recording of a training "
+                                   "process names that many",
+                                   source, device, count, what, limit));
+    }
+  };
+  too_many(streams.size(), kMaxTraceStreams, "CUDA streams");
+  too_many(pools.size(), kMaxTraceMemPools, "memory pools");
+}
+
+/// Refuses a trace that allocates from more pools than a replay should hold (kMaxAllocatingPools).
+void check_allocating_pools(const PreparedTrace& out) {
+  absl::flat_hash_set<std::uint32_t> pairs;
+  for (const Op& op : out.ops) {
+    if (op.kind == OpKind::kAlloc) pairs.insert(std::uint32_t{op.pool} << 16 | op.stream);
+  }
+  if (pairs.size() > kMaxAllocatingPools) {
+    throw InputError(fmt::format("{}: the trace allocates from {} (memory pool, stream) pairs; more than {} is no "
+                                 "recording of a training process",
+                                 out.source, pairs.size(), kMaxAllocatingPools));
+  }
 }
 
 }  // namespace
@@ -415,6 +446,7 @@ PreparedTrace prepare_trace(const snapshot::Snapshot& snapshot, int device,
 
   compiler.seed_initial_slots();
   compiler.run(initial.reserved);
+  check_allocating_pools(out);
   return out;
 }
 

@@ -123,8 +123,18 @@ struct PreparedTrace {
   std::uint32_t anomalies = 0;  ///< events that fit no live block (e.g. a ring-buffer edge)
 };
 
+/// @brief The most CUDA streams, memory pools, and pools that allocate ((memory pool, stream)
+/// pairs) a trace may name. Real traces name one to three of each (PyTorch's stream pool holds 32
+/// streams per priority); each allocating pair costs every replay two free-block sets of 24 KiB
+/// and, under expandable segments, two address ranges the size of the device: a few hundred bytes
+/// of trace naming 60,000 streams made one replay hold 1.4 GB.
+inline constexpr std::size_t kMaxTraceStreams = 1024;
+inline constexpr std::size_t kMaxTraceMemPools = 1024;
+inline constexpr std::size_t kMaxAllocatingPools = 256;
+
 /// @brief Compiles `device`'s trace of `snapshot`.
-/// @throws InputError naming `source` when the snapshot has no trace for `device`, or its
+/// @throws InputError naming `source` when the snapshot has no trace for `device`, names more
+///         streams or pools than the limits above, or its
 ///         allocator_settings hold a config PyTorch would reject.
 PreparedTrace prepare_trace(const snapshot::Snapshot& snapshot, int device,
                             const std::string& source);

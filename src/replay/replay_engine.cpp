@@ -5,9 +5,12 @@
 #include <memory>
 #include <type_traits>
 
+#include <fmt/format.h>
+
 #include "alloc/caching_allocator.h"
 #include "alloc/device_memory.h"
 #include "alloc/ideal_packer.h"
+#include "util/error.h"
 
 namespace fragscope::replay {
 namespace {
@@ -211,6 +214,9 @@ ReplayResult replay_through(Model& model, alloc::DeviceMemory& device, const Pre
   result.completed = !stop;
   result.stats = stats;
   result.timeline = std::move(timeline.points);
+  result.memory_bytes = model.memory_bytes() + handles.capacity() * sizeof(BlockHandle) +
+                        (simulated.capacity() + recorded.capacity()) * sizeof(alloc::SegmentEvent) +
+                        result.timeline.capacity() * sizeof(TimelinePoint);
   return result;
 }
 
@@ -236,16 +242,20 @@ bool relays_initial_state(const PreparedTrace& trace, const alloc::AllocConfig& 
 ReplayResult run_replay(const PreparedTrace& trace, ModelKind kind,
                         const alloc::AllocConfig& config, const ReplayOptions& options) {
   alloc::DeviceMemory device(options.capacity);
-  if (kind == ModelKind::kIdeal) {
-    alloc::IdealPacker model(config, device);
+  try {
+    if (kind == ModelKind::kIdeal) {
+      alloc::IdealPacker model(config, device);
+      return replay_through(model, device, trace, options);
+    }
+    alloc::CachingAllocatorOptions model_options;
+    model_options.config = config;
+    model_options.allowed_memory_maximum = options.allowed_memory_maximum;
+    model_options.device_total_memory = options.device_total_memory;
+    alloc::CachingAllocator model(model_options, device);
     return replay_through(model, device, trace, options);
+  } catch (const alloc::AddressSpaceExhausted& e) {
+    throw InputError(fmt::format("{}: {}", trace.source, e.what()));
   }
-  alloc::CachingAllocatorOptions model_options;
-  model_options.config = config;
-  model_options.allowed_memory_maximum = options.allowed_memory_maximum;
-  model_options.device_total_memory = options.device_total_memory;
-  alloc::CachingAllocator model(model_options, device);
-  return replay_through(model, device, trace, options);
 }
 
 }  // namespace fragscope::replay

@@ -78,6 +78,9 @@ struct ReplayResult {
   std::uint32_t segment_mismatches = 0;
   std::optional<std::uint32_t> first_mismatch_trace_index;
   std::vector<TimelinePoint> timeline;
+  /// An upper bound of the memory the replay held at its peak: the model's, the handle table's
+  /// and the segment logs' (replay_memory.h budgets replays run at once by it).
+  std::uint64_t memory_bytes = 0;
 };
 
 /// @brief A replay of `trace` under `config` starts from its live blocks re-laid rather than as
@@ -89,6 +92,8 @@ bool relays_initial_state(const PreparedTrace& trace, const alloc::AllocConfig& 
 /// starts mid-run starts from its rebuilt state; on a device smaller than that state the model
 /// first gives its cache back, and when what is live does not fit either, the replay fails at
 /// the first event (`oom`).
+/// @throws InputError naming the trace's source when the replay needs more device address space
+///         than exists (alloc::AddressSpaceExhausted: a hostile trace's hundreds of streams).
 ReplayResult run_replay(const PreparedTrace& trace, ModelKind kind,
                         const alloc::AllocConfig& config, const ReplayOptions& options);
 

@@ -3,11 +3,9 @@
 #include <algorithm>
 #include <bit>
 #include <functional>
-#include <thread>
 
 #include <fmt/format.h>
 
-#include "util/run_parallel.h"
 
 namespace fragscope::replay {
 namespace {
@@ -130,28 +128,32 @@ WhatIfReport run_whatif(const PreparedTrace& trace, const std::vector<WhatIfConf
                         const Capacity& capacity, const WhatIfOptions& options) {
   WhatIfReport report;
   report.capacity = capacity;
-  report.threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
   report.rows.resize(configs.size());
+  const std::uint64_t budget = replay_memory_budget(trace);
   ReplayOptions unlimited = options_for(capacity, std::nullopt, options.use_recorded_addresses);
   ReplayOptions limited = options_for(capacity, capacity.bytes, options.use_recorded_addresses);
   const std::uint64_t events = trace.ops.size();
 
-  // Demand first (the ideal packer's peak is every bisection's floor), then the rest.
+  // Demand first (the ideal packer's peak is every bisection's floor), then the rest. A config's
+  // replay comes first: it runs alone, and what it holds sets how many run at once (replay_memory.h).
   ProgressCounter demand(options.progress, fmt::format("what-if: {} configs, no memory limit", configs.size()),
                          "events", (configs.size() + 1) * events);
   unlimited.progress = &demand;
-  std::vector<std::function<void()>> tasks;
-  tasks.emplace_back([&] {
-    report.ideal = run_replay(trace, ModelKind::kIdeal, trace.recorded_config, unlimited);
-  });
+  std::vector<std::function<std::uint64_t()>> tasks;
   for (std::size_t i = 0; i < configs.size(); ++i) {
     tasks.emplace_back([&, i] {
       report.rows[i].config = configs[i];
       report.rows[i].unlimited = run_replay(trace, ModelKind::kCaching, configs[i].config, unlimited);
+      return report.rows[i].unlimited.memory_bytes;
     });
   }
-  report.threads = std::min<unsigned>(report.threads, static_cast<unsigned>(tasks.size()));
-  run_parallel(tasks, report.threads);
+  tasks.emplace_back([&] {
+    report.ideal = run_replay(trace, ModelKind::kIdeal, trace.recorded_config, unlimited);
+    return report.ideal.memory_bytes;
+  });
+  report.concurrency = run_replays(tasks, options.threads, budget);
+  std::uint64_t measured = report.ideal.memory_bytes;  // what each config's replays hold, measured
+  for (const WhatIfRow& row : report.rows) measured = std::max(measured, row.unlimited.memory_bytes);
 
   std::uint64_t replays = capacity.bytes ? configs.size() : 0;
   if (options.min_capacity) {
@@ -169,6 +171,7 @@ WhatIfReport run_whatif(const PreparedTrace& trace, const std::vector<WhatIfConf
     if (capacity.bytes) {
       tasks.emplace_back([&, i] {
         row.at_capacity = run_replay(trace, ModelKind::kCaching, configs[i].config, limited);
+        return row.at_capacity->memory_bytes;
       });
     }
     if (options.min_capacity) {
@@ -176,10 +179,14 @@ WhatIfReport run_whatif(const PreparedTrace& trace, const std::vector<WhatIfConf
         row.min_capacity = find_min_capacity(trace, ModelKind::kCaching, configs[i].config,
                                              unlimited, report.ideal.stats.peak_reserved_bytes,
                                              row.unlimited.stats.peak_reserved_bytes);
+        return row.unlimited.memory_bytes;  // a replay under a limit holds no more than without
       });
     }
   }
-  run_parallel(tasks, std::min<unsigned>(report.threads, std::max<std::size_t>(1, tasks.size())));
+  const ReplayConcurrency limits_run =
+      run_replays(tasks, options.threads, budget, std::max<std::uint64_t>(1, measured));
+  report.concurrency.threads = std::max(report.concurrency.threads, limits_run.threads);
+  report.concurrency.memory_limited = report.concurrency.memory_limited || limits_run.memory_limited;
 
   std::stable_sort(report.rows.begin(), report.rows.end(), [](const WhatIfRow& a, const WhatIfRow& b) {
     return a.unlimited.stats.peak_reserved_bytes < b.unlimited.stats.peak_reserved_bytes;

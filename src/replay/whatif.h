@@ -9,7 +9,8 @@
 /// packer's peak (nothing can do with less) and the config's unlimited peak, in 2 MiB steps
 /// (every cudaMalloc and page is a multiple of 2 MiB). "Survives" means: no OOM until the end
 /// of the trace, or until the point where the recorded run died.
-/// Thread-safety: run_whatif runs replays on a pool of threads over the read-only trace.
+/// Thread-safety: run_whatif runs replays on a pool of threads over the read-only trace, as many
+/// at once as the memory budget of replay_memory.h holds.
 
 #include <cstdint>
 #include <optional>
@@ -20,6 +21,7 @@
 #include "replay/capacity.h"
 #include "replay/prepared_trace.h"
 #include "replay/replay_engine.h"
+#include "replay/replay_memory.h"
 #include "util/progress.h"
 
 namespace fragscope::replay {
@@ -51,7 +53,7 @@ struct WhatIfReport {
   ReplayResult ideal;           ///< the ideal packer (the floor)
   Capacity capacity;
   std::optional<std::size_t> recommended;  ///< index into rows: the least memory that fits
-  unsigned threads = 1;
+  ReplayConcurrency concurrency;  ///< threads used, and whether the memory budget limited them
 };
 
 struct WhatIfOptions {

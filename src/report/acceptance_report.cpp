@@ -68,8 +68,12 @@ void write_check_table(std::ostream& out, const CheckReport& report, std::string
   for (const auto& w : report.warnings) out << "warning: " << w << '\n';
   const auto failed = report.count(CriterionVerdict::kFail);
   const auto skipped = report.count(CriterionVerdict::kNotEvaluated);
-  out << fmt::format("result: {} ({} passed, {} failed, {} not evaluated)\n", failed ? "FAIL" : "PASS",
-                     report.count(CriterionVerdict::kPass), failed, skipped);
+  out << fmt::format("result: {} ({} passed, {} failed, {} not evaluated){}\n", report.passed() ? "PASS" : "FAIL",
+                     report.count(CriterionVerdict::kPass), failed, skipped,
+                     skipped == 0 ? ""
+                     : report.allow_unevaluated
+                         ? "; not evaluated allowed (--allow-unevaluated)"
+                         : "; a criterion not evaluated fails the check (--allow-unevaluated accepts it)");
 }
 
 void write_check_json(std::ostream& out, const CheckReport& report, const AcceptanceCriteria& criteria,
@@ -79,6 +83,7 @@ void write_check_json(std::ostream& out, const CheckReport& report, const Accept
   doc["passed"] = report.passed();
   doc["failed"] = report.count(CriterionVerdict::kFail);
   doc["not_evaluated"] = report.count(CriterionVerdict::kNotEvaluated);
+  doc["allow_unevaluated"] = report.allow_unevaluated;
   doc["criteria_source"] = criteria_source;
   doc["warnings"] = report.warnings;
   std::ostringstream criteria_json;

@@ -15,7 +15,8 @@ namespace fragscope::report {
 /// where the limits came from.
 void write_check_table(std::ostream& out, const diagnose::CheckReport& report, std::string_view criteria_source);
 
-/// @brief {"passed", "failed", "not_evaluated", "criteria_source", "warnings": [...], "criteria": {every key},
+/// @brief {"passed", "failed", "not_evaluated", "allow_unevaluated", "criteria_source", "warnings": [...],
+/// "criteria": {every key},
 /// "results": [{"subject", "rank"?, "criterion", "verdict": "pass"|"fail"|"not_evaluated",
 /// "measured"?, "limit"?, "measured_text", "limit_text", "detail"}]}, then '\n'.
 void write_check_json(std::ostream& out, const diagnose::CheckReport& report,

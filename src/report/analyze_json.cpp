@@ -39,6 +39,7 @@ nlohmann::json analyze_to_json(const metrics::SnapshotAnalysis& a, const std::st
   j["source"] = source;
   j["device"] = a.device;
   j["devices"] = a.devices;
+  j["device_picked"] = a.device_picked;
   j["expandable_segments"] = a.expandable_segments;
   j["largest_cached_allocation_bytes"] = a.largest_cached_allocation;
   j["private_pools"] = totals_json(a.private_pools);

@@ -56,8 +56,11 @@ void write_segment_map(const metrics::SnapshotAnalysis& a, const AnalyzeTextOpti
 void write_analyze_text(const metrics::SnapshotAnalysis& a, const std::string& source,
                         const AnalyzeTextOptions& o, std::ostream& out) {
   const auto& t = a.totals;
-  fmt::print(out, "fragscope analyze: {} (device {}{})\n", source, a.device,
-             a.devices.size() > 1 ? fmt::format(" of {}", a.devices.size()) : "");
+  // Which device, and why this one, once there is a choice (or it is not the usual device 0).
+  const bool say_why = a.device_picked && (a.device != 0 || a.devices.size() > 1);
+  fmt::print(out, "fragscope analyze: {} (device {}{}{})\n", source, a.device,
+             a.devices.size() > 1 ? fmt::format(" of {}", a.devices.size()) : "",
+             say_why ? ", the one holding the memory; --device picks another" : "");
   fmt::print(out, "\nMemory held by PyTorch's caching allocator\n");
   fmt::print(out, "  reserved               {:>11}  in {} segments, {} blocks{}\n", format_bytes(t.reserved_bytes),
              t.segments, t.blocks, a.expandable_segments ? fmt::format(" ({} expandable)", a.expandable_segments) : "");

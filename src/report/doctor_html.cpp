@@ -180,6 +180,11 @@ void write_doctor_html(std::ostream& page, const Diagnosis& d) {
   action_list(out, "Do not", d.do_not, false);
   whatif_table(out, d);
   list(out, "Inputs used", d.inputs_used);
+  list(out, "Skipped (damaged or special files)", [&] {
+    std::vector<std::string> lines;
+    for (const auto& [path, reason] : d.skipped_inputs) lines.push_back(path + ": " + reason);
+    return lines;
+  }());
   list(out, "Not given (and what it would add)", d.inputs_missing);
   out << "<p class=\"note\">fragscope doctor · one self-contained page: it loads nothing from the network.</p>";
   const nlohmann::json data = doctor_page_data(d);

@@ -136,6 +136,8 @@ json doctor_json(const diagnose::Diagnosis& d) {
   for (const auto& a : d.memory_advice)
     advice.push_back(
         {{"key", a.key}, {"title", a.title}, {"setting", a.setting}, {"evidence", a.evidence}, {"bytes", a.bytes}});
+  json skipped = json::array();
+  for (const auto& [path, reason] : d.skipped_inputs) skipped.push_back({{"path", path}, {"reason", reason}});
   json ranks = json::array();
   for (const auto& r : d.ranks)
     ranks.push_back({{"rank", r.rank}, {"oom", r.oom}, {"peak_reserved_bytes", optional_json(r.peak_reserved_bytes)},
@@ -169,6 +171,7 @@ json doctor_json(const diagnose::Diagnosis& d) {
           {"worst_rank", optional_json(d.worst_rank)},
           {"rank_spread", d.rank_spread},
           {"inputs_used", d.inputs_used},
+          {"skipped_inputs", skipped},
           {"inputs_missing", d.inputs_missing}};
   add_json_header(doc, kDoctorJsonSchema);
   return doc;

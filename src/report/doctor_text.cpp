@@ -29,6 +29,12 @@ void lines(std::ostream& out, std::string_view title, const std::vector<std::str
   for (const std::string& line : list) out << "  - " << line << '\n';
 }
 
+std::vector<std::string> skipped_lines(const diagnose::Diagnosis& d) {
+  std::vector<std::string> out;
+  for (const auto& [path, reason] : d.skipped_inputs) out.push_back(fmt::format("{}: {}", path, reason));
+  return out;
+}
+
 std::string projected_step(const diagnose::WhatIfLine& w) {
   if (!w.runs_projected_step) return "";
   return *w.runs_projected_step ? "runs it" : "OOM";
@@ -114,6 +120,7 @@ void write_doctor_text(std::ostream& out, const diagnose::Diagnosis& d) {
         at_capacity ? "; reserved: the most each reserves under the capacity, up to the recorded OOM point" : "");
   }
   lines(out, "inputs used", d.inputs_used);
+  lines(out, "skipped (damaged or special files)", skipped_lines(d));
   lines(out, "not given (what it would add)", d.inputs_missing);
 }
 

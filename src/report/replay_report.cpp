@@ -240,8 +240,13 @@ void write_whatif_text(std::ostream& out, const PreparedTrace& trace, const What
   out << fmt::format("capacity  {}{}\n",
                      report.capacity.bytes ? format_bytes(*report.capacity.bytes) + ": " : "",
                      report.capacity.source);
-  out << fmt::format("{} configs on {} threads; peak reserved without a memory limit\n\n",
-                     report.rows.size(), report.threads);
+  const replay::ReplayConcurrency& c = report.concurrency;
+  out << fmt::format("{} configs on {} thread{}{}; peak reserved without a memory limit\n\n", report.rows.size(),
+                     c.threads, c.threads == 1 ? "" : "s",
+                     c.memory_limited ? fmt::format(" ({} asked: each replay holds up to {}, and together they stay "
+                                                    "within {})",
+                                                    c.asked, format_bytes(c.replay_bytes), format_bytes(c.budget_bytes))
+                                      : std::string());
   const bool min_cap = !report.rows.empty() && report.rows.front().min_capacity.has_value();
   std::string header = fmt::format("  {:<56} {:>12} {:>8} {:>7}", "PYTORCH_CUDA_ALLOC_CONF",
                                    "peak", "vs floor", "retries");
@@ -324,7 +329,10 @@ nlohmann::json whatif_json(const PreparedTrace& trace, const WhatIfReport& repor
                       {"trace_events", trace.trace_events},
                       {"capacity", capacity_json(report.capacity)},
                       {"ideal_peak_bytes", report.ideal.stats.peak_reserved_bytes},
-                      {"threads", report.threads},
+                      {"threads", report.concurrency.threads},
+                      {"threads_asked", report.concurrency.asked},
+                      {"replay_memory_bytes", report.concurrency.replay_bytes},
+                      {"replay_memory_budget_bytes", report.concurrency.budget_bytes},
                       {"configs", rows},
                       {"recommended_alloc_conf",
                        report.recommended ? nlohmann::json(report.rows[*report.recommended].config.conf)

@@ -11,13 +11,14 @@
 #include <exception>
 #include <mutex>
 #include <thread>
-#include <filesystem>
 #include <vector>
 
 #include <fmt/format.h>
 #include <zlib.h>
 #include <zstd.h>
 
+#include "snapshot/read_limits.h"
+#include "util/bytes.h"
 #include "util/error.h"
 
 namespace fragscope::snapshot {
@@ -25,6 +26,16 @@ namespace fragscope::snapshot {
 namespace {
 
 constexpr std::size_t kChunk = 1 << 20;
+
+// A decompressor's output against its input so far (read_limits.h): a bomb stops within a chunk.
+void check_ratio(bool limited, std::uint64_t produced, std::uint64_t consumed, const std::string& name) {
+  if (!limited || produced <= kDecompressionFloor + kMaxDecompressionRatio * consumed) return;
+  throw InputError(fmt::format("{}: decompresses to more than {} times its size plus {} ({} from {}): a "
+                               "decompression bomb, not a snapshot (real ones stay well within, even under zstd "
+                               "--ultra -22; --max-memory SIZE reads a file you trust within SIZE)",
+                               name, kMaxDecompressionRatio, format_bytes(kDecompressionFloor), format_bytes(produced),
+                               format_bytes(consumed)));
+}
 
 class FileSource final : public ByteSource {
  public:
@@ -106,8 +117,8 @@ class PeekedSource final : public ByteSource {
 
 class ZstdSource final : public ByteSource {
  public:
-  ZstdSource(std::unique_ptr<ByteSource> inner, std::string name, std::uint64_t content_size)
-      : inner_(std::move(inner)), name_(std::move(name)), content_size_(content_size),
+  ZstdSource(std::unique_ptr<ByteSource> inner, std::string name, std::uint64_t content_size, bool limit_ratio)
+      : inner_(std::move(inner)), name_(std::move(name)), content_size_(content_size), limit_ratio_(limit_ratio),
         stream_(ZSTD_createDStream()),
         in_buffer_(ZSTD_DStreamInSize()) {
     if (!stream_) throw std::bad_alloc();
@@ -136,6 +147,7 @@ class ZstdSource final : public ByteSource {
         throw InputError(fmt::format("{}: corrupt zstd data: {}", name_, ZSTD_getErrorName(ret)));
       frame_complete_ = (ret == 0);
     }
+    check_ratio(limit_ratio_, produced_ += output.pos, inner_->input_consumed(), name_);
     return output.pos;
   }
   std::uint64_t input_consumed() const override { return inner_->input_consumed(); }
@@ -145,17 +157,19 @@ class ZstdSource final : public ByteSource {
   std::unique_ptr<ByteSource> inner_;
   std::string name_;
   std::uint64_t content_size_;
+  bool limit_ratio_;
   ZSTD_DStream* stream_;
   std::vector<std::uint8_t> in_buffer_;
   ZSTD_inBuffer input_{nullptr, 0, 0};
   bool input_done_ = false;
   bool frame_complete_ = true;
+  std::uint64_t produced_ = 0;
 };
 
 class GzipSource final : public ByteSource {
  public:
-  GzipSource(std::unique_ptr<ByteSource> inner, std::string name)
-      : inner_(std::move(inner)), name_(std::move(name)), in_buffer_(kChunk) {
+  GzipSource(std::unique_ptr<ByteSource> inner, std::string name, bool limit_ratio)
+      : inner_(std::move(inner)), name_(std::move(name)), limit_ratio_(limit_ratio), in_buffer_(kChunk) {
     std::memset(&stream_, 0, sizeof stream_);
     if (inflateInit2(&stream_, 16 + MAX_WBITS) != Z_OK) throw std::bad_alloc();
   }
@@ -192,7 +206,9 @@ class GzipSource final : public ByteSource {
                                      stream_.msg ? stream_.msg : "inflate failed"));
       }
     }
-    return wanted - stream_.avail_out;
+    const std::size_t produced = wanted - stream_.avail_out;
+    check_ratio(limit_ratio_, produced_ += produced, inner_->input_consumed(), name_);
+    return produced;
   }
   std::uint64_t input_consumed() const override { return inner_->input_consumed(); }
   // Snapshot pickles compress about 20:1 with gzip; a hint for reservations only.
@@ -201,9 +217,11 @@ class GzipSource final : public ByteSource {
  private:
   std::unique_ptr<ByteSource> inner_;
   std::string name_;
+  bool limit_ratio_;
   z_stream stream_;
   std::vector<std::uint8_t> in_buffer_;
   bool finished_ = false;
+  std::uint64_t produced_ = 0;
 };
 
 /// Reads (and decompresses) ahead on a second thread, so decompression overlaps parsing.
@@ -316,9 +334,7 @@ class ThreadedSource final : public ByteSource {
   std::thread worker_;  // last: starts after every other member is ready
 };
 
-constexpr std::uint64_t kMaxPlausibleZstdRatio = 64;
-
-std::unique_ptr<ByteSource> wrap_by_magic(std::unique_ptr<ByteSource> raw, const std::string& name) {
+std::unique_ptr<ByteSource> wrap_by_magic(std::unique_ptr<ByteSource> raw, const std::string& name, bool limit_ratio) {
   std::vector<std::uint8_t> head(18);  // ZSTD_FRAMEHEADERSIZE_MAX: magic + the largest frame header;
   head.resize(raw->read_fully(head));
   const Compression kind = detect_compression(head);
@@ -329,12 +345,12 @@ std::unique_ptr<ByteSource> wrap_by_magic(std::unique_ptr<ByteSource> raw, const
       const unsigned long long size = ZSTD_getFrameContentSize(head_copy.data(), head_copy.size());
       const bool known = size != ZSTD_CONTENTSIZE_UNKNOWN && size != ZSTD_CONTENTSIZE_ERROR;
       // The header's content size is only a hint for reservations, and a hostile header can claim
-      // exabytes: trust it up to kMaxPlausibleZstdRatio times the compressed size (snapshots
-      // compress about 20x).
-      const std::uint64_t plausible = peeked->expected_size() * kMaxPlausibleZstdRatio;
-      return std::make_unique<ZstdSource>(std::move(peeked), name, known ? std::min<std::uint64_t>(size, plausible) : 0);
+      // exabytes: trust it up to the ratio a stream may have at all (read_limits.h).
+      const std::uint64_t plausible = peeked->expected_size() * kMaxDecompressionRatio + kDecompressionFloor;
+      return std::make_unique<ZstdSource>(std::move(peeked), name, known ? std::min<std::uint64_t>(size, plausible) : 0,
+                                          limit_ratio);
     }
-    case Compression::kGzip: return std::make_unique<GzipSource>(std::move(peeked), name);
+    case Compression::kGzip: return std::make_unique<GzipSource>(std::move(peeked), name, limit_ratio);
     case Compression::kNone: break;
   }
   return peeked;
@@ -364,34 +380,26 @@ Compression detect_compression(std::span<const std::uint8_t> head) {
   return Compression::kNone;
 }
 
-std::unique_ptr<ByteSource> open_file_source(const std::string& path, std::uint64_t* input_size) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    throw InputError(fmt::format("{}: cannot read: is a directory", path));
-  std::FILE* file = std::fopen(path.c_str(), "rb");
-  if (!file) throw InputError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
-  struct stat info {};
-  const bool regular = fstat(fileno(file), &info) == 0 && S_ISREG(info.st_mode);
-  const std::uint64_t size = regular ? static_cast<std::uint64_t>(info.st_size) : 0;
+std::unique_ptr<ByteSource> open_file_source(const std::string& path, std::uint64_t* input_size,
+                                             const ReadLimits& limits) {
+  return open_input_source(open_input(path), input_size, limits);
+}
+
+std::unique_ptr<ByteSource> open_input_source(InputFile file, std::uint64_t* input_size, const ReadLimits& limits) {
+  const std::string path = file.path();
+  const std::uint64_t size = file.size();
+  std::FILE* stream = ::fdopen(file.fd(), "rb");
+  if (!stream) throw InputError(fmt::format("{}: cannot read ({})", path, std::strerror(errno)));
+  file.release();  // the FILE owns the descriptor now
   if (input_size) *input_size = size;
   // Read (and decompress) ahead on a second thread; its chunks are handed over, not copied.
   return std::make_unique<ThreadedSource>(
-      wrap_by_magic(std::make_unique<FileSource>(file, path, size), path));
+      wrap_by_magic(std::make_unique<FileSource>(stream, path, size), path, limits.relative));
 }
 
-std::unique_ptr<ByteSource> open_memory_source(std::span<const std::uint8_t> bytes,
-                                               const std::string& name) {
-  return wrap_by_magic(std::make_unique<MemorySource>(bytes), name);
-}
-
-Compression file_compression(const std::string& path) {
-  std::uint8_t head[4] = {};
-  std::size_t n = 0;
-  if (std::FILE* file = std::fopen(path.c_str(), "rb")) {
-    n = std::fread(head, 1, sizeof head, file);
-    std::fclose(file);
-  }
-  return detect_compression(std::span(head, n));
+std::unique_ptr<ByteSource> open_memory_source(std::span<const std::uint8_t> bytes, const std::string& name,
+                                               const ReadLimits& limits) {
+  return wrap_by_magic(std::make_unique<MemorySource>(bytes), name, limits.relative);
 }
 
 std::unique_ptr<ByteSource> open_plain_file_at(const std::string& path, std::uint64_t offset) {

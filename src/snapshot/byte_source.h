@@ -6,7 +6,8 @@
 /// Readers pull bytes in chunks, so a 1 GB snapshot is never held whole in memory. A reader
 /// that can work on borrowed bytes calls next_chunk(): the chunks a file source reads (and
 /// decompresses) ahead on its second thread are then handed over, not copied.
-/// Thread-safety: one source per reader thread.
+/// The decompressors refuse a stream that outgrows its input kMaxDecompressionRatio times
+/// (read_limits.h), unless the limits' relative part is off. Thread-safety: one source per reader thread.
 
 #include <cstddef>
 #include <cstdint>
@@ -14,6 +15,9 @@
 #include <span>
 #include <string>
 #include <vector>
+
+#include "snapshot/read_limits.h"
+#include "util/input_file.h"
 
 namespace fragscope::snapshot {
 
@@ -50,17 +54,19 @@ class ByteSource {
 /// @brief Recognises gzip (1f 8b) and zstd (28 b5 2f fd) magic numbers.
 Compression detect_compression(std::span<const std::uint8_t> head);
 
-/// @brief The file at `path`, decompressed when its magic says so. `input_size` receives the
-/// file's size on disk (for progress).
-/// @throws InputError naming `path` when it is missing or unreadable.
-std::unique_ptr<ByteSource> open_file_source(const std::string& path, std::uint64_t* input_size);
+/// @brief The file at `path` (a regular file or a pipe: util/input_file.h), decompressed when its
+/// magic says so. `input_size` receives the file's size on disk (for progress; 0 for a pipe).
+/// @throws InputError naming `path` when it is missing, unreadable or a special file.
+std::unique_ptr<ByteSource> open_file_source(const std::string& path, std::uint64_t* input_size,
+                                             const ReadLimits& limits = {});
+
+/// @brief open_file_source() of an input already open; it takes the descriptor over.
+/// @throws InputError naming the file when it cannot be read.
+std::unique_ptr<ByteSource> open_input_source(InputFile file, std::uint64_t* input_size, const ReadLimits& limits = {});
 
 /// @brief `bytes` (not copied; must outlive the source), decompressed when its magic says so.
-std::unique_ptr<ByteSource> open_memory_source(std::span<const std::uint8_t> bytes,
-                                               const std::string& name);
-
-/// @brief The compression of the file at `path`, by its magic bytes (kNone when unreadable).
-Compression file_compression(const std::string& path);
+std::unique_ptr<ByteSource> open_memory_source(std::span<const std::uint8_t> bytes, const std::string& name,
+                                               const ReadLimits& limits = {});
 
 /// @brief The uncompressed file at `path` from byte `offset` on (read ahead on a second thread,
 /// as open_file_source). REQUIRES: file_compression(path) is kNone.

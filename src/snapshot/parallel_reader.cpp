@@ -123,7 +123,7 @@ struct Part {
 // The thread of part j: walks region j (every later part's memo base needs its count), then
 // parses part j. A parse that fails leaves the part unparsed: the main machine reads it itself.
 void parse_part(Part& part, std::size_t j, SplitPlan& plan, const OpenSourceAt& open_at, const std::string& name,
-                const std::atomic<bool>& cancelled) {
+                const std::atomic<bool>& cancelled, const ReadLimits& limits) {
   try {
     const auto source = std::make_unique<CancellableSource>(open_at(plan.region_begin(j)), cancelled);
     walk_region(*source, plan, j);
@@ -143,7 +143,8 @@ void parse_part(Part& part, std::size_t j, SplitPlan& plan, const OpenSourceAt& 
   const std::uint64_t nominal_stop = plan.region_end(j);
   part.builder = std::make_unique<SnapshotBuilder>(
       part.snapshot, nominal_stop != ~std::uint64_t{0} ? nominal_stop - start->offset : part.source->expected_size());
-  part.machine = std::make_unique<pickle::Machine>(*part.source, name, part.snapshot.strings, part.builder.get());
+  part.machine = std::make_unique<pickle::Machine>(*part.source, name, part.snapshot.strings, part.builder.get(),
+                                                   std::function<void()>{}, limits);
   part.machine->start_part(start->offset, start->memo_base, known_before);
   const auto stop = [&] {
     const std::optional<PartStart> next = j + 1 < plan.region_count() ? plan.start(j + 1) : std::nullopt;
@@ -169,12 +170,12 @@ unsigned reader_parts(std::uint64_t stream_bytes) {
 
 Snapshot read_snapshot_in_parts(const OpenSourceAt& open_at, const ReadAt& read_at, const std::string& name,
                                 std::uint64_t input_size, const ProgressCallback& progress, unsigned parts,
-                                PartsTaken* taken_count) {
+                                PartsTaken* taken_count, const ReadLimits& limits) {
   std::unique_ptr<ByteSource> main = open_at(0);
   const std::uint64_t expected = main->expected_size();
   SplitPlan plan(frame_bounds(read_at, expected ? expected : input_size, parts));  // uncompressed: the same
   if (taken_count) *taken_count = {plan.region_count() - 1, 0};
-  if (plan.region_count() < 2) return read_snapshot(*main, name, input_size, progress);  // not framed
+  if (plan.region_count() < 2) return read_snapshot(*main, name, input_size, progress, limits);  // not framed
   std::atomic<bool> cancelled = false;
   std::vector<Part> part(plan.region_count());  // part[j] starts in region j (part[0] is unused)
   std::vector<std::jthread> threads;  // joined on every way out, after `cancelled` is set
@@ -187,6 +188,8 @@ Snapshot read_snapshot_in_parts(const OpenSourceAt& open_at, const ReadAt& read_
     }
   } cancel{cancelled, threads};
   threads.reserve(plan.region_count());
+  // Parts run at once: each may hold its share of the ceiling (over it, the main machine reads it).
+  const ReadLimits part_limits{limits.max_memory / plan.region_count()};
   try {
     threads.emplace_back([&] {
       try {
@@ -200,7 +203,7 @@ Snapshot read_snapshot_in_parts(const OpenSourceAt& open_at, const ReadAt& read_
     for (std::size_t j = 1; j < part.size(); ++j) {
       threads.emplace_back([&, j] {
         try {
-          parse_part(part[j], j, plan, open_at, name, cancelled);
+          parse_part(part[j], j, plan, open_at, name, cancelled, part_limits);
         } catch (const std::exception&) {
           // Not parsed: the main machine reads these bytes itself.
         }
@@ -211,14 +214,15 @@ Snapshot read_snapshot_in_parts(const OpenSourceAt& open_at, const ReadAt& read_
     if (threads.empty()) plan.set_known_strings({}, std::nullopt);
     for (std::size_t j = threads.size(); j < plan.region_count(); ++j) plan.set_region(j, {});  // no waits left
     threads.clear();
-    return read_snapshot(*main, name, input_size, progress);
+    return read_snapshot(*main, name, input_size, progress, limits);
   }
 
   Snapshot snapshot;
   SnapshotBuilder builder(snapshot, expected);
   PausingSource source(std::move(main), plan, open_at);
   const pickle::Machine* running = nullptr;
-  pickle::Machine machine(source, name, snapshot.strings, &builder, machine_progress(progress, source, running, input_size));
+  pickle::Machine machine(source, name, snapshot.strings, &builder,
+                          machine_progress(progress, source, running, input_size), limits);
   running = &machine;
   pickle::Value top;
   while (!machine.run_until_pause(top)) {

@@ -13,7 +13,9 @@
 /// order (so ids are the same), memo entries (objects made only if referenced), and the part's
 /// top-level values (a run of events is one list item). A part that fails any check, or fails
 /// in any way, is dropped and the main machine reads its bytes itself: errors, and everything
-/// else, are exactly the one-thread reader's.
+/// else, are exactly the one-thread reader's. The limits (read_limits.h) hold the same way: each
+/// part may hold a share of max_memory (a part over it is read by the main machine instead), and
+/// the main machine counts what it took over.
 /// Thread-safety: one call per thread; it starts and joins its own threads.
 
 #include <cstdint>
@@ -24,6 +26,7 @@
 
 #include "snapshot/byte_source.h"
 #include "snapshot/progress_callback.h"
+#include "snapshot/read_limits.h"
 #include "snapshot/snapshot.h"
 
 namespace fragscope::snapshot {
@@ -50,6 +53,6 @@ struct PartsTaken {
 /// @throws InputError as read_snapshot_file, with the same messages.
 Snapshot read_snapshot_in_parts(const OpenSourceAt& open_at, const ReadAt& read_at, const std::string& name,
                                 std::uint64_t input_size, const ProgressCallback& progress, unsigned parts,
-                                PartsTaken* taken = nullptr);
+                                PartsTaken* taken = nullptr, const ReadLimits& limits = {});
 
 }  // namespace fragscope::snapshot

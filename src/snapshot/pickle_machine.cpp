@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "util/bytes.h"
 #include "util/error.h"
 #include "util/little_endian.h"
 
@@ -43,14 +44,52 @@ enum : std::uint8_t {
 }  // namespace
 
 Machine::Machine(ByteSource& source, std::string name, StringTable& strings, Observer* observer,
-                 std::function<void()> progress)
+                 std::function<void()> progress, ReadLimits limits)
     : source_(source), name_(std::move(name)), strings_(strings), observer_(observer),
-      progress_(std::move(progress)) {
+      progress_(std::move(progress)), limits_(limits) {
   // Reserving address space costs no memory until touched, and spares the copies of growth.
   // A snapshot holds about one memo entry per 30 bytes of pickle and one object per 50.
   const std::uint64_t expected = std::min<std::uint64_t>(source_.expected_size(), std::uint64_t{1} << 36);
   memo_.reserve(expected / 24);
   objects_.reserve(expected / 40);
+  check_memory();  // sets the first checkpoints
+}
+
+std::uint64_t Machine::memory_bytes() const {
+  return machine_bytes() + strings_.memory_bytes() + (observer_ ? observer_->memory_bytes() : 0) + absorbed_bytes_;
+}
+
+std::uint64_t Machine::machine_bytes() const {
+  // Container items: a vector may hold twice what it stores, and a retyped object's storage
+  // keeps its capacity for reuse, so the most ever stored counts twice.
+  return stack_.capacity() * sizeof(Value) + marks_.capacity() * sizeof(std::size_t) + memo_.size() * sizeof(Value) +
+         objects_.size() * sizeof(Object) + storage_.size() * sizeof(Values) + 2 * stored_high_ * sizeof(Value) +
+         (wide_ints_.size() + floats_.size()) * 8 + stitch_.capacity() + scratch_.capacity() +
+         (known_before_.size() + foreign_seen_.size()) * 8;
+}
+
+void Machine::check_memory(std::uint64_t extra) {
+  if (memo_.size() >= kMaxValues || objects_made_ >= kMaxValues || stored_values_ > kMaxValues) fail_too_many();
+  stored_high_ = std::max(stored_high_, stored_values_);
+  const std::uint64_t held = memory_bytes() + extra;
+  const std::uint64_t allowed = limits_.allowed(offset() - first_offset_);
+  if (held > allowed) fail_memory(held, allowed);
+  memo_checkpoint_ = std::min(kMaxValues, memo_.size() + kCheckpointStep);
+  objects_checkpoint_ = std::min(kMaxValues, objects_made_ + kCheckpointStep);
+  stored_checkpoint_ = std::min(kMaxValues, stored_values_ + kCheckpointStep);
+  scalars_checkpoint_ = wide_ints_.size() + floats_.size() + kCheckpointStep;
+  strings_checkpoint_ = strings_.memory_bytes() + kCheckpointStep * 16;
+}
+
+void Machine::fail_memory(std::uint64_t needed, std::uint64_t allowed) const {
+  const std::uint64_t read = offset() - first_offset_;
+  if (allowed >= limits_.max_memory)
+    fail(fmt::format("reading needs more than {} of memory, the most a read may use (--max-memory SIZE raises it)",
+                     format_bytes(allowed)));
+  fail(fmt::format("reading needs more than {} of memory for {} of pickle read, more than {} times that plus {}: "
+                   "a model far larger than its file (hostile or corrupt snapshot; --max-memory SIZE reads a file "
+                   "you trust within SIZE)",
+                   format_bytes(needed), format_bytes(read), kMemoryPerPickleByte, format_bytes(kMemoryFloor)));
 }
 
 void Machine::fail(const std::string& message) const {
@@ -154,12 +193,14 @@ inline std::uint64_t Machine::read_le(std::size_t n) {
 
 void Machine::grow_stack() {
   if (stack_.size() >= kMaxValues) fail_too_many();
+  check_memory(stack_.capacity() * 2 * sizeof(Value));  // the new array, while the old is copied
   stack_.grow();
 }
 
 void Machine::count_stored(std::size_t n) {
   stored_values_ += n;
-  if (stored_values_ > kMaxValues) fail_too_many();
+  if (stored_values_ > stored_checkpoint_) [[unlikely]]
+    check_memory();
 }
 
 inline Value Machine::pop() {
@@ -184,8 +225,9 @@ std::size_t Machine::pop_mark() {
 }
 
 inline Value Machine::new_object(ObjectKind kind) {
-  if (objects_made_++ >= kMaxValues) [[unlikely]]
-    fail_too_many();
+  if (objects_made_ >= objects_checkpoint_) [[unlikely]]
+    check_memory();
+  ++objects_made_;
   objects_.push_back({kind, 0, kNoStorage});
   return Value::make(Kind::kObject, objects_.size() - 1);
 }
@@ -255,6 +297,7 @@ inline Value Machine::make_int(std::int64_t v) {
 }
 
 Value Machine::make_wide_int(std::int64_t v) {
+  if (wide_ints_.size() + floats_.size() >= scalars_checkpoint_) check_memory();
   wide_ints_.push_back(v);
   return Value::make(Kind::kWideInt, wide_ints_.size() - 1);
 }
@@ -304,6 +347,10 @@ double Machine::to_float(Value v) const {
 
 Value Machine::read_string(std::size_t n) {
   if (n > kMaxString) fail(fmt::format("string length {} exceeds the 256 MiB limit", n));
+  // A long string is gathered whole (twice, while it is stitched from chunks) and then kept: 3n
+  // held, while its n bytes of pickle allow 2n more.
+  if (n > kChunk || strings_.memory_bytes() >= strings_checkpoint_) [[unlikely]]
+    check_memory(n > kChunk ? n : 0);
   need(n, "a string");
   const std::string_view text(reinterpret_cast<const char*>(data_ + pos_), n);
   pos_ += n;
@@ -313,8 +360,8 @@ Value Machine::read_string(std::size_t n) {
 inline void Machine::memo_put(std::uint64_t index) {
   const Value v = top();
   if (index == memo_.size()) [[likely]] {
-    if (memo_.size() >= kMaxValues) [[unlikely]]
-      fail_too_many();
+    if (memo_.size() >= memo_checkpoint_) [[unlikely]]
+      check_memory();
     memo_.push_back(v);
     return;
   }
@@ -325,6 +372,7 @@ inline void Machine::memo_put(std::uint64_t index) {
   // Pickler memo indices are dense: each entry took at least one byte of input, so an index
   // beyond the bytes read so far is hostile (it would make a few bytes allocate gigabytes).
   if (index - memo_.size() > kMaxMemoGap || index >= offset()) fail(fmt::format("memo index {} out of range", index));
+  if (index >= memo_checkpoint_) check_memory((index + 1 - memo_.size()) * sizeof(Value));
   memo_.resize(index + 1, Value::make(Kind::kMark, 0));
   memo_[index] = v;
 }
@@ -360,7 +408,8 @@ Value Machine::memo_get_other(std::uint64_t index) {
 // run() would have reached by then, so the result (and any error) is the same.
 template <bool kInPart>
 bool Machine::fill_dict_inline(Value dict) {
-  if (end_ - pos_ < 2 || data_[pos_] != MEMOIZE || data_[pos_ + 1] != MARK || memo_.size() >= kMaxValues)
+  if (end_ - pos_ < 2 || data_[pos_] != MEMOIZE || data_[pos_ + 1] != MARK || memo_.size() >= memo_checkpoint_ ||
+      marks_.size() >= kMaxOpenMarks || strings_.memory_bytes() >= strings_checkpoint_)
     return false;
   push(dict);
   memo_.push_back(dict);  // MEMOIZE, as memo_put() would: the dict is on top
@@ -382,6 +431,7 @@ bool Machine::fill_dict_inline(Value dict) {
   // stay in registers.
   const Value* memo = memo_.data();
   std::size_t memo_size = memo_.size();
+  const std::uint64_t memo_checkpoint = memo_checkpoint_;  // past it, run() memoizes (and checks)
   // In a part, memo_[i] is entry memo_base_ + i; below it are the parts before (a compile-time
   // choice: the whole-file machine pays nothing for it).
   const std::uint64_t memo_base = kInPart ? memo_base_ : 0;
@@ -416,7 +466,7 @@ bool Machine::fill_dict_inline(Value dict) {
     } else if (op == LONG_BINGET) {
       values[count++] = lookup(read_u32(p + 1), p + 5);
       p += 5;
-    } else if (op == MEMOIZE && count > 0 && memo_size < kMaxValues) {
+    } else if (op == MEMOIZE && count > 0 && memo_size < memo_checkpoint) {
       memoize(values[count - 1]);
       p += 1;
     } else {
@@ -452,7 +502,7 @@ bool Machine::fill_dict_inline(Value dict) {
       continue;
     }
     if (op == EMPTY_LIST) {
-      if (data[p + 1] != MEMOIZE || memo_size >= kMaxValues) break;
+      if (data[p + 1] != MEMOIZE || memo_size >= memo_checkpoint) break;
       pos_ = p + 1;
       const Value list = new_object(ObjectKind::kList);
       memoize(list);
@@ -576,7 +626,11 @@ void Machine::resume_at(std::uint64_t offset) {
       }
       case FRAME: need(8, "FRAME"); pos_ += 8; break;
       case STOP: fail("corrupt pickle: STOP inside a value of a part");  // run_until_pause takes STOP
-      case MARK: marks_.push_back(stack_.size()); break;
+      case MARK:
+        if (marks_.size() >= kMaxOpenMarks) [[unlikely]]
+          fail("more than 2^20 open MARKs (hostile or corrupt pickle)");
+        marks_.push_back(stack_.size());
+        break;
       case POP: pop(); break;
       case POP_MARK: {
         const std::size_t m = pop_mark();
@@ -611,6 +665,8 @@ void Machine::resume_at(std::uint64_t offset) {
       case BINFLOAT: {
         need(8, "BINFLOAT");
         const std::uint64_t raw = __builtin_bswap64(read_le(8));  // big-endian IEEE 754
+        if (wide_ints_.size() + floats_.size() >= scalars_checkpoint_) [[unlikely]]
+          check_memory();
         floats_.push_back(std::bit_cast<double>(raw));
         push(Value::make(Kind::kFloat, floats_.size() - 1));
         break;
@@ -745,7 +801,7 @@ void Machine::resume_at(std::uint64_t offset) {
 
 void Machine::start_part(std::uint64_t start, std::uint64_t memo_base, std::span<const Value> known_before) {
   started_ = in_part_ = true;
-  base_offset_ = chunk_offset_ = start;
+  base_offset_ = chunk_offset_ = first_offset_ = start;
   memo_base_ = memo_base;
   known_before_.assign(known_before.begin(), known_before.begin() + static_cast<std::ptrdiff_t>(
                                                  std::min<std::uint64_t>(known_before.size(), memo_base)));

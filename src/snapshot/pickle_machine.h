@@ -17,8 +17,10 @@
 /// in parts, parallel_reader.h.
 ///
 /// Limits (hostile input): strings up to 256 MiB; at most 2^28 values on the stack, in the memo,
-/// as objects and as container items (each); deep nesting costs no native stack (the machine
-/// is iterative).
+/// as objects and as container items (each), 2^20 open MARKs; deep nesting costs no native stack
+/// (the machine is iterative). Memory: what the machine and its observer hold stays within
+/// ReadLimits (read_limits.h), checked whenever a count has grown by kCheckpointStep since the
+/// last check, so a check costs nothing on the hot path and overshoots by a few MiB at most.
 /// Thread-safety: one machine per thread.
 
 #include <cstdint>
@@ -29,6 +31,7 @@
 
 #include "snapshot/byte_source.h"
 #include "snapshot/pickle_value.h"
+#include "snapshot/read_limits.h"
 #include "snapshot/string_table.h"
 #include "snapshot/value_stack.h"
 #include "util/huge_pages.h"
@@ -72,6 +75,8 @@ class Observer {
   /// dict. (Not std::optional: its 12 bytes came back through memory, and reading them stalled.)
   /// @throws InputError when the dict has a known shape but bad contents.
   virtual TypedRef claim_dict(Machine& machine, std::span<const Value> items) = 0;
+  /// @brief About the bytes the observer holds, for the read's memory budget (read_limits.h).
+  virtual std::uint64_t memory_bytes() const { return 0; }
 };
 
 class Machine {
@@ -81,8 +86,9 @@ class Machine {
   /// @param strings receives every str and bytes value (interned).
   /// @param observer may claim dicts; may be null.
   /// @param progress called about every 16 MiB of pickle consumed (may be empty).
+  /// @param limits what the machine and the observer may hold (read_limits.h).
   Machine(ByteSource& source, std::string name, StringTable& strings, Observer* observer,
-          std::function<void()> progress = {});
+          std::function<void()> progress = {}, ReadLimits limits = {});
 
   /// @brief Runs to STOP and returns the top-level value.
   /// @throws InputError on truncated, corrupt or code-executing input, naming the input and the
@@ -178,6 +184,11 @@ class Machine {
   [[noreturn]] [[gnu::noinline, gnu::cold]] void fail(const std::string& message) const;
   /// @brief Bytes of pickle the source expects in all (0 when unknown), for reservations.
   std::uint64_t expected_size() const { return source_.expected_size(); }
+  /// @brief About the bytes the machine, its observer and the parts it took over hold.
+  std::uint64_t memory_bytes() const;
+  /// @brief Checks that `bytes` more (an observer about to copy) stay within the limits.
+  /// @throws InputError "NAME: reading needs more than N of memory ..." when they do not.
+  void reserve_memory(std::uint64_t bytes) { check_memory(bytes); }
 
  private:
   struct Object {
@@ -187,6 +198,8 @@ class Machine {
   };
   static constexpr std::uint32_t kNoStorage = 0xffffffffu;
   static constexpr std::uint64_t kMaxValues = std::uint64_t{1} << 28;  // each of: stack, memo, objects, items
+  static constexpr std::size_t kMaxOpenMarks = std::size_t{1} << 20;
+  static constexpr std::uint64_t kCheckpointStep = std::uint64_t{1} << 16;  // values (strings: bytes / 16)
   // The large arrays live on huge pages (util/huge_pages.h): fewer page faults.
   using Values = std::vector<Value, HugePageAllocator<Value>>;
 
@@ -196,6 +209,10 @@ class Machine {
   /// Runs one opcode (not STOP) read at data_[pos_ - 1].
   void step(std::uint8_t op);
   void report_progress();
+  /// Throws when what is held (plus `extra`) passes the limits; sets the next checkpoints.
+  [[gnu::noinline]] void check_memory(std::uint64_t extra = 0);
+  std::uint64_t machine_bytes() const;  // memory_bytes() but the strings, observer and parts
+  [[noreturn]] [[gnu::noinline, gnu::cold]] void fail_memory(std::uint64_t needed, std::uint64_t allowed) const;
   void need(std::size_t n, const char* what);
   std::uint64_t read_le(std::size_t n);
   void push(Value v);
@@ -267,6 +284,17 @@ class Machine {
   std::vector<double> floats_;
   std::uint64_t stored_values_ = 0;  // items held in containers' storage
   std::uint64_t objects_made_ = 0;   // objects the opcodes made (here and in parts taken over)
+
+  // The memory budget: each count is checked against the limits when it reaches its checkpoint.
+  ReadLimits limits_;
+  std::uint64_t memo_checkpoint_ = 0;
+  std::uint64_t objects_checkpoint_ = 0;
+  std::uint64_t stored_checkpoint_ = 0;
+  std::uint64_t scalars_checkpoint_ = 0;  // wide ints and floats
+  std::uint64_t strings_checkpoint_ = 0;  // bytes the string table holds
+  std::uint64_t absorbed_bytes_ = 0;     // what the parts taken over hold
+  std::uint64_t stored_high_ = 0;        // the most stored_values_ was at a check
+  std::uint64_t first_offset_ = 0;       // where reading began (a part's start)
 
   // A part (start_part): memo_[i] is memo entry memo_base_ + i; entries below come from
   // known_before_ or are foreign (noted in foreign_seen_, one bit each).

@@ -109,6 +109,8 @@ void Machine::absorb_part(const Machine& part, std::span<const PartOp> log, Part
   absorbed_.push_back({&part, std::move(translate)});
   objects_made_ += part.objects_made_;
   stored_values_ += part.stored_values_;
+  // The part's machine stays (its memo is read when referenced); its builder's events were copied.
+  absorbed_bytes_ += part.machine_bytes();
   const PartTranslation& t = absorbed_.back().translate;
   for (const PartOp& op : log) {
     switch (op.kind) {
@@ -129,6 +131,7 @@ void Machine::absorb_part(const Machine& part, std::span<const PartOp> log, Part
       }
     }
   }
+  check_memory();  // with what was taken over; at this machine's offset, not where a one-thread read would stop
 }
 
 }  // namespace fragscope::snapshot::pickle

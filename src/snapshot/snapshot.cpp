@@ -1,5 +1,7 @@
 #include "snapshot/snapshot.h"
 
+#include <map>
+
 namespace fragscope::snapshot {
 
 std::span<const TraceEvent> Snapshot::trace(int device) const {
@@ -22,6 +24,15 @@ int busiest_device(const Snapshot& snapshot) {
     }
   }
   return best;
+}
+
+int device_holding_memory(const Snapshot& snapshot) {
+  std::map<int, std::uint64_t> reserved;
+  for (const Segment& segment : snapshot.segments) reserved[segment.device] += segment.total_size;
+  int best = -1;
+  for (const auto& [device, bytes] : reserved)
+    if (best < 0 || bytes > reserved[best]) best = device;
+  return best >= 0 ? best : busiest_device(snapshot);
 }
 
 std::optional<std::size_t> last_oom_index(const Snapshot& snapshot, int device) {

@@ -123,6 +123,10 @@ struct Snapshot {
 /// @brief The device with the most trace events (0 when there is no trace at all).
 int busiest_device(const Snapshot& snapshot);
 
+/// @brief The device whose segments reserve the most bytes (the busiest device when there are
+/// no segments): on a multi-GPU node every rank but 0 dumps its memory on device 1 or above.
+int device_holding_memory(const Snapshot& snapshot);
+
 /// @brief Index of the last `oom` entry in `device`'s trace, or nullopt when it has none.
 std::optional<std::size_t> last_oom_index(const Snapshot& snapshot, int device);
 

@@ -64,6 +64,14 @@ SnapshotBuilder::SnapshotBuilder(Snapshot& out, std::uint64_t expected_size) : o
   type_small_ = out_.strings.intern("small");
 }
 
+std::uint64_t SnapshotBuilder::memory_bytes() const {
+  return staged_events_.size() * sizeof(TraceEvent) + staged_blocks_.size() * sizeof(Block) +
+         staged_segments_.size() * sizeof(Segment) + out_.blocks.size() * sizeof(Block) +
+         out_.segments.size() * sizeof(Segment) + out_.device_traces.size() * sizeof(TraceEventList) +
+         copied_events_ * sizeof(TraceEvent) + out_.stacks.memory_bytes() + list_values_.size() * sizeof(Value) +
+         stack_by_list_hash_.size() * 32 + key_of_string_.size() + action_of_string_.size() + other_bytes_;
+}
+
 bool SnapshotBuilder::gather(std::span<const Value> items, Fields& fields) const {
   for (std::size_t i = 0; i + 1 < items.size(); i += 2) {
     const Value key = items[i];
@@ -343,6 +351,7 @@ TypedRef SnapshotBuilder::make_segment(Machine& m, const Fields& f) {
     m.fail("segment: 'blocks' is not a list");
   s.first_block = static_cast<std::uint32_t>(out_.blocks.size());
   std::uint64_t offset = 0, allocated = 0, active = 0, requested = 0;
+  m.reserve_memory(m.items(blocks).size() * sizeof(Block));  // a blocks list may be named by many segments
   for (const Value item : m.items(blocks)) {
     if (item.kind() != Kind::kObject || m.object_kind(item) != ObjectKind::kTyped || m.typed(item).type != kBlockRef)
       m.fail("segment: an entry of 'blocks' is not a block");
@@ -373,7 +382,10 @@ std::string SnapshotBuilder::text_of(Machine& m, Value v, int depth) const {
     case Kind::kUInt64: return std::to_string(m.to_uint(v));
     case Kind::kHugeInt: return "<huge int>";
     case Kind::kFloat: return fmt::format("{}", m.to_float(v));
-    case Kind::kString: return std::string(out_.strings.view(static_cast<StringId>(v.payload())));
+    case Kind::kString: {  // inside a container, cut: a value's text stays a few KiB
+      const std::string_view text = out_.strings.view(static_cast<StringId>(v.payload()));
+      return std::string(depth > 0 ? text.substr(0, 4096) : text);
+    }
     case Kind::kObject: {
       if (m.object_kind(v) == ObjectKind::kTyped) return "<object>";
       if (depth >= 8) return "...";  // settings are flat; hostile nesting must not recurse deep
@@ -418,7 +430,10 @@ void SnapshotBuilder::read_settings(Machine& m, Value settings) {
         if (index < 16) s.roundup_power2_divisions[static_cast<std::size_t>(index)] = m.to_int(div[j + 1]);
       }
     } else {
-      s.other[std::string(key)] = text_of(m, v);
+      std::string text = text_of(m, v);
+      m.reserve_memory(key.size() + text.size() + 64);  // every key may name the same large value
+      other_bytes_ += key.size() + text.size() + 64;
+      s.other[std::string(key)] = std::move(text);
     }
   }
 }
@@ -429,6 +444,9 @@ void SnapshotBuilder::read_annotations(Machine& m, Value list) {
     if (item.kind() != Kind::kObject || m.object_kind(item) != ObjectKind::kDict) continue;
     Annotation a;
     const auto items = m.items(item);
+    const std::uint64_t bytes = sizeof(Annotation) + items.size() / 2 * sizeof(a.fields[0]);
+    m.reserve_memory(bytes);  // every item may name the same annotation
+    other_bytes_ += bytes;
     for (std::size_t i = 0; i + 1 < items.size(); i += 2) {
       if (items[i].kind() != Kind::kString) continue;
       const StringId key = static_cast<StringId>(items[i].payload());
@@ -449,6 +467,7 @@ void SnapshotBuilder::read_segment_list(Machine& m, Value list, const char* what
   if (list.kind() != Kind::kObject || m.object_kind(list) != ObjectKind::kList)
     m.fail(fmt::format("not a memory snapshot: '{}' is not a list", what));
   std::size_t i = 0;
+  m.reserve_memory(m.items(list).size() * sizeof(Segment));  // every item may name the same segment
   for (const Value item : m.items(list)) {
     if (item.kind() != Kind::kObject || m.object_kind(item) != ObjectKind::kTyped || m.typed(item).type != kSegmentRef)
       m.fail(fmt::format("not a memory snapshot: {}[{}] is not a segment (needs address, total_size, blocks)", what, i));
@@ -461,6 +480,7 @@ void SnapshotBuilder::read_traces(Machine& m, Value list) {
   if (list.kind() != Kind::kObject || m.object_kind(list) != ObjectKind::kList)
     m.fail("not a memory snapshot: 'device_traces' is not a list");
   const auto devices = m.items(list);
+  m.reserve_memory(devices.size() * sizeof(TraceEventList));
   out_.device_traces.resize(devices.size());
   for (std::size_t d = 0; d < devices.size(); ++d) {
     const Value trace = devices[d];
@@ -478,12 +498,18 @@ void SnapshotBuilder::read_traces(Machine& m, Value list) {
     auto& events = out_.device_traces[d];
     events.clear();
     if (in_order) {  // moved in by finish(), when no list reads them any more
-      if (move_events_to_ && *move_events_to_ != d && *move_events_to_ < out_.device_traces.size())
+      if (move_events_to_ && *move_events_to_ != d && *move_events_to_ < out_.device_traces.size()) {
+        m.reserve_memory(staged_events_.size() * sizeof(TraceEvent));
+        copied_events_ += staged_events_.size();
         out_.device_traces[*move_events_to_].assign(staged_events_.begin(), staged_events_.end());
+      }
       move_events_to_ = d;
       continue;
     }
     if (move_events_to_ == d) move_events_to_.reset();
+    // Entries are references: a 3 KB file can name one entry 2^24 times. Each copy is counted.
+    m.reserve_memory(entries.size() * sizeof(TraceEvent));
+    copied_events_ += entries.size();
     events.reserve(entries.size());
     for (const Value e : entries) events.push_back(staged_events_[m.typed(e).index]);
   }
@@ -588,6 +614,7 @@ void SnapshotBuilder::absorb_part(const SnapshotBuilder& part, Machine& m, PartM
   absl::flat_hash_map<StringId, StringId> part_strings;
   for (const StringId ref : part.part_ref_strings_) resolve_string(m, ref, nullptr, part_strings[ref]);
   maps.first_event = static_cast<std::uint32_t>(staged_events_.size());
+  m.reserve_memory(part.staged_events_.size() * sizeof(TraceEvent));
   staged_events_.reserve(staged_events_.size() + part.staged_events_.size());
   for (TraceEvent e : part.staged_events_) {
     e.stack = e.stack & kPartRef ? part_stacks[e.stack] : maps.stacks[e.stack];

@@ -26,6 +26,10 @@ class SnapshotBuilder final : public pickle::Observer {
   SnapshotBuilder(Snapshot& out, std::uint64_t expected_size);
 
   pickle::TypedRef claim_dict(pickle::Machine& machine, std::span<const pickle::Value> items) override;
+  /// @brief About the bytes the model and the builder's tables hold (read_limits.h). Copies the
+  /// builder makes of referenced values (a trace entry named twice) are checked with
+  /// Machine::reserve_memory before they are made.
+  std::uint64_t memory_bytes() const override;
 
   /// @brief Assembles `out` from the top-level value (a dict, or a legacy list of segments).
   /// @throws InputError when the top level is not a memory snapshot.
@@ -143,6 +147,8 @@ class SnapshotBuilder final : public pickle::Observer {
   // A part's events' kPartRef actions and frames lists (a repeat of the last one not again).
   std::vector<StringId> part_ref_strings_;
   std::vector<StackId> part_ref_stacks_;
+  std::uint64_t copied_events_ = 0;  // trace entries copied into device traces
+  std::uint64_t other_bytes_ = 0;    // settings kept as text, annotations
 };
 
 }  // namespace fragscope::snapshot

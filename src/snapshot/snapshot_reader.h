@@ -6,25 +6,27 @@
 /// Never executes anything: opcodes that would import or call code (GLOBAL, STACK_GLOBAL,
 /// REDUCE, BUILD, INST, OBJ, NEWOBJ, PERSID, ...) are refused with an InputError.
 /// A large uncompressed input is read in parts (parallel_reader.h), anything else by the
-/// one-thread reader (stream_reader.h).
+/// one-thread reader (stream_reader.h). Both stay within `limits` (read_limits.h).
 
 #include <cstdint>
 #include <span>
 #include <string>
 
 #include "snapshot/progress_callback.h"
+#include "snapshot/read_limits.h"
 #include "snapshot/snapshot.h"
 
 namespace fragscope::snapshot {
 
 /// @brief Reads the snapshot file at `path`.
-/// @throws InputError naming `path` when it is missing, unreadable, not a snapshot, corrupt,
-///         truncated, hostile or too large.
-Snapshot read_snapshot_file(const std::string& path, const ProgressCallback& progress = {});
+/// @throws InputError naming `path` when it is missing, unreadable, a special file (a pipe is
+///         read), not a snapshot, corrupt, truncated, hostile or past `limits`.
+Snapshot read_snapshot_file(const std::string& path, const ProgressCallback& progress = {},
+                            const ReadLimits& limits = {});
 
 /// @brief Parses a snapshot from bytes (compressed or not). `source` names it in errors.
 /// @throws InputError as read_snapshot_file.
 Snapshot parse_snapshot(std::span<const std::uint8_t> bytes, const std::string& source,
-                        const ProgressCallback& progress = {});
+                        const ProgressCallback& progress = {}, const ReadLimits& limits = {});
 
 }  // namespace fragscope::snapshot

@@ -50,6 +50,11 @@ class StackTable {
   }
   std::size_t frame_count() const { return frames_.size(); }
   std::size_t stack_count() const { return stack_offsets_.size() - 1; }
+  /// @brief About the memory the table holds, for the reader's budget (read_limits.h): each
+  /// frame with its index slot, each stack's frame ids, offset and index slot.
+  std::uint64_t memory_bytes() const {
+    return frames_.size() * (sizeof(Frame) + 32) + frame_ids_.size() * sizeof(FrameId) + stack_offsets_.size() * 32;
+  }
 
  private:
   struct FrameHash {

@@ -7,12 +7,12 @@
 namespace fragscope::snapshot {
 
 Snapshot read_snapshot(ByteSource& source, const std::string& name, std::uint64_t input_size,
-                       const ProgressCallback& progress) {
+                       const ProgressCallback& progress, const ReadLimits& limits) {
   Snapshot snapshot;
   SnapshotBuilder builder(snapshot, source.expected_size());
   const pickle::Machine* running = nullptr;
   pickle::Machine machine(source, name, snapshot.strings, &builder,
-                          machine_progress(progress, source, running, input_size));
+                          machine_progress(progress, source, running, input_size), limits);
   running = &machine;
   const pickle::Value top = machine.run();
   builder.finish(machine, top);

@@ -9,6 +9,7 @@
 
 #include "snapshot/byte_source.h"
 #include "snapshot/progress_callback.h"
+#include "snapshot/read_limits.h"
 #include "snapshot/snapshot.h"
 
 namespace fragscope::snapshot {
@@ -17,6 +18,6 @@ namespace fragscope::snapshot {
 /// `name` names it in errors; `input_size` is the compressed size for progress (0 = unknown).
 /// @throws InputError as read_snapshot_file.
 Snapshot read_snapshot(ByteSource& source, const std::string& name, std::uint64_t input_size = 0,
-                       const ProgressCallback& progress = {});
+                       const ProgressCallback& progress = {}, const ReadLimits& limits = {});
 
 }  // namespace fragscope::snapshot

@@ -26,6 +26,7 @@ StringId StringTable::intern_short(std::string_view text, std::size_t readable) 
 StringId StringTable::intern_long(std::string_view text) {
   if (auto it = ids_.find(text); it != ids_.end()) return it->second;
   const std::string& stored = storage_.emplace_back(text);
+  text_bytes_ += text.size();
   const auto id = static_cast<StringId>(views_.size());
   views_.push_back(stored);
   ids_.emplace(views_.back(), id);

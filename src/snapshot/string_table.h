@@ -51,6 +51,9 @@ class StringTable {
   /// @brief The string named by `id`. REQUIRES: id < size().
   std::string_view view(StringId id) const { return views_[id]; }
   std::size_t size() const { return views_.size(); }
+  /// @brief About the memory the table holds (its strings, their views and index), for the
+  /// reader's budget (read_limits.h).
+  std::uint64_t memory_bytes() const { return text_bytes_ + views_.size() * kBytesPerString; }
 
  private:
   // Short strings (keys, actions, 'N/A') repeat millions of times in a row: a direct-mapped
@@ -68,6 +71,9 @@ class StringTable {
   std::uint64_t last_word_ = 0;  // the last string of up to 8 bytes that intern_in_buffer saw
   std::size_t last_length_ = ~std::size_t{0};  // no string has this length: none yet
   StringId last_id_ = 0;
+  // A string's std::string (32 B, past 15 bytes its heap block), view (16 B) and index slot (~32 B).
+  static constexpr std::uint64_t kBytesPerString = 96;
+  std::uint64_t text_bytes_ = 0;
   std::deque<std::string> storage_;  // deque: growth never moves the strings views point into
   std::vector<std::string_view> views_;
   absl::flat_hash_map<std::string_view, StringId> ids_;

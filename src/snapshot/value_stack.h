@@ -38,6 +38,7 @@ class ValueStack {
   Value& operator[](std::size_t i) { return data_[i]; }
   Value operator[](std::size_t i) const { return data_[i]; }
   std::size_t size() const { return size_; }
+  std::size_t capacity() const { return capacity_; }
   bool empty() const { return size_ == 0; }
   Value* data() { return data_.get(); }
   Value* begin() { return data_.get(); }

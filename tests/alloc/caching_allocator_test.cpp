@@ -414,3 +414,25 @@ TEST(CachingAllocatorTest, RestoreUnderExpandableSegmentsReLaysCudaMallocSegment
 
 }  // namespace
 }  // namespace fragscope::alloc
+
+namespace fragscope::alloc {
+namespace {
+
+// memory_bytes bounds what the model holds, so that replays run at once fit a budget: it grows
+// with the blocks a trace keeps live and with the pools its streams open, never shrinks.
+TEST(CachingAllocatorTest, MemoryBytesFollowsTheBlocksAndPoolsItHolds) {
+  Harness h("");
+  const std::uint64_t empty = h.model.memory_bytes();
+  std::vector<BlockHandle> live;
+  for (int i = 0; i < 100000; ++i) live.push_back(h.model.malloc(512, 0));
+  const std::uint64_t blocks = h.model.memory_bytes();
+  EXPECT_GE(blocks - empty, 100000u * 56);  // at least the blocks themselves
+  EXPECT_LE(blocks - empty, 100000u * 400);
+  for (BlockHandle b : live) h.model.free(b);
+  EXPECT_GE(h.model.memory_bytes(), blocks);  // the peak stays counted
+  for (StreamId s = 1; s <= 100; ++s) h.model.free(h.model.malloc(512, s));
+  EXPECT_GE(h.model.memory_bytes() - blocks, 100u * 24 * 1024);  // a free-block set per new pool
+}
+
+}  // namespace
+}  // namespace fragscope::alloc

@@ -41,5 +41,17 @@ TEST(DeviceMemoryTest, NeverHandsOutAHintThatOverlapsALiveSegment) {
   EXPECT_NE(device.malloc(20 * kMiB), 0x7f0000000000u);
 }
 
+// Fresh addresses live in [2^47, 2^48): a hostile trace's hundreds of expandable ranges the size
+// of a device ran past 2^48 and into an internal error; now they stop with an exception the replay
+// turns into an input error.
+TEST(DeviceMemoryTest, FreshAddressesRunOutWithAnExceptionNotPast2To48) {
+  DeviceMemory device;
+  constexpr std::uint64_t kRange = 1ull << 40;  // 1 TiB: 128 fit
+  for (int i = 0; i < 128; ++i) EXPECT_GE(device.reserve_address_space(kRange), 1ull << 47);
+  EXPECT_THROW(device.reserve_address_space(kRange), AddressSpaceExhausted);
+  EXPECT_THROW(device.malloc(2 * kMiB), AddressSpaceExhausted);
+  EXPECT_THROW(device.reserve_address_space(~0ull), AddressSpaceExhausted);
+}
+
 }  // namespace
 }  // namespace fragscope::alloc

@@ -92,3 +92,37 @@ TEST(AnalyzeErrors, WrongFlagsExit2) {
 
 }  // namespace
 }  // namespace fragscope
+
+namespace fragscope {
+namespace {
+
+// Issue 16: `analyze` on a snapshot whose memory is on device 1 (every rank but 0 of a multi-GPU
+// node) printed 0 bytes and exited 0. The recording of frag_oom_104, moved to device 1 by Python.
+TEST(AnalyzeDevice, TheDeviceHoldingTheMemoryIsAnalysedAndNamed) {
+  const auto dir = std::filesystem::path(::testing::TempDir()) / "analyze_device1";
+  const std::string command =
+      "python3 " + testing::shell_quote(std::string(FRAGSCOPE_SOURCE_DIR) + "/tests/cli/hostile_snapshots.py") +
+      " device1 " + testing::shell_quote(dir.string()) + " " + testing::shell_quote(FRAGSCOPE_FIXTURES_DIR);
+  ASSERT_EQ(std::system(command.c_str()), 0);
+  const std::string path = (dir / "device1.pickle.zst").string();
+  const auto text = run_fragscope({"analyze", path});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(
+      text.out.find("fragscope analyze: " + path + " (device 1, the one holding the memory; --device picks another)"),
+      std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("reserved                 38.64 GiB  in 524 segments, 716 blocks"), std::string::npos)
+      << text.out;
+  const auto json = nlohmann::json::parse(run_fragscope({"analyze", path, "--json"}).out);
+  EXPECT_EQ(json["device"], 1);
+  EXPECT_TRUE(json["device_picked"].get<bool>());
+  EXPECT_EQ(json["trace_entries"], 10370);  // the recording's trace, found on device 1
+  const auto chosen = nlohmann::json::parse(run_fragscope({"analyze", path, "--json", "--device", "1"}).out);
+  EXPECT_FALSE(chosen["device_picked"].get<bool>());
+  const auto other = run_fragscope({"analyze", path, "--device", "0"});
+  EXPECT_EQ(other.exit_code, 2);
+  EXPECT_EQ(other.err, "fragscope: error: " + path + ": no segments or trace for device 0 (it has device 1)\n");
+}
+
+}  // namespace
+}  // namespace fragscope

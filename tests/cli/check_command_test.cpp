@@ -128,10 +128,17 @@ TEST_F(CheckCommand, UnusableInputExitsTwoWithOneLine) {
     std::vector<std::string> args;
     std::string expected;
   } cases[] = {
-      {{"check", (dir_ / "missing.jsonl").string()}, "missing.jsonl: cannot read"},
+      {{"check", (dir_ / "missing.jsonl").string()}, "missing.jsonl: cannot open: No such file or directory"},
+      // Issue 16: /dev/zero as telemetry, --smi or --criteria grew to 2.8-4.5 GB.
+      {{"check", "/dev/zero"}, "/dev/zero: cannot read: is a character device, not a file"},
+      {{"check", fixture("calib", "steps.jsonl"), "--smi", "/dev/zero"},
+       "/dev/zero: cannot read: is a character device"},
+      {{"check", fixture("calib", "steps.jsonl"), "--criteria", "/dev/zero"},
+       "/dev/zero: cannot read: is a character device"},
       {{"check", garbage.string()}, "rank0.jsonl:2: invalid JSON"},
       {{"check", fixture("calib", "steps.jsonl"), "--criteria", bad_criteria.string()}, "unknown key \"max_idle\""},
-      {{"check", fixture("calib", "steps.jsonl"), "--smi", fixture("calib", "stats.json")}, "stats.json:1: no nvidia-smi header"},
+      {{"check", fixture("calib", "steps.jsonl"), "--smi", fixture("calib", "stats.json")},
+       "stats.json:1: no nvidia-smi header"},
       {{"check"}, "TELEMETRY is required"},
   };
   for (const auto& c : cases) {
@@ -142,4 +149,27 @@ TEST_F(CheckCommand, UnusableInputExitsTwoWithOneLine) {
     EXPECT_NE(r.err.find(c.expected), std::string::npos) << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   }
+}
+
+// Issue 16: `check` passed when nothing was measured ("PASS (1 passed, 0 failed, 7 not
+// evaluated)", exit 0). A criterion the data cannot answer fails the check unless allowed.
+TEST_F(CheckCommand, NothingMeasuredFailsClosed) {
+  const auto steps = write("rank0.jsonl", "{\"step\": 0}\n{\"step\": 1}\n{\"step\": 2}\n");
+  const auto criteria = write("criteria.json", R"({"version": 1, "required_phases": ["train"]})");
+  const CommandResult r = run({"check", steps.string(), "--criteria", criteria.string()});
+  EXPECT_EQ(r.status, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("result: FAIL (1 passed, 0 failed, 7 not evaluated); a criterion not evaluated fails the check "
+                       "(--allow-unevaluated accepts it)"), std::string::npos) << r.out;
+  const CommandResult allowed = run({"check", steps.string(), "--criteria", criteria.string(), "--allow-unevaluated"});
+  EXPECT_EQ(allowed.status, 0) << allowed.out;
+  EXPECT_NE(allowed.out.find(
+                "result: PASS (1 passed, 0 failed, 7 not evaluated); not evaluated allowed (--allow-unevaluated)"),
+            std::string::npos)
+      << allowed.out;
+  const CommandResult json = run({"check", steps.string(), "--criteria", criteria.string(), "--json"});
+  EXPECT_EQ(json.status, 1);
+  const auto doc = nlohmann::json::parse(json.out);
+  EXPECT_FALSE(doc["passed"].get<bool>());
+  EXPECT_EQ(doc["not_evaluated"], 7);
+  EXPECT_FALSE(doc["allow_unevaluated"].get<bool>());
 }

@@ -69,13 +69,18 @@ class JsonSchemas(unittest.TestCase):
         subprocess.run([BIN, "plan", "tests/data/plan/p9/job.toml", "--criteria-out", criteria], cwd=SOURCE,
                        capture_output=True, check=False)
         snapshot = f"{FRACTION_OOM}/snapshot_at_oom.pickle.gz"
+        # A second rank's snapshot cut in half by a crash: the doctor skips it and says so.
+        damaged = os.path.join(scratch, "rank1_snapshot.pickle.gz")
+        with open(os.path.join(SOURCE, snapshot), "rb") as whole, open(damaged, "wb") as half:
+            data = whole.read()
+            half.write(data[:len(data) // 2])
         cls.documents = {
             "analyze": [fragscope("analyze", snapshot),
                         fragscope("analyze", "tests/data/heldout/S_exp_round2/snapshot.pickle.gz")],
             "replay": [fragscope("replay", snapshot),
                        fragscope("replay", snapshot, "--alloc-conf", "expandable_segments:True")],
             "whatif": [fragscope("whatif", snapshot, "--threads", "2", "--min-capacity")],
-            "doctor": [fragscope("doctor", FRACTION_OOM, "--threads", "2"),
+            "doctor": [fragscope("doctor", FRACTION_OOM, damaged, "--threads", "2"),
                        fragscope("doctor", "tests/data/heldout/E_eval", "--threads", "2")],
             "check": [fragscope("check", "tests/data/plan/p9/steps.jsonl", "--criteria", criteria)],
             "plan": [fragscope("plan", "examples/llama2-7b-ddp.toml", "--global-batch", "64"),

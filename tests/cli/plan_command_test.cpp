@@ -233,3 +233,31 @@ TEST(PlanCommand, CriteriaFileIsAcceptedByCheck) {
 }
 
 }  // namespace
+
+namespace {
+
+// Issue 16: `plan --criteria-out` ignored write errors (a 0-byte file, exit unchanged), could
+// write over the job spec, and `plan /dev/zero` grew to 4.9 GB; grad_accum = 2^63-1 wrapped.
+TEST(PlanCommand, OutputAndInputErrorsAreOneLineAndExitTwo) {
+  const std::string job = (kExamples / "plan_p1.toml").string();
+  auto full = run_fragscope({"plan", job, "--criteria-out", "/dev/full"});
+  EXPECT_EQ(full.exit_code, 2);
+  EXPECT_EQ(full.err, "fragscope: error: /dev/full: cannot write the criteria file (No space left on device)\n");
+  const fs::path copy = fs::temp_directory_path() / "fragscope_plan_onto_input.toml";
+  fs::copy_file(job, copy, fs::copy_options::overwrite_existing);
+  auto onto = run_fragscope({"plan", copy.string(), "--criteria-out", copy.string()});
+  EXPECT_EQ(onto.exit_code, 2);
+  EXPECT_EQ(onto.err, "fragscope: error: " + copy.string() + ": refusing to write the criteria file onto an input\n");
+  EXPECT_GT(fs::file_size(copy), 100u);
+  fs::remove(copy);
+  auto zero = run_fragscope({"plan", "/dev/zero"});
+  EXPECT_EQ(zero.exit_code, 2);
+  EXPECT_EQ(zero.err, "fragscope: error: /dev/zero: cannot read: is a character device, not a file\n");
+  auto accum = run_fragscope({"plan", job, "--set", "training.grad_accum=9223372036854775807"});
+  EXPECT_EQ(accum.exit_code, 2);
+  EXPECT_NE(accum.err.find("[training].grad_accum (9223372036854775807) is beyond 1 Mi micro-steps"),
+            std::string::npos)
+      << accum.err;
+}
+
+}  // namespace

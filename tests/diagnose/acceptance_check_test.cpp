@@ -164,7 +164,9 @@ TEST(AcceptanceCheck, WithoutATraceDataWaitStandsInForIdleAndDeviceMemoryIsUnkno
   EXPECT_DOUBLE_EQ(*find(sized, "max_hbm_fraction").measured, peak / 150109880320.0);
 }
 
-TEST(AcceptanceCheck, TooFewStepsAreNotEvaluatedAndDoNotFail) {
+// Issue 16: a check that could not evaluate its criteria passed. Not evaluated fails the check
+// (fail closed) unless the caller allows it.
+TEST(AcceptanceCheck, TooFewStepsAreNotEvaluatedAndFailClosed) {
   AcceptanceCriteria c;
   c.required_phases = {"train"};
   c.device_memory_bytes = 150109880320;
@@ -173,8 +175,10 @@ TEST(AcceptanceCheck, TooFewStepsAreNotEvaluatedAndDoNotFail) {
   EXPECT_EQ(find(report, "max_data_wait_fraction").verdict, CriterionVerdict::kNotEvaluated);
   EXPECT_NE(find(report, "max_data_wait_fraction").detail.find("no train steps after the 2 warm-up steps"),
             std::string::npos);
-  EXPECT_TRUE(report.passed());
+  EXPECT_EQ(report.count(CriterionVerdict::kFail), 0u);
   EXPECT_GT(report.count(CriterionVerdict::kNotEvaluated), 0u);
+  EXPECT_FALSE(report.passed());
+  EXPECT_TRUE(check_acceptance(c, canary("frag_oom_104", nullptr), /*allow_unevaluated=*/true).passed());
 }
 
 TEST(AcceptanceCheck, SyntheticTwoRankRunWithPhasesOomsAndRetries) {

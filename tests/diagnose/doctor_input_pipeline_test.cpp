@@ -52,3 +52,37 @@ TEST(InputPipeline, ThresholdIsAnOption) {
 
 }  // namespace
 }  // namespace fragscope::diagnose
+
+namespace fragscope::diagnose {
+namespace {
+
+// Issue 16: without data-wait measurements the doctor claimed "GPU not waiting for data". What
+// answers the question is said; an idle GPU without waits is not called either way.
+TEST(InputPipeline, WithoutLoaderWaitsTheSmiTraceDecidesOnlyABusyGpu) {
+  const auto dir = fixtures_dir() / "input_bound";
+  const auto idle = inputs::summarize_smi_trace(inputs::read_nvidia_smi_csv_file(dir / "smi_trace.csv"));
+  const InputPipelineFindings waiting = analyze_input_pipeline({}, idle);
+  EXPECT_EQ(waiting.basis, PipelineBasis::kSmiTrace);
+  EXPECT_FALSE(waiting.input_bound);
+  EXPECT_TRUE(waiting.idle_unexplained);
+  EXPECT_NEAR(*waiting.gpu_idle_fraction, 0.798, 0.001);
+
+  const auto busy = inputs::summarize_smi_trace(
+      inputs::read_nvidia_smi_csv_file(fixtures_dir() / "input_fixed" / "smi_trace.csv"));
+  const InputPipelineFindings working = analyze_input_pipeline({}, busy);
+  EXPECT_EQ(working.basis, PipelineBasis::kSmiTrace);
+  EXPECT_FALSE(working.idle_unexplained);
+
+  const InputPipelineFindings nothing = analyze_input_pipeline({}, {});
+  EXPECT_EQ(nothing.basis, PipelineBasis::kNothing);
+  EXPECT_FALSE(nothing.input_bound);
+  EXPECT_FALSE(nothing.idle_unexplained);
+
+  const InputPipelineFindings measured = analyze_input_pipeline(inputs::read_telemetry_file(dir / "steps.jsonl"), idle);
+  EXPECT_EQ(measured.basis, PipelineBasis::kDataWait);
+  EXPECT_TRUE(measured.input_bound);
+  EXPECT_FALSE(measured.idle_unexplained);
+}
+
+}  // namespace
+}  // namespace fragscope::diagnose

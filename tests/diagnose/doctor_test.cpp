@@ -200,3 +200,25 @@ TEST(Doctor, NvidiaSmiTraceIsKeptForItsChart) {
 
 }  // namespace
 }  // namespace fragscope::diagnose
+
+namespace fragscope::diagnose {
+namespace {
+
+// Issue 16: the doctor said "the GPU is not waiting for data" with nothing that measured it.
+TEST(Doctor, AnOkVerdictClaimsOnlyWhatWasMeasured) {
+  DoctorOptions options;
+  options.threads = 2;
+  const auto snapshot = (fixtures_dir() / "fid_default" / "snapshot.pickle.zst").string();
+  const Diagnosis d = run_doctor(collect_doctor_inputs({snapshot}), options);
+  EXPECT_EQ(d.verdict, Verdict::kOk);
+  EXPECT_EQ(d.headline,
+            "No OOM. Whether the GPU waits for data was not measured (no step telemetry, no nvidia-smi trace).");
+  EXPECT_NE(std::find(d.healthy.begin(), d.healthy.end(),
+                      "whether the GPU waits for data was not measured: give steps.jsonl (data_wait_ms) or an "
+                      "nvidia-smi trace (-lms 100)"),
+            d.healthy.end());
+  EXPECT_EQ(d.phase_source, "no OOM");
+}
+
+}  // namespace
+}  // namespace fragscope::diagnose

@@ -22,7 +22,8 @@ std::string error_of(std::string_view text) {
 
 TEST(ParseJsonObject, ReadsARecordedStatsFile) {
   const auto path = testing::fixtures_dir() / "frag_oom_104" / "stats.json";
-  const auto j = parse_json_object(read_text_file(path), path.string(), "memory_stats");
+  const auto j =
+      parse_json_object(read_text_file(path, kMaxMemoryStatsBytes, "memory_stats"), path.string(), "memory_stats");
   const auto truth = testing::read_json(testing::fixtures_dir() / "frag_oom_104" / "truth.json");
   EXPECT_EQ(j.at("reserved_bytes.all.current"), truth["total_reserved"]);
   EXPECT_EQ(j.at("num_ooms"), truth["num_ooms"]);
@@ -30,7 +31,8 @@ TEST(ParseJsonObject, ReadsARecordedStatsFile) {
 }
 
 TEST(ParseJsonObject, TruncatedTextSaysWhereOnOneLine) {
-  const std::string whole = read_text_file(testing::fixtures_dir() / "frag_oom_104" / "stats.json");
+  const std::string whole =
+      read_text_file(testing::fixtures_dir() / "frag_oom_104" / "stats.json", kMaxMemoryStatsBytes, "memory_stats");
   const std::string e = error_of(whole.substr(0, whole.size() / 2));
   EXPECT_EQ(e.rfind("run/stats.json: invalid JSON: ", 0), 0u) << e;
   EXPECT_NE(e.find("line "), std::string::npos) << e;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "inputs/telemetry_writer.h"
+#include "inputs/text_file.h"
 #include "util/error.h"
 
 namespace fs = std::filesystem;
@@ -163,4 +164,49 @@ TEST(TelemetryReader, BadLinesNameFileAndLine) {
   EXPECT_EQ(message.find('\n'), std::string::npos);
   EXPECT_THROW(read_telemetry_file(kFixtures / "calib" / "missing.jsonl"), InputError);
   EXPECT_THROW(read_telemetry_file(kFixtures), InputError);
+}
+
+// Issue 16: a crash cuts the last line of steps.jsonl; what precedes it is the telemetry.
+TEST(TelemetryReader, ALastLineCutByACrashIsLeftOutAndNoted) {
+  const std::string good = R"({"step": 0, "data_wait_ms": 1, "compute_ms": 2})"
+                           "\n"
+                           R"({"step": 1, "data_wait_ms": 1, "compute_ms": 2})";
+  for (const std::string cut :
+       {R"({"step": 2, "data_wait_ms": 1.)", R"({"step": 2, "phase": "tra)", R"({"step": 2,)", "{"}) {
+    std::istringstream in(good + "\n" + cut);
+    TelemetryNotes notes;
+    const auto records = read_telemetry(in, "rank0.jsonl", &notes);
+    EXPECT_EQ(records.size(), 2u) << cut;
+    EXPECT_EQ(notes.cut_last_line, 3u) << cut;
+  }
+  // Whole but wrong, or cut before its end: an error as anywhere else.
+  EXPECT_EQ(error_of(good + "\n" + R"({"step": "2"})"),
+            "rank0.jsonl:3: field \"step\" must be an integer, found \"2\"");
+  EXPECT_TRUE(error_of(good + "\n" + R"({"step": 2} x)").starts_with("rank0.jsonl:3: invalid JSON"));
+  EXPECT_TRUE(error_of(R"({"step": 2,)" "\n" + good).starts_with("rank0.jsonl:1: invalid JSON"));  // not the last line
+  EXPECT_EQ(error_of(R"({"step": 2,)"), "rank0.jsonl: no telemetry records");
+  // The file reader streams the same way.
+  const fs::path path = fs::path(::testing::TempDir()) / "telemetry_cut.jsonl";
+  std::ofstream(path) << good << "\n" << R"({"step": 2, "data_wait_ms": 3)";
+  TelemetryNotes notes;
+  EXPECT_EQ(read_telemetry_file(path, &notes).size(), 2u);
+  EXPECT_EQ(notes.cut_last_line, 3u);
+}
+
+// Issue 16: `check /dev/zero` reached 4.5 GB; a line without end grew without bound.
+TEST(TelemetryReader, SpecialFilesAndEndlessLinesGetOneLine) {
+  try {
+    read_telemetry_file("/dev/zero");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "/dev/zero: cannot read: is a character device, not a file");
+  }
+  const fs::path path = fs::path(::testing::TempDir()) / "telemetry_long_line.jsonl";
+  std::ofstream(path) << R"({"step": 0})" << "\n" << std::string(kMaxTelemetryLineBytes + 1, ' ');
+  try {
+    read_telemetry_file(path);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), path.string() + ":2: line longer than 16777216 bytes");
+  }
 }

@@ -1,6 +1,7 @@
 #include "plan/job_spec.h"
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -215,6 +216,49 @@ TEST(JobSpec, ReadsTheShippedExamples) {
   EXPECT_EQ(seed.global_batch(), 256u);  // 2 × 16 × 8: half the target of 512
   EXPECT_EQ(seed.training.global_batch, 512u);
   EXPECT_THROW(read_job_spec(examples / "missing.toml"), InputError);
+}
+
+}  // namespace
+}  // namespace fragscope::plan
+
+namespace fragscope::plan {
+namespace {
+
+// Issue 16: `plan` arithmetic wrapped for grad_accum = 2^63 − 1. Counts and their products stay
+// within a real job's range, so no figure of the model can pass 2^64.
+TEST(JobSpec, CountsThatWouldWrapTheArithmeticAreOneLineErrors) {
+  EXPECT_EQ(error_of(replace(kValid, "grad_accum = 2", "grad_accum = 9223372036854775807")),
+            "job.toml: [training].grad_accum (9223372036854775807) is beyond 1 Mi micro-steps per optimizer step; "
+            "not a real training job");
+  EXPECT_EQ(error_of(replace(kValid, "[hardware]", "[parallel]\nstrategy = \"ddp\"\nworld_size = 4000000\n[hardware]")),
+            "job.toml: [parallel].world_size (4000000) is beyond 1 Mi GPUs; not a real training job");
+  EXPECT_EQ(error_of(replace(kValid, "grad_accum = 2", "grad_accum = 2\nglobal_batch = 2000000000000")),
+            "job.toml: [training].global_batch (2000000000000) is beyond 2^40 sequences; not a real training job");
+  // Each within its range, their product is not.
+  EXPECT_EQ(error_of(replace(replace(kValid, "micro_batch_size = 4", "micro_batch_size = 16000000"), "grad_accum = 2",
+                             "grad_accum = 1000000")),
+            "job.toml: [training] micro_batch_size 16000000 × grad_accum 1000000 × world_size 1 is beyond 2^40 "
+            "sequences per step");
+  EXPECT_EQ(error_of(replace(replace(replace(kValid, "hidden_size = 2048", "hidden_size = 16777216"), "num_layers = 16",
+                                     "num_layers = 16777216"), "num_attention_heads = 16", "num_attention_heads = 16")),
+            "job.toml: [model]/[training] sizes give a job of more than 4 EiB; not a real training job");
+}
+
+TEST(JobSpec, ASpecialFileOrAHugeFileIsOneLine) {
+  try {
+    read_job_spec("/dev/zero");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "/dev/zero: cannot read: is a character device, not a file");
+  }
+  const std::filesystem::path big = std::filesystem::path(::testing::TempDir()) / "job_spec_big.toml";
+  std::ofstream(big) << kValid << "# " << std::string(kMaxJobSpecBytes, 'x') << "\n";
+  try {
+    read_job_spec(big);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), big.string() + ": larger than the 1.00 MiB a job spec may have");
+  }
 }
 
 }  // namespace

@@ -288,6 +288,32 @@ TEST(PreparedTraceTest, RefusesAddressesNoAllocatorProduces) {
   }
 }
 
+// Issue 16: a 290 KB file whose trace allocated on 60,000 streams made one replay hold 1.4 GB
+// (two 24 KiB free-block sets per stream) and, under expandable segments, end in an internal error.
+TEST(PreparedTraceTest, RefusesMoreStreamsOrPoolsThanAProcessHas) {
+  const auto message = [](const snapshot::Snapshot& s) -> std::string {
+    try {
+      prepare_trace(s, 0, "streams.pickle");
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "(accepted)";
+  };
+  snapshot::TraceEventList named;  // frees on many streams: names them, allocates on none
+  for (std::uint64_t i = 0; i <= kMaxTraceStreams; ++i)
+    named.push_back(event(TraceAction::kFreeCompleted, kBase + i * 512, 512, i + 1));
+  EXPECT_EQ(message(with_trace(named)), "streams.pickle: the trace of device 0 names 1025 CUDA streams (at most "
+                                        "1024); no recording of a training process names that many");
+  snapshot::TraceEventList allocating;
+  for (std::uint64_t i = 0; i <= kMaxAllocatingPools; ++i)
+    allocating.push_back(event(TraceAction::kAlloc, kBase + i * 2 * kMiB, 512, i + 1));
+  EXPECT_EQ(message(with_trace(allocating)),
+            "streams.pickle: the trace allocates from 257 (memory pool, stream) pairs; more than 256 is no recording "
+            "of a training process");
+  allocating.pop_back();  // at the limit: compiled
+  EXPECT_EQ(prepare_trace(with_trace(allocating), 0, "t").streams.size(), kMaxAllocatingPools + 1);
+}
+
 TEST(PreparedTraceTest, RefusesASnapshotWithoutATrace) {
   snapshot::Snapshot s;
   EXPECT_THROW(prepare_trace(s, 0, "empty.pickle"), InputError);

@@ -84,16 +84,16 @@ std::string outcome(const std::function<Snapshot()>& read) {
   return out;
 }
 
-std::string read_whole(std::span<const std::uint8_t> bytes) {
+std::string read_whole(std::span<const std::uint8_t> bytes, const ReadLimits& limits = {}) {
   return outcome([&] {
     auto source = open_memory_source(bytes, "snapshot");
-    return read_snapshot(*source, "snapshot", bytes.size());
+    return read_snapshot(*source, "snapshot", bytes.size(), {}, limits);
   });
 }
 
 /// Read in `parts` parts; the sources hand out chunks of `chunk` bytes (0: all at once).
 std::string read_parted(std::span<const std::uint8_t> bytes, unsigned parts, std::size_t chunk = 0,
-                        PartsTaken* taken = nullptr) {
+                        PartsTaken* taken = nullptr, const ReadLimits& limits = {}) {
   const OpenSourceAt open_at = [&](std::uint64_t offset) -> std::unique_ptr<ByteSource> {
     const auto rest = bytes.subspan(std::min<std::uint64_t>(offset, bytes.size()));
     if (chunk == 0) return open_plain_memory_at(bytes, offset);
@@ -105,7 +105,8 @@ std::string read_parted(std::span<const std::uint8_t> bytes, unsigned parts, std
     std::memcpy(out.data(), bytes.data() + offset, n);
     return n;
   };
-  return outcome([&] { return read_snapshot_in_parts(open_at, read_at, "snapshot", bytes.size(), {}, parts, taken); });
+  return outcome(
+      [&] { return read_snapshot_in_parts(open_at, read_at, "snapshot", bytes.size(), {}, parts, taken, limits); });
 }
 
 /// Writes snapshot-shaped pickles the way CPython's pickler does (protocol 4: MEMOIZE after
@@ -294,6 +295,57 @@ TEST(ParallelReader, GeneratedSnapshotsThatReferBackAcrossEveryCutReadTheSame) {
     }
   }
   EXPECT_GT(taken, planned / 2);  // most parts are taken over: the references back are resolved
+}
+
+/// An error without the byte it names: a memory limit is checked where counts reach a
+/// checkpoint, which parts taken over reach elsewhere than one thread.
+std::string without_offset(const std::string& outcome) { return outcome.substr(0, outcome.rfind(" (at byte")); }
+
+// Issue 16: both readers hold the memory limits. A trace that names its entries again and again
+// stops at the budget in parts as in one thread.
+TEST(ParallelReader, TheModelBudgetHoldsInParts) {
+  PickleWriter w;
+  std::vector<std::uint64_t> entries;
+  w.begin_dict();
+  w.str("segments");
+  w.list(0, [](std::size_t) {});
+  w.str("device_traces");
+  w.list(1, [&](std::size_t) {
+    w.list(1'300'000, [&](std::size_t i) {
+      if (i >= 20000) return w.get(entries[i % entries.size()]);  // 5 bytes, 48 of model
+      entries.push_back(w.begin_dict());
+      w.str("action"), w.str("alloc"), w.str("addr"), w.integer(0x7f0000000000 + i * 512);
+      w.end_dict();
+    });
+  });
+  w.end_dict();
+  const auto bytes = w.finish(2048);
+  const std::string whole = read_whole(bytes);
+  ASSERT_TRUE(whole.starts_with("error: snapshot: reading needs more than ")) << whole.substr(0, 300);
+  for (const unsigned parts : {2u, 4u, 7u}) EXPECT_EQ(without_offset(read_parted(bytes, parts)), without_offset(whole));
+  const ReadLimits trusted{std::uint64_t{1} << 30, false};
+  EXPECT_EQ(read_parted(bytes, 4, 0, nullptr, trusted), read_whole(bytes, trusted));
+}
+
+// Parts share the ceiling: a part over its share is read by the main machine instead. Under any
+// ceiling, reading in parts gives the model or the ceiling's error, nothing else; parts hold
+// their own tables, so near the ceiling the two readers may land on either side of it.
+TEST(ParallelReader, ACeilingHoldsInParts) {
+  const auto bytes = generated_snapshot(3, 20000);
+  const std::string model = read_whole(bytes);
+  ASSERT_TRUE(model.starts_with("format")) << model.substr(0, 300);
+  const std::string ceiling = "error: snapshot: reading needs more than ";
+  std::size_t modelled = 0, refused = 0;
+  for (const std::uint64_t kib : {512u, 1024u, 2048u, 4096u, 8192u, 65536u}) {
+    const ReadLimits limits{kib << 10, false};
+    for (const std::string& outcome : {read_whole(bytes, limits), read_parted(bytes, 6, 0, nullptr, limits)}) {
+      if (outcome == model) ++modelled;
+      else if (outcome.starts_with(ceiling) && outcome.find("the most a read may use") != std::string::npos) ++refused;
+      else ADD_FAILURE() << kib << " KiB: " << outcome.substr(0, 300);
+    }
+  }
+  EXPECT_GE(modelled, 2u);
+  EXPECT_GE(refused, 2u);
 }
 
 TEST(ParallelReader, EveryRecordedSnapshotReadsTheSameInAnyNumberOfParts) {

@@ -1,13 +1,13 @@
 #pragma once
-/// @file http_request.h
-/// @brief The agent's HTTP request-head parser: a pure function over the bytes received so far,
-/// so the server can call it after every read and the fuzzer can call it on anything.
+/// @file request_head.h
+/// @brief The HTTP request-head parser: a pure function over the bytes received so far, so the
+/// server can call it after every read and the fuzzer can call it on anything.
 
 #include <cstddef>
 #include <string>
 #include <string_view>
 
-namespace fragscope::agent {
+namespace fragscope::http {
 
 /// @brief The most bytes a request head (request line, headers, blank line) may take.
 inline constexpr std::size_t kMaxRequestHeadBytes = 8192;
@@ -23,6 +23,8 @@ struct RequestHead {
   std::string error;     ///< for kBad: the reason, one line, for the response body
   std::string method;    ///< for kComplete: "GET" or "HEAD"
   std::string path;      ///< for kComplete: the target without its query, starting with '/'
+  std::string query;     ///< for kComplete: what follows '?' in the target, up to any '#'
+  std::string host;      ///< for kComplete: the Host header's value, trimmed ("" when absent)
   std::size_t head_bytes = 0;  ///< for kComplete: bytes up to and including the blank line
 
   bool operator==(const RequestHead&) const = default;
@@ -34,7 +36,8 @@ struct RequestHead {
 /// end in LF with an optional CR before it; header names are tokens and values hold no control
 /// character but tab. Everything else is kBad: a malformed line or header (400), another method
 /// (405), a head longer than `max_head_bytes` (431), another HTTP version (505). Obsolete line
-/// folding is refused. Header values are not interpreted: the server answers and closes.
+/// folding is refused, and so is a second Host header. Header values are not interpreted but
+/// Host's (kept for a server that checks who it is called as): the server answers and closes.
 RequestHead parse_request_head(std::string_view received, std::size_t max_head_bytes = kMaxRequestHeadBytes);
 
-}  // namespace fragscope::agent
+}  // namespace fragscope::http

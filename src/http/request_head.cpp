@@ -1,11 +1,12 @@
-#include "agent/http_request.h"
+#include "http/request_head.h"
 
 #include <algorithm>
+#include <cctype>
 #include <optional>
 
 #include <fmt/format.h>
 
-namespace fragscope::agent {
+namespace fragscope::http {
 namespace {
 
 // RFC 9110 token characters.
@@ -46,11 +47,27 @@ std::optional<RequestHead> parse_request_line(std::string_view line, RequestHead
   }
   if (method != "GET" && method != "HEAD") return bad(405, fmt::format("method {} not allowed", method));
   head.method = std::string(method);
-  head.path = std::string(target.substr(0, target.find_first_of("?#")));
+  const std::string_view without_fragment = target.substr(0, target.find('#'));
+  const auto question = without_fragment.find('?');
+  head.path = std::string(without_fragment.substr(0, question));
+  if (question != std::string_view::npos) head.query = std::string(without_fragment.substr(question + 1));
   return std::nullopt;
 }
 
-std::optional<RequestHead> check_header_line(std::string_view line) {
+bool equals_ignoring_case(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+std::string_view trimmed(std::string_view text) {
+  const auto first = text.find_first_not_of(" \t");
+  if (first == std::string_view::npos) return {};
+  return text.substr(first, text.find_last_not_of(" \t") - first + 1);
+}
+
+/// One header line; keeps the Host header's value in `head`.
+std::optional<RequestHead> check_header_line(std::string_view line, RequestHead& head, bool& seen_host) {
   if (line.front() == ' ' || line.front() == '\t') return bad(400, "obsolete header line folding");
   const auto colon = line.find(':');
   if (colon == std::string_view::npos || !is_token(line.substr(0, colon))) return bad(400, "malformed header");
@@ -60,6 +77,11 @@ std::optional<RequestHead> check_header_line(std::string_view line) {
     return byte == '\t' || (byte >= 0x20 && byte != 0x7f);
   });
   if (!clean) return bad(400, "control character in a header value");
+  if (equals_ignoring_case(line.substr(0, colon), "host")) {
+    if (seen_host) return bad(400, "more than one Host header");
+    seen_host = true;
+    head.host = std::string(trimmed(value));
+  }
   return std::nullopt;
 }
 
@@ -67,6 +89,7 @@ std::optional<RequestHead> check_header_line(std::string_view line) {
 
 RequestHead parse_request_head(std::string_view received, std::size_t max_head_bytes) {
   RequestHead head;
+  bool seen_host = false;
   const auto too_large = [&] {
     return bad(431, fmt::format("request head larger than {} bytes", max_head_bytes));
   };
@@ -83,10 +106,10 @@ RequestHead parse_request_head(std::string_view received, std::size_t max_head_b
       head.status = RequestHead::Status::kComplete;
       head.head_bytes = start;
       return head;
-    } else if (auto error = check_header_line(line)) {
+    } else if (auto error = check_header_line(line, head, seen_host)) {
       return std::move(*error);
     }
   }
 }
 
-}  // namespace fragscope::agent
+}  // namespace fragscope::http

@@ -1,4 +1,4 @@
-#include "agent/http_server.h"
+#include "http/server.h"
 
 #include <fcntl.h>
 #include <netdb.h>
@@ -22,12 +22,12 @@
 
 #include "util/error.h"
 
-namespace fragscope::agent {
+namespace fragscope::http {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Descriptors the agent needs besides its connections: NVML, rank folders, the event log.
+// Descriptors the process needs besides its connections (the agent's NVML, rank folders, event log).
 constexpr rlim_t kReservedDescriptors = 64;
 // Accepts per wake-up, so reading the connections already open is never put off for long.
 constexpr int kAcceptBurst = 64;
@@ -35,9 +35,12 @@ constexpr int kAcceptBurst = 64;
 const char* reason_phrase(int status) {
   switch (status) {
     case 200: return "OK";
+    case 202: return "Accepted";
     case 400: return "Bad Request";
+    case 403: return "Forbidden";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
+    case 421: return "Misdirected Request";
     case 431: return "Request Header Fields Too Large";
     case 503: return "Service Unavailable";
     case 505: return "HTTP Version Not Supported";
@@ -106,7 +109,15 @@ std::size_t fit_descriptor_limit(std::size_t wanted) {
 
 }  // namespace
 
-struct HttpServer::Connection {
+Response Response::text(int status, std::string text, std::string content_type) {
+  Response response;
+  response.status = status;
+  response.content_type = std::move(content_type);
+  response.body = std::make_shared<const std::string>(std::move(text));
+  return response;
+}
+
+struct Server::Connection {
   enum class State { kReading, kWriting, kLingering };
 
   int fd = -1;
@@ -114,7 +125,7 @@ struct HttpServer::Connection {
   Clock::time_point deadline;
   std::string received;
   std::string head;  ///< status line and headers, then any small body
-  std::shared_ptr<const std::string> body;  ///< the metrics page, shared, not copied
+  std::shared_ptr<const std::string> body;  ///< the handler's answer, shared, not copied
   std::size_t sent = 0;
 
   ~Connection() {
@@ -124,9 +135,9 @@ struct HttpServer::Connection {
 };
 
 /// The serving thread: owns the connections, in accept order.
-class HttpServer::Loop {
+class Server::Loop {
  public:
-  explicit Loop(const HttpServer& server) : server_(server) {}
+  explicit Loop(const Server& server) : server_(server) {}
 
   void run() {
     std::vector<pollfd> polled;
@@ -228,39 +239,22 @@ class HttpServer::Loop {
   }
 
   void respond(Connection& connection, const RequestHead& request) {
-    int status = 200;
-    const char* type = "text/plain; charset=utf-8";
-    std::string text;
-    std::string extra_headers;
+    Response response;
     if (request.status == RequestHead::Status::kBad) {
-      status = request.error_status;
-      text = request.error + "\n";
-      if (status == 405) extra_headers = "Allow: GET, HEAD\r\n";
-    } else if (request.path == "/metrics") {
-      connection.body = server_.page_.text();
-      type = "text/plain; version=0.0.4; charset=utf-8";
-    } else if (request.path == "/healthz") {
-      std::string problem;
+      response = Response::text(request.error_status, request.error + "\n");
+      if (request.error_status == 405) response.extra_headers = "Allow: GET, HEAD\r\n";
+    } else {
       try {
-        problem = server_.health_();
+        response = server_.handler_(Request{request.method, request.path, request.query, request.host});
       } catch (const std::exception& e) {
-        problem = fmt::format("health check failed: {}", e.what());
+        response = Response::text(500, fmt::format("the server failed: {}\n", e.what()));
       }
-      status = problem.empty() ? 200 : 503;
-      text = problem.empty() ? "ok\n" : problem + "\n";
-    } else {
-      status = 404;
-      text = "not found\n";
     }
-    const std::size_t length = connection.body ? connection.body->size() : text.size();
-    connection.head =
-        fmt::format("HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n{}Connection: close\r\n\r\n", status,
-                    reason_phrase(status), type, length, extra_headers);
-    if (request.method == "HEAD") {
-      connection.body.reset();
-    } else {
-      connection.head += text;
-    }
+    const std::size_t length = response.body ? response.body->size() : 0;
+    connection.head = fmt::format(
+        "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n{}Connection: close\r\n\r\n", response.status,
+        reason_phrase(response.status), response.content_type, length, response.extra_headers);
+    if (request.method != "HEAD") connection.body = std::move(response.body);
   }
 
   void write_response(Connection& connection) {
@@ -320,14 +314,13 @@ class HttpServer::Loop {
     });
   }
 
-  const HttpServer& server_;
+  const Server& server_;
   std::list<std::unique_ptr<Connection>> connections_;
   Clock::time_point accept_paused_until_{};
 };
 
-HttpServer::HttpServer(const std::string& listen_address, const MetricsPage& page,
-                       std::function<std::string()> health, HttpLimits limits)
-    : page_(page), health_(std::move(health)), limits_(limits) {
+Server::Server(const std::string& listen_address, Handler handler, Limits limits)
+    : handler_(std::move(handler)), limits_(limits) {
   limits_.max_connections = fit_descriptor_limit(limits_.max_connections);
   try {
     listen_fd_ = open_listener(listen_address);
@@ -345,7 +338,7 @@ HttpServer::HttpServer(const std::string& listen_address, const MetricsPage& pag
   thread_ = std::thread([this] { Loop(*this).run(); });
 }
 
-HttpServer::~HttpServer() {
+Server::~Server() {
   (void)!::write(wake_write_fd_, "x", 1);
   thread_.join();
   ::close(wake_read_fd_);
@@ -353,4 +346,4 @@ HttpServer::~HttpServer() {
   ::close(listen_fd_);
 }
 
-}  // namespace fragscope::agent
+}  // namespace fragscope::http

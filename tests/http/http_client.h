@@ -1,6 +1,6 @@
 #pragma once
 /// @file http_client.h
-/// @brief Minimal HTTP/1.0 clients for tests against the agent's server: a GET that never waits
+/// @brief Minimal HTTP/1.0 clients for tests against the HTTP server: a GET that never waits
 /// longer than its timeout, and raw loopback connections for slow and hostile clients.
 
 #include <arpa/inet.h>
@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <string>
 
-namespace fragscope::agent::testing {
+namespace fragscope::http::testing {
 
 struct HttpResponse {
   int status = 0;
@@ -81,4 +81,4 @@ inline bool still_open(int fd) {
   return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
 }
 
-}  // namespace fragscope::agent::testing
+}  // namespace fragscope::http::testing

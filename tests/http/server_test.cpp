@@ -1,17 +1,18 @@
-#include "agent/http_server.h"
+#include "http/server.h"
 
 #include <algorithm>
 #include <atomic>
+#include <memory>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
 
-#include "agent/node_metrics.h"
 #include "http_client.h"
 #include "util/error.h"
 
-namespace fragscope::agent {
+namespace fragscope::http {
 namespace {
 
 using testing::connect_loopback;
@@ -25,26 +26,42 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-TEST(HttpServerTest, ServesMetricsAndHealth) {
-  MetricsPage page;
-  page.publish(NodeView{}, AgentStatus{});
-  std::string problem;
-  HttpServer server("127.0.0.1:0", page, [&problem] { return problem; });
+/// /healthz answers "ok"; /page serves `page`; anything else is 404.
+Handler test_handler(std::shared_ptr<const std::string> page = std::make_shared<const std::string>("page\n")) {
+  return [page](const Request& request) {
+    if (request.path == "/healthz") return Response::text(200, "ok\n");
+    if (request.path == "/page") {
+      Response response;
+      response.body = page;
+      return response;
+    }
+    return Response::text(404, "not found\n");
+  };
+}
+
+TEST(HttpServerTest, TheHandlerSeesPathQueryAndHostAndItsAnswerIsSent) {
+  Request seen;
+  Server server("127.0.0.1:0", [&seen](const Request& request) {
+    seen = request;
+    Response response = Response::text(202, "later\n", "application/json");
+    response.extra_headers = "X-Test: 1\r\n";
+    return response;
+  });
   ASSERT_GT(server.port(), 0);
+  const auto answer = http_exchange(server.port(), "GET /api/x?from=1&to=2#frag HTTP/1.1\r\nHost: localhost:7\r\n\r\n");
+  EXPECT_EQ(answer.status, 202);
+  EXPECT_EQ(answer.body, "later\n");
+  EXPECT_EQ(seen.method, "GET");
+  EXPECT_EQ(seen.path, "/api/x");
+  EXPECT_EQ(seen.query, "from=1&to=2");
+  EXPECT_EQ(seen.host, "localhost:7");
+}
 
-  auto health = http_get(server.port(), "/healthz");
-  EXPECT_EQ(health.status, 200);
-  EXPECT_EQ(health.body, "ok\n");
-
-  const auto scrape = http_get(server.port(), "/metrics");
-  EXPECT_EQ(scrape.status, 200);
-  EXPECT_EQ(scrape.body, *page.text());
-  EXPECT_NE(scrape.body.find("fragscope_nvml_up 0"), std::string::npos) << scrape.body;
-
-  problem = "last poll 17.0 s ago";
-  health = http_get(server.port(), "/healthz");
-  EXPECT_EQ(health.status, 503);
-  EXPECT_NE(health.body.find("last poll 17.0 s ago"), std::string::npos) << health.body;
+TEST(HttpServerTest, AHandlerThatThrowsGivesA500NamingTheProblem) {
+  Server server("127.0.0.1:0", [](const Request&) -> Response { throw std::runtime_error("no such event"); });
+  const auto answer = http_get(server.port(), "/anything");
+  EXPECT_EQ(answer.status, 500);
+  EXPECT_EQ(answer.body, "the server failed: no such event\n");
 }
 
 TEST(HttpServerTest, PortInUseIsAClearInputError) {
@@ -59,9 +76,8 @@ TEST(HttpServerTest, PortInUseIsAClearInputError) {
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
   const std::string taken = "127.0.0.1:" + std::to_string(ntohs(address.sin_port));
 
-  MetricsPage page;
   try {
-    HttpServer server(taken, page, [] { return std::string(); });
+    Server server(taken, test_handler());
     ADD_FAILURE() << "bound a port that is in use";
   } catch (const InputError& e) {
     const std::string message = e.what();
@@ -70,8 +86,8 @@ TEST(HttpServerTest, PortInUseIsAClearInputError) {
   }
   ::close(fd);
   // Two servers on free ports at once are fine.
-  HttpServer first("127.0.0.1:0", page, [] { return std::string(); });
-  HttpServer second("127.0.0.1:0", page, [] { return std::string(); });
+  Server first("127.0.0.1:0", test_handler());
+  Server second("127.0.0.1:0", test_handler());
   EXPECT_EQ(http_get(first.port(), "/healthz").status, 200);
   EXPECT_EQ(http_get(second.port(), "/healthz").status, 200);
   EXPECT_EQ(http_get(second.port(), "/nothing-here").status, 404);
@@ -79,15 +95,13 @@ TEST(HttpServerTest, PortInUseIsAClearInputError) {
 
 // Issue 16: the server had two worker threads, so two slow clients took /healthz offline.
 TEST(HttpServerTest, HealthzAnswersFastWhile200SlowClientsAreConnected) {
-  MetricsPage page;
-  page.publish(NodeView{}, AgentStatus{});
-  HttpServer server("127.0.0.1:0", page, [] { return std::string(); });
+  Server server("127.0.0.1:0", test_handler());
   // 100 clients stop half-way through their request line; 100 trickle a header line every 100 ms.
   std::vector<int> slow;
   for (int i = 0; i < 200; ++i) {
     const int fd = connect_loopback(server.port());
     ASSERT_GE(fd, 0);
-    const std::string start = i % 2 == 0 ? "GET /hea" : "GET /metrics HTTP/1.1\r\n";
+    const std::string start = i % 2 == 0 ? "GET /hea" : "GET /page HTTP/1.1\r\n";
     ASSERT_EQ(::send(fd, start.data(), start.size(), MSG_NOSIGNAL), static_cast<ssize_t>(start.size()));
     slow.push_back(fd);
   }
@@ -118,10 +132,9 @@ TEST(HttpServerTest, HealthzAnswersFastWhile200SlowClientsAreConnected) {
 
 // One header line every 100 ms must not keep a connection: the head deadline is absolute.
 TEST(HttpServerTest, ARequestHeadMustArriveWithinTheDeadlineHoweverItTrickles) {
-  MetricsPage page;
-  HttpLimits limits;
+  Limits limits;
   limits.head_timeout = milliseconds(800);
-  HttpServer server("127.0.0.1:0", page, [] { return std::string(); }, limits);
+  Server server("127.0.0.1:0", test_handler(), limits);
   const int trickler = connect_loopback(server.port());
   const int silent = connect_loopback(server.port());
   const auto start = std::chrono::steady_clock::now();
@@ -141,10 +154,9 @@ TEST(HttpServerTest, ARequestHeadMustArriveWithinTheDeadlineHoweverItTrickles) {
 }
 
 TEST(HttpServerTest, AtTheConnectionCapTheOldestUnfinishedRequestMakesRoom) {
-  MetricsPage page;
-  HttpLimits limits;
+  Limits limits;
   limits.max_connections = 32;
-  HttpServer server("127.0.0.1:0", page, [] { return std::string(); }, limits);
+  Server server("127.0.0.1:0", test_handler(), limits);
   EXPECT_EQ(server.max_connections(), 32u);
   std::vector<int> idle;
   for (int i = 0; i < 100; ++i) idle.push_back(connect_loopback(server.port()));
@@ -161,26 +173,16 @@ TEST(HttpServerTest, AtTheConnectionCapTheOldestUnfinishedRequestMakesRoom) {
 
 TEST(HttpServerTest, AClientThatNeverReadsItsPageHoldsNothing) {
   // A page of several MB: more than the socket buffers take, so the server must wait on the client.
-  NodeView view;
-  for (int i = 0; i < 2000; ++i) {
-    RankView rank;
-    rank.record.rank = i;
-    rank.record.job = "a-rather-long-job-name-to-make-the-page-big";
-    view.ranks.push_back(rank);
-  }
-  MetricsPage page;
-  page.publish(view, AgentStatus{});
-  const std::size_t page_size = page.text()->size();
-  ASSERT_GT(page_size, 4u << 20);
-  HttpLimits limits;
+  const std::size_t page_size = 6u << 20;
+  Limits limits;
   limits.write_timeout = milliseconds(500);
-  HttpServer server("127.0.0.1:0", page, [] { return std::string(); }, limits);
+  Server server("127.0.0.1:0", test_handler(std::make_shared<const std::string>(page_size, 'x')), limits);
   std::vector<int> readers;
   for (int i = 0; i < 10; ++i) {
     const int fd = connect_loopback(server.port());
     const int small = 4096;
     ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
-    ::send(fd, "GET /metrics HTTP/1.1\r\n\r\n", 26, MSG_NOSIGNAL);
+    ::send(fd, "GET /page HTTP/1.1\r\n\r\n", 23, MSG_NOSIGNAL);
     readers.push_back(fd);
   }
   const auto start = std::chrono::steady_clock::now();
@@ -194,13 +196,11 @@ TEST(HttpServerTest, AClientThatNeverReadsItsPageHoldsNothing) {
     ::close(fd);
   }
   // A client that reads gets the whole page.
-  EXPECT_EQ(http_get(server.port(), "/metrics").body.size(), page_size);
+  EXPECT_EQ(http_get(server.port(), "/page").body.size(), page_size);
 }
 
 TEST(HttpServerTest, MalformedOversizedAndOtherRequestsGetTheirStatus) {
-  MetricsPage page;
-  page.publish(NodeView{}, AgentStatus{});
-  HttpServer server("127.0.0.1:0", page, [] { return std::string(); });
+  Server server("127.0.0.1:0", test_handler());
   EXPECT_EQ(http_exchange(server.port(), "garbage\r\n\r\n").status, 400);
   EXPECT_EQ(http_exchange(server.port(), "GET /healthz HTTP/2.0\r\n\r\n").status, 505);
   EXPECT_EQ(http_exchange(server.port(), "POST /healthz HTTP/1.1\r\nContent-Length: 0\r\n\r\n").status, 405);
@@ -209,11 +209,11 @@ TEST(HttpServerTest, MalformedOversizedAndOtherRequestsGetTheirStatus) {
       http_exchange(server.port(), "GET /healthz HTTP/1.1\r\nX: " + std::string(20000, 'a') + "\r\n\r\n");
   EXPECT_EQ(oversized.status, 431);
   EXPECT_EQ(oversized.body, "request head larger than 8192 bytes\n");
-  const auto head = http_exchange(server.port(), "HEAD /metrics HTTP/1.1\r\n\r\n");
+  const auto head = http_exchange(server.port(), "HEAD /page HTTP/1.1\r\n\r\n");
   EXPECT_EQ(head.status, 200);
   EXPECT_EQ(head.body, "");
   EXPECT_EQ(http_exchange(server.port(), "GET /healthz?verbose=1 HTTP/1.1\n\n").body, "ok\n");
 }
 
 }  // namespace
-}  // namespace fragscope::agent
+}  // namespace fragscope::http
