@@ -62,7 +62,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Expected{"cmp_edge", Verdict::kUndetermined, "train"},
                       Expected{"ec_edge", Verdict::kFragmentation, "train"},
                       Expected{"fs2_edge", Verdict::kUndetermined, "train"},
-                      Expected{"fsdp_edge", Verdict::kUndetermined, "train"},
+                      Expected{"fsdp_edge", Verdict::kFragmentation, "train"},
                       Expected{"hfc_lo", Verdict::kCapacity, "eval"},
                       Expected{"hfn_edge", Verdict::kFragmentation, "eval"},
                       Expected{"hft_edge", Verdict::kFragmentation, "train"},
@@ -132,21 +132,25 @@ TEST(FieldVerdicts, ARingShorterThanTwoStepsAsksForALongerHistory) {
 }
 
 // FSDP2 from mid-run: expandable segments replay from the trace's live blocks re-laid and run the
-// failing step, but with 1.25% of the capacity to spare where such a start needs 2% (the fit's
-// 1% and 1% for the re-laid start): undetermined, and the evidence says why.
-TEST(FieldVerdicts, AMidRunTraceAsksAReLaidStartForMoreRoom) {
+// failing step with 1.25% of the capacity to spare. Such a start asked for 2% (the fit's 1% floor
+// and 1% for the re-laid start, the worst measured over all OOMs); measured apart, a re-laid
+// start was optimistic by at most 0.49% when the OOM was in a training step (0.99% in an eval
+// pass), and checked projections met the real failing-step peaks to the byte: 0.5% each, and
+// the step is decided fragmentation, its label (the rerun completed).
+TEST(FieldVerdicts, AMidRunTrainingStepKeepsTheMeasuredReLaidMargin) {
   const Diagnosis d = diagnose("fsdp_edge");
-  EXPECT_EQ(d.verdict, Verdict::kUndetermined);
+  EXPECT_EQ(d.verdict, Verdict::kFragmentation);
+  EXPECT_EQ(d.recommended_conf, "expandable_segments:True");
   const TraceStepProjection& p = d.trace_projection;
   ASSERT_TRUE(p.available);
-  EXPECT_DOUBLE_EQ(p.relaid_start_margin, 0.01);
+  EXPECT_DOUBLE_EQ(p.relaid_start_margin, 0.005);
+  EXPECT_DOUBLE_EQ(p.margin_to_fit, 0.005);
   const auto expandable = std::find_if(p.runs.begin(), p.runs.end(),
                                        [](const ProjectedRun& r) { return r.conf == "expandable_segments:True"; });
   ASSERT_NE(expandable, p.runs.end());
   EXPECT_TRUE(expandable->relaid_start);
-  EXPECT_TRUE(expandable->runs);
-  EXPECT_FALSE(expandable->runs_with_margin);
-  EXPECT_TRUE(has_evidence(d, "too_close", "re-laid"));
+  EXPECT_TRUE(expandable->runs_with_margin);
+  EXPECT_TRUE(has_evidence(d, "projection_vs_capacity", "laid back to back"));
 }
 
 }  // namespace
