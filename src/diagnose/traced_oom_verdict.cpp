@@ -382,7 +382,15 @@ Verdict judge_projected_step(ProjectedStep& step, const std::vector<replay::What
                     "long is not in the trace",
                     format_bytes(p.next_unit_extra_bytes), format_bytes(static_cast<std::uint64_t>(next / inflation)),
                     format_bytes(cap)));
-    return undecided();
+    const Verdict verdict = undecided();
+    d.decide_with.insert(d.decide_with.begin(),
+                         fmt::format("the lengths of the batches still to come while the gradients are held (the rest "
+                                     "of this accumulation group, then every group): the failing step itself runs under "
+                                     "{}, and none as long means fragmentation; one as long needs about {} of the {} "
+                                     "the device gives: capacity",
+                                     best->conf.empty() ? "the recorded setting" : best->conf,
+                                     format_bytes(static_cast<std::uint64_t>(next / inflation)), format_bytes(cap)));
+    return verdict;
   }
   if (best && p.longest_unit && static_cast<double>(p.longest_peak_bytes) / inflation > lower) {
     d.add_evidence("longest_batch",

@@ -155,6 +155,19 @@ TEST_P(ProjectedWithoutTelemetry, PeakIsTheRerunsPeak) {
   EXPECT_NEAR(static_cast<double>(d.trace_projection.projected_peak_bytes), real_peak, 0.02 * real_peak);
 }
 
+// F7_frag fails in the first micro-step after an optimizer step (gradient accumulation 4): the
+// step itself runs under expandable segments, but the next micro-steps hold the gradients again,
+// and one as long would not fit. Its rerun completed: the later batches were shorter, which the
+// trace cannot show. Undetermined, and the first thing named to decide it is those lengths.
+TEST(WithoutTelemetry, AFirstMicroStepNamesTheBatchesStillToCome) {
+  const Diagnosis d = diagnose_without_telemetry("F7_frag");
+  EXPECT_EQ(d.verdict, Verdict::kUndetermined);
+  EXPECT_TRUE(std::any_of(d.evidence.begin(), d.evidence.end(), [](const Evidence& e) { return e.key == "next_step"; }));
+  ASSERT_FALSE(d.decide_with.empty());
+  EXPECT_NE(d.decide_with.front().find("gradients are held"), std::string::npos) << d.decide_with.front();
+  EXPECT_NE(d.decide_with.front().find("expandable_segments:True"), std::string::npos) << d.decide_with.front();
+}
+
 INSTANTIATE_TEST_SUITE_P(Recordings, ProjectedWithoutTelemetry, ::testing::Values("frag", "B_frag", "C_frag", "E_1.06"));
 
 // An eval pass that fails in `logits.float()`, after the model's forward: the failing malloc's
