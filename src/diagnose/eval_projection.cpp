@@ -312,8 +312,9 @@ ProjectedStep project_eval_from_training(const replay::PreparedTrace& prepared, 
   std::vector<std::vector<std::uint64_t>> call_keys;
   std::optional<Reference> reference;
   std::vector<std::pair<std::size_t, FrameId>> tried;  // (eval depth, training frame)
+  std::unordered_set<StackId> examined;                // a stack tells the same every time
   for (std::size_t i = eval_start; i-- > 0 && !reference && tried.size() < kMaxSharedCalls;) {
-    if (trace[i].action != TraceAction::kAlloc) continue;
+    if (trace[i].action != TraceAction::kAlloc || !examined.insert(trace[i].stack).second) continue;
     const std::vector<FrameId>& training = frames.of(trace[i].stack);
     if (std::any_of(training.begin(), training.end(), [&](FrameId f) {
           const snapshot::Frame& frame = snapshot.stacks.frame(f);
@@ -324,9 +325,9 @@ ProjectedStep project_eval_from_training(const replay::PreparedTrace& prepared, 
     shared = shared_call(snapshot, failing, training);
     if (!shared) continue;
     const std::pair<std::size_t, FrameId> id{shared->eval_depth, shared->training_frame};
-    if (std::find(tried.begin(), tried.end(), id) != tried.end() ||
-        std::any_of(tried.begin(), tried.end(),
-                    [&](const auto& t) { return t.first == id.first && same_function(snapshot, t.second, id.second); }))
+    if (std::any_of(tried.begin(), tried.end(), [&](const auto& t) {
+          return t.first == id.first && same_function(snapshot, t.second, id.second);
+        }))
       continue;
     tried.push_back(id);
 
