@@ -12,6 +12,7 @@
 
 #include "agent/signals.h"
 #include "cli/commands.h"
+#include "cli/max_memory_option.h"
 #include "cli/progress_bar.h"
 #include "diagnose/doctor_inputs.h"
 #include "http/server.h"
@@ -27,6 +28,7 @@ std::atomic<bool> stop_requested{false};
 struct ViewFlags {
   std::vector<std::string> paths;
   std::string listen = "127.0.0.1:0";
+  snapshot::ReadLimits limits;
 };
 
 void run_view_command(const ViewFlags& f, RunState& state) {
@@ -35,7 +37,7 @@ void run_view_command(const ViewFlags& f, RunState& state) {
   {
     ProgressBar bar(!state.quiet);
     for (const std::string& path : f.paths) {
-      diagnose::DoctorInputs inputs = diagnose::collect_doctor_inputs({path}, bar.progress());
+      diagnose::DoctorInputs inputs = diagnose::collect_doctor_inputs({path}, f.limits, bar.progress());
       snapshots.push_back(std::make_unique<view::ViewedSnapshot>(path, std::move(inputs)));
     }
   }
@@ -76,6 +78,7 @@ void add_view_command(CLI::App& app, RunState& state) {
   cmd->add_option("--listen", flags->listen, "Address to serve the page on (loopback by default; port 0: a free one)")
       ->type_name("HOST:PORT")
       ->capture_default_str();
+  add_max_memory_option(cmd, flags->limits);
   cmd->callback([flags, &state] { run_view_command(*flags, state); });
 }
 

@@ -105,6 +105,17 @@ struct TraceStepProjection {
   std::string unavailable_reason;
   std::string unit_statement;     ///< the repeating unit's statement
   bool eval_units = false;        ///< the units are eval batches
+  /// The failing pass ran for the first time in the trace (an eval batch) and is projected from
+  /// the training step's call of the same function (eval_projection.h): "units" below are those
+  /// calls, and the projected peak is an upper estimate.
+  bool from_training_call = false;
+  std::string training_call;  ///< with from_training_call: the training's call site, "trainer.py:2014 in training_step"
+  std::string shared_function;     ///< with from_training_call: the function both call, "trainer.py in compute_loss"
+  /// With from_training_call: the live peak from the failing malloc to the batch's end, upper
+  /// and lower estimates (projected_peak_bytes is over the whole synthetic trace, history included).
+  std::uint64_t most_peak_bytes = 0;
+  std::uint64_t least_peak_bytes = 0;
+  std::size_t learned_lifetimes = 0;   ///< with from_training_call: blocks freed where the eval freed their like
   std::size_t earlier_units = 0;  ///< units before the failing one in the trace
   std::size_t reference_unit = 0;                ///< 1-based among the trace's units
   std::size_t reference_first_event = 0;         ///< trace events of the reference unit
@@ -130,6 +141,9 @@ struct TraceStepProjection {
   /// optimizer made its state): the difference of the bytes live when each began.
   std::uint64_t kind_difference_bytes = 0;
   std::size_t checked_units = 0;      ///< earlier units projected from the reference
+  /// Aligned units of another kind left out of the check (the reference being of the failing
+  /// unit's kind, two or more of that kind checked).
+  std::size_t other_kind_units = 0;
   std::optional<double> fit_error;    ///< largest |projected − real| / real peak among them
   /// What the projected peak may be above / below the truth by: the reference's kind, frees
   /// without a counterpart, allocations no unit tells how they scale (constant to quadratic).

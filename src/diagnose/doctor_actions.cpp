@@ -38,7 +38,10 @@ Needs needs_of(const Diagnosis& d) {
   if (const StepProjection& p = d.projection; p.available) {
     n = {true, p.next_step_peak_bytes, p.static_bytes + p.returning_bytes,
          p.projected_peak_bytes > p.static_bytes ? p.projected_peak_bytes - p.static_bytes : 0};
-  } else if (const TraceStepProjection& t = d.trace_projection; t.available) {
+  } else if (const TraceStepProjection& t = d.trace_projection; t.available && t.from_training_call) {
+    n = {true, t.most_peak_bytes, t.start_level_bytes,
+         t.most_peak_bytes > t.start_level_bytes ? t.most_peak_bytes - t.start_level_bytes : 0};
+  } else if (t.available) {
     n = {true, t.projected_peak_bytes + t.next_unit_extra_bytes, t.start_level_bytes + t.next_unit_extra_bytes,
          t.projected_peak_bytes > t.start_level_bytes ? t.projected_peak_bytes - t.start_level_bytes : 0};
   }
@@ -125,11 +128,16 @@ void fragmentation(Diagnosis& d) {
   const WhatIfLine* recorded = recorded_line(d);
   const Needs n = needs_of(d);
   std::string evidence = "the replay at the same capacity passes the point where the real run failed";
-  if (best && d.trace_projection.available)
+  if (const TraceStepProjection& t = d.trace_projection; best && t.available && t.from_training_call)
+    evidence = fmt::format(
+        "the eval batch, projected from the training's {} call, runs under it at the same {} with {:.1f}% to "
+        "spare (it needs at most {} live with perfect packing)",
+        t.shared_function, format_bytes(d.capacity_bytes.value_or(0)), 100.0 * t.margin_to_fit, format_bytes(n.needed));
+  else if (best && t.available)
     evidence = fmt::format(
         "the failing step, projected from the trace's earlier steps, runs under it at the same {} with {} to "
         "spare (it needs {} live with perfect packing)",
-        format_bytes(d.capacity_bytes.value_or(0)), pct(d.trace_projection.margin_to_fit), format_bytes(n.needed));
+        format_bytes(d.capacity_bytes.value_or(0)), pct(t.margin_to_fit), format_bytes(n.needed));
   else if (best && recorded)
     evidence = fmt::format(
         "replayed at the same {}: passes the recorded OOM (peak reserved {} vs {} under the recorded config); "

@@ -16,12 +16,6 @@ using snapshot::TraceAction;
 
 enum Site : std::uint8_t { kOther, kKvCache, kLoss, kForeach, kSiteCount };
 
-bool names_evaluation(std::string_view name) {
-  for (const std::string_view word : {"eval", "valid", "predict"})
-    if (name.find(word) != std::string_view::npos) return true;
-  return false;
-}
-
 /// Allocated under a function of the program (outside torch) that names evaluation.
 bool under_evaluation(const snapshot::Snapshot& snapshot, snapshot::StackId stack) {
   for (const snapshot::FrameId frame : python_frames(snapshot, stack)) {

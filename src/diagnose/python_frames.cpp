@@ -1,5 +1,9 @@
 #include "diagnose/python_frames.h"
 
+#include <algorithm>
+#include <cctype>
+#include <string>
+
 namespace fragscope::diagnose {
 
 bool is_python_frame(const snapshot::Snapshot& snapshot, snapshot::FrameId frame) {
@@ -24,6 +28,15 @@ std::string_view torch_path(std::string_view file) {
   }
   const auto at = file.rfind("/torch/");
   return at == std::string_view::npos ? std::string_view() : file.substr(at + 7);
+}
+
+bool names_evaluation(std::string_view text) {
+  std::string lower(text);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  for (const char* word : {"eval", "valid", "predict"})
+    if (lower.find(word) != std::string::npos) return true;
+  return false;
 }
 
 }  // namespace fragscope::diagnose

@@ -26,4 +26,7 @@ std::vector<snapshot::FrameId> python_frames(const snapshot::Snapshot& snapshot,
 /// @brief The path of `file` inside torch ("optim/adam.py"), or empty when it is not torch's.
 std::string_view torch_path(std::string_view file);
 
+/// @brief True when a function or file name names evaluation (eval, valid, predict; any case).
+bool names_evaluation(std::string_view text);
+
 }  // namespace fragscope::diagnose

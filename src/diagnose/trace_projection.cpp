@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "diagnose/sequence_alignment.h"
+#include "diagnose/size_scale.h"
 #include "util/bytes.h"
 
 namespace fragscope::diagnose {
@@ -24,7 +25,6 @@ constexpr std::size_t kMaxEdits = 1500;               // insertions + deletions 
 constexpr std::size_t kMaxUnits = 24;                 // earlier units looked at, newest first
 constexpr double kMinMatchedShare = 0.9;              // of the prefix's bytes, to align
 constexpr double kLeast = 0.02;                       // |log scale| below this: the same scale
-constexpr std::uint64_t kScaleMinBytes = 1ull << 20;  // smaller sizes are rounding noise
 constexpr double kMaxExponent = 2.0;                  // sizes grow at most with the scale squared
 constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
 
@@ -56,30 +56,11 @@ void note_older_blocks(Unit& u, std::span<const snapshot::TraceEvent> trace,
   }
 }
 
-/// Ratio of b's sizes to a's over matched allocations: the most common by bytes, in 1%-wide
-/// bins of its logarithm, averaged within its bin; 1 when no pair is large enough.
+/// Ratio of b's sizes to a's over matched allocations (size_scale.h).
 double size_scale(std::span<const snapshot::TraceEvent> trace, const std::vector<std::size_t>& a,
                   const std::vector<std::size_t>& b, const Pairs& pairs) {
-  std::map<long, double> weight;
-  for (const auto& [i, j] : pairs) {
-    const std::uint64_t sa = trace[a[i]].size, sb = trace[b[j]].size;
-    if (sa < kScaleMinBytes || sb < kScaleMinBytes) continue;
-    weight[std::lround(std::log(static_cast<double>(sb) / static_cast<double>(sa)) / 0.01)] +=
-        static_cast<double>(sa + sb);
-  }
-  if (weight.empty()) return 1.0;
-  const auto mode =
-      std::max_element(weight.begin(), weight.end(), [](const auto& x, const auto& y) { return x.second < y.second; });
-  double sum = 0, total = 0;
-  for (const auto& [i, j] : pairs) {
-    const std::uint64_t sa = trace[a[i]].size, sb = trace[b[j]].size;
-    if (sa < kScaleMinBytes || sb < kScaleMinBytes) continue;
-    const double r = std::log(static_cast<double>(sb) / static_cast<double>(sa));
-    if (std::abs(r / 0.01 - static_cast<double>(mode->first)) > 1.5) continue;
-    sum += r * static_cast<double>(sa + sb);
-    total += static_cast<double>(sa + sb);
-  }
-  return std::exp(sum / total);
+  return diagnose::size_scale(
+      pairs, [&](std::size_t i) { return trace[a[i]].size; }, [&](std::size_t j) { return trace[b[j]].size; });
 }
 
 std::uint64_t bytes_of(std::span<const snapshot::TraceEvent> trace, const std::vector<std::size_t>& events) {
@@ -249,6 +230,36 @@ std::unordered_map<snapshot::StackId, std::vector<std::uint32_t>> older_blocks_b
 
 }  // namespace
 
+SyntheticStart start_synthetic_trace(const replay::PreparedTrace& prepared, std::uint32_t oom_op, ProjectedStep& step) {
+  replay::PreparedTrace& synthetic = step.trace;
+  synthetic.source = prepared.source;
+  synthetic.device = prepared.device;
+  synthetic.trace_events = prepared.trace_events;
+  synthetic.segment_events = prepared.segment_events;
+  synthetic.address_hints = prepared.address_hints;
+  synthetic.initial_segments = prepared.initial_segments;
+  synthetic.initial_slots = prepared.initial_slots;
+  synthetic.starts_mid_run = prepared.starts_mid_run;
+  synthetic.streams = prepared.streams;
+  synthetic.recorded_config = prepared.recorded_config;
+  synthetic.recorded_config_known = prepared.recorded_config_known;
+  synthetic.recorded_initial_reserved = prepared.recorded_initial_reserved;
+  synthetic.capacity = prepared.capacity;
+  for (std::uint32_t k = 0; k < oom_op; ++k)
+    if (prepared.ops[k].kind != OpKind::kOom) synthetic.ops.push_back(prepared.ops[k]);
+  SyntheticStart start;
+  start.served = prepared.ops[oom_op];
+  const Op& last_recorded = synthetic.ops.empty() ? start.served : synthetic.ops.back();
+  start.segment_end = last_recorded.segment_end;
+  start.hint_end = last_recorded.hint_end;
+  start.served.kind = OpKind::kAlloc;
+  start.served.slot = prepared.slot_count;
+  step.projected_from_op = synthetic.ops.size();
+  synthetic.ops.push_back(start.served);
+  synthetic.slot_count = prepared.slot_count + 1;
+  return start;
+}
+
 ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, const snapshot::Snapshot& snapshot,
                                       int device, const RecordedCurve& curve, std::size_t oom_index,
                                       const TraceUnits& units) {
@@ -406,7 +417,18 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
               std::log(static_cast<double>(b) / static_cast<double>(a)) / std::log(p.scale));
     }
   }
+  // With a reference of the failing unit's kind, the fit is checked on the units of that kind
+  // when two or more align: a unit of another kind begins holding other blocks (gradients,
+  // optimizer state), which a projection between units of one kind need not model.
+  const auto checks_of_its_kind = std::count_if(checks.begin(), checks.end(), [&](const auto& c) {
+    return alike(unit[c.first], ref);
+  });
+  const bool only_its_kind = same_kind(ref) && checks_of_its_kind >= 2;
   for (const auto& [k, scale] : checks) {
+    if (only_its_kind && !alike(unit[k], ref)) {
+      ++p.other_kind_units;
+      continue;
+    }
     const std::uint64_t projected = projected_peak(trace, ref, fit, k, scale, unit[k]);
     const double error = std::abs(static_cast<double>(projected) - static_cast<double>(unit[k].peak)) /
                          static_cast<double>(std::max<std::uint64_t>(unit[k].peak, 1));
@@ -438,31 +460,12 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
   const SlotState at_oom = slots_before(prepared, oom_op);
   const SlotState at_aligned = slots_before(prepared, aligned_op);
 
+  const SyntheticStart synthetic_start = start_synthetic_trace(prepared, oom_op, out);
+  const Op& served = synthetic_start.served;
   replay::PreparedTrace& synthetic = out.trace;
-  synthetic.source = prepared.source;
-  synthetic.device = prepared.device;
-  synthetic.trace_events = prepared.trace_events;
-  synthetic.segment_events = prepared.segment_events;
-  synthetic.address_hints = prepared.address_hints;
-  synthetic.initial_segments = prepared.initial_segments;
-  synthetic.initial_slots = prepared.initial_slots;
-  synthetic.starts_mid_run = prepared.starts_mid_run;
-  synthetic.streams = prepared.streams;
-  synthetic.recorded_config = prepared.recorded_config;
-  synthetic.recorded_config_known = prepared.recorded_config_known;
-  synthetic.recorded_initial_reserved = prepared.recorded_initial_reserved;
-  synthetic.capacity = prepared.capacity;
-  for (std::uint32_t k = 0; k < oom_op; ++k)
-    if (prepared.ops[k].kind != OpKind::kOom) synthetic.ops.push_back(prepared.ops[k]);
-  Op served = prepared.ops[oom_op];
-  const Op& last_recorded = synthetic.ops.empty() ? served : synthetic.ops.back();
-  const std::uint32_t segment_end = last_recorded.segment_end;
-  const std::uint32_t hint_end = last_recorded.hint_end;
-  std::uint32_t next_slot = prepared.slot_count;
-  served.kind = OpKind::kAlloc;
-  served.slot = next_slot++;
-  out.projected_from_op = synthetic.ops.size();
-  synthetic.ops.push_back(served);
+  const std::uint32_t segment_end = synthetic_start.segment_end;
+  const std::uint32_t hint_end = synthetic_start.hint_end;
+  std::uint32_t next_slot = served.slot + 1;
 
   // The reference's blocks live at its aligned malloc → the failing unit's counterparts.
   std::unordered_map<std::uint32_t, std::uint32_t> slot_for;      // reference slot → synthetic slot
@@ -523,9 +526,12 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
           p.quadratic_bytes += op.size;
         else
           p.other_bytes += op.size;
-        const double below = exponent ? 0.0 : static_cast<double>(size) - static_cast<double>(op.size);
-        const double above =
-            exponent ? 0.0 : static_cast<double>(op.size) * p.scale * p.scale - static_cast<double>(size);
+        // An unfitted allocation may be constant or quadratic instead of linear: the least and
+        // most of the three (a failing unit smaller than its reference turns them around).
+        const double constant = static_cast<double>(op.size);
+        const double quadratic = constant * p.scale * p.scale;
+        const double below = exponent ? 0.0 : static_cast<double>(size) - std::min(constant, quadratic);
+        const double above = exponent ? 0.0 : std::max(constant, quadratic) - static_cast<double>(size);
         level += static_cast<double>(size);
         low += static_cast<double>(size) - below;
         high += static_cast<double>(size) + above;

@@ -54,6 +54,19 @@ struct ProjectedStep {
   std::size_t projected_from_op = 0;  ///< index in trace.ops of the failing malloc, now served
 };
 
+/// @brief The failing malloc served, and where the synthetic operations after it end their
+/// segment events and address hints (they add none).
+struct SyntheticStart {
+  replay::Op served;
+  std::uint32_t segment_end = 0;
+  std::uint32_t hint_end = 0;
+};
+
+/// @brief Starts step.trace as `prepared`'s starting state and its operations before op
+/// `oom_op` (the failing malloc; earlier OOM entries the run died of left out), then that malloc
+/// served in a new slot (prepared.slot_count). Sets step.projected_from_op.
+SyntheticStart start_synthetic_trace(const replay::PreparedTrace& prepared, std::uint32_t oom_op, ProjectedStep& step);
+
 /// @brief Projects the failing unit's rest. `prepared` is prepare_trace of the same device.
 /// @return figures.available false, with a reason, when no earlier unit supports it.
 ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, const snapshot::Snapshot& snapshot,

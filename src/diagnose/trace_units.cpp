@@ -1,7 +1,6 @@
 #include "diagnose/trace_units.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cstdint>
 #include <unordered_map>
 
@@ -20,15 +19,6 @@ bool inside_a_pass(std::string_view torch_file) {
   return torch_file.starts_with("nn/modules/module.py") || torch_file.starts_with("autograd/") ||
          torch_file.starts_with("_tensor.py") ||  // Tensor.backward
          torch_file.starts_with("optim/") || torch_file.starts_with("utils/checkpoint.py");
-}
-
-bool names_evaluation(std::string_view text) {
-  std::string lower(text);
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  for (const char* word : {"eval", "valid", "predict"})
-    if (lower.find(word) != std::string::npos) return true;
-  return false;
 }
 
 /// How an allocation's frames relate to the anchor's.

@@ -61,7 +61,12 @@ void facts(std::ostream& out, const Diagnosis& d) {
                                  100 * d.steady_data_wait_fraction.value_or(*d.data_wait_fraction)));
   if (d.gpu_idle_fraction) row("GPU idle", fmt::format("{:.1f}% of nvidia-smi samples", 100 * *d.gpu_idle_fraction));
   if (d.capacity_bytes) row("capacity", format_bytes(*d.capacity_bytes) + " — " + d.capacity_source);
-  if (d.trace_projection.available)
+  if (d.trace_projection.available && d.trace_projection.from_training_call)
+    row("projected eval peak", format_bytes(d.trace_projection.most_peak_bytes) + " at most, " +
+                                   format_bytes(d.trace_projection.least_peak_bytes) +
+                                   " at least — from the training's " + d.trace_projection.shared_function +
+                                   " call, with perfect packing");
+  else if (d.trace_projection.available)
     row("projected step peak", format_bytes(d.trace_projection.projected_peak_bytes) + " — from unit " +
                                    std::to_string(d.trace_projection.reference_unit) +
                                    " of the trace, with perfect packing");

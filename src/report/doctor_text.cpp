@@ -62,7 +62,13 @@ void write_doctor_text(std::ostream& out, const diagnose::Diagnosis& d) {
     field(out, "gpu idle", fmt::format("{:.1f}% of nvidia-smi samples", 100 * *d.gpu_idle_fraction));
   if (d.capacity_bytes)
     field(out, "capacity", fmt::format("{} ({})", format_bytes(*d.capacity_bytes), d.capacity_source));
-  if (const diagnose::TraceStepProjection& t = d.trace_projection; t.available)
+  if (const diagnose::TraceStepProjection& t = d.trace_projection; t.available && t.from_training_call)
+    field(out, "projected",
+          fmt::format("{} peak for the eval batch with perfect packing, at least {} (from training call {} of {} "
+                      "of {}, sizes ×{:.3f})",
+                      format_bytes(t.most_peak_bytes), format_bytes(t.least_peak_bytes), t.reference_unit,
+                      t.earlier_units, t.shared_function, t.scale));
+  else if (t.available)
     field(out, "projected",
           fmt::format("{} peak for the failing step with perfect packing (from unit {} of {}, sizes ×{:.3f}; "
                       "fit within {} on {} earlier unit{}){}",

@@ -59,7 +59,7 @@ TEST_P(DoctorHeldOut, VerdictMatchesTheRerunsLabel) {
       EXPECT_FALSE(d.decide_with.empty());
     }
   } else if (label["oom_phase"] == "eval") {
-    EXPECT_TRUE(verdict == "undetermined" || verdict == "capacity") << name << ": " << d.headline;
+    EXPECT_EQ(verdict, label["label"].get<std::string>()) << name << ": " << d.headline;
     EXPECT_EQ(d.phase, "eval");
   } else {
     EXPECT_EQ(verdict, label["label"].get<std::string>()) << name << ": " << d.headline;
@@ -91,7 +91,9 @@ TEST_P(WithoutTelemetry, VerdictIsTheLabelOrUndetermined) {
   const std::string verdict(to_string(d.verdict));
   const std::string expected = label["label"].get<std::string>();
   if (expected == "input_bound") {
-    EXPECT_EQ(verdict, "ok") << "without telemetry nothing tells the loader wait";
+    // nvidia-smi shows the GPU idle, and nothing without the telemetry tells whether it waited for data.
+    EXPECT_EQ(verdict, "undetermined") << d.headline;
+    EXPECT_FALSE(d.decide_with.empty());
     return;
   }
   EXPECT_TRUE(verdict == expected || verdict == "undetermined") << name << ": " << verdict << " — " << d.headline;
@@ -123,7 +125,24 @@ TEST_P(DecidedWithoutTelemetry, VerdictIsTheLabel) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Recordings, DecidedWithoutTelemetry,
-                         ::testing::Values("frag", "B_frag", "C_frag", "A_frac", "S_exp_round2"));
+                         ::testing::Values("frag", "B_frag", "C_frag", "A_frac", "S_exp_round2", "E_1.06"));
+
+// E_1.06 accumulates gradients over micro-steps: units that begin without gradients, or before
+// the optimizer made its state, are of other kinds. Its fit once counted them and missed one
+// by 4.1% (the first micro-step after the first optimizer step); checked on the 7 units of the
+// failing unit's kind it is exact, and so is the projection (the rerun's failing step peaked
+// at 28889488384 bytes): expandable segments run it with the 0.5% floor to spare.
+TEST(DecidedWithoutTelemetry, TheFitIsCheckedOnUnitsOfTheFailingUnitsKind) {
+  const Diagnosis d = diagnose_without_telemetry("E_1.06");
+  const TraceStepProjection& p = d.trace_projection;
+  ASSERT_TRUE(p.available) << p.unavailable_reason;
+  EXPECT_EQ(p.checked_units, 7u);
+  EXPECT_GT(p.other_kind_units, 0u);
+  ASSERT_TRUE(p.fit_error.has_value());
+  EXPECT_LT(*p.fit_error, 1e-6);
+  EXPECT_DOUBLE_EQ(p.fit_margin, 0.005);
+  EXPECT_EQ(d.verdict, Verdict::kFragmentation);
+}
 
 // Projected from the trace, the failing step's peak against the rerun's (within 2%, as the
 // telemetry's projection is held to); A_frac's and S_exp_round2's reruns recorded no per-step peak.
@@ -138,7 +157,20 @@ TEST_P(ProjectedWithoutTelemetry, PeakIsTheRerunsPeak) {
   EXPECT_NEAR(static_cast<double>(d.trace_projection.projected_peak_bytes), real_peak, 0.02 * real_peak);
 }
 
-INSTANTIATE_TEST_SUITE_P(Recordings, ProjectedWithoutTelemetry, ::testing::Values("frag", "B_frag", "C_frag"));
+// F7_frag fails in the first micro-step after an optimizer step (gradient accumulation 4): the
+// step itself runs under expandable segments, but the next micro-steps hold the gradients again,
+// and one as long would not fit. Its rerun completed: the later batches were shorter, which the
+// trace cannot show. Undetermined, and the first thing named to decide it is those lengths.
+TEST(WithoutTelemetry, AFirstMicroStepNamesTheBatchesStillToCome) {
+  const Diagnosis d = diagnose_without_telemetry("F7_frag");
+  EXPECT_EQ(d.verdict, Verdict::kUndetermined);
+  EXPECT_TRUE(std::any_of(d.evidence.begin(), d.evidence.end(), [](const Evidence& e) { return e.key == "next_step"; }));
+  ASSERT_FALSE(d.decide_with.empty());
+  EXPECT_NE(d.decide_with.front().find("gradients are held"), std::string::npos) << d.decide_with.front();
+  EXPECT_NE(d.decide_with.front().find("expandable_segments:True"), std::string::npos) << d.decide_with.front();
+}
+
+INSTANTIATE_TEST_SUITE_P(Recordings, ProjectedWithoutTelemetry, ::testing::Values("frag", "B_frag", "C_frag", "E_1.06"));
 
 // An eval pass that fails in `logits.float()`, after the model's forward: the failing malloc's
 // stack has no module frame, its episode has. It ran once and longer than three training
@@ -167,6 +199,26 @@ TEST_P(EvalPass, IsAPassTheStepsNeverRanNotAWrapper) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Recordings, EvalPass, ::testing::Values("eval", "E_eval"));
+
+// `eval` fails in layer 6 of 14 of its first eval pass (its rerun under expandable segments
+// failed again). Projected from the training's model call, whose allocations its prefix
+// matches frame for frame, the rest of the layers, the head and the loss need far more than the
+// capacity even with every block whose lifetime the eval has not shown freed at once: capacity,
+// with or without steps.jsonl (before: undetermined, "an eval pass the trace never ran").
+TEST(EvalPass, AFirstEvalPassIsDecidedFromTheTrainingsModelCall) {
+  for (const Diagnosis& d : {diagnose("eval"), diagnose_without_telemetry("eval")}) {
+    EXPECT_EQ(d.verdict, Verdict::kCapacity) << d.headline;
+    EXPECT_EQ(d.phase, "eval");
+    const TraceStepProjection& p = d.trace_projection;
+    ASSERT_TRUE(p.available) << p.unavailable_reason;
+    EXPECT_TRUE(p.from_training_call);
+    EXPECT_EQ(p.shared_function, "module.py in _wrapped_call_impl");
+    EXPECT_EQ(p.matched_allocations, p.prefix_allocations);
+    ASSERT_TRUE(d.capacity_bytes.has_value());
+    EXPECT_GT(static_cast<double>(p.least_peak_bytes), 1.5 * static_cast<double>(*d.capacity_bytes));
+    EXPECT_TRUE(d.recommended_conf.empty());
+  }
+}
 
 // Projected peaks against the real ones: each rerun under expandable segments passed the step
 // that failed and set its run's peak there (its `allocated_bytes.all.peak` rose at that step).

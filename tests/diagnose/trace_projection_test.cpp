@@ -4,13 +4,22 @@
 // max_memory_allocated is the step's real peak, and the projection must come within 1% of it.
 #include "diagnose/trace_projection.h"
 
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <unordered_map>
+
 #include <gtest/gtest.h>
 
 #include "../fixture_support.h"
 #include "diagnose/doctor.h"
 #include "diagnose/recorded_curve.h"
+#include "diagnose/optimizer_code.h"
+#include "diagnose/python_frames.h"
+#include "diagnose/trace_units.h"
 #include "field_recordings.h"
 #include "replay/prepared_trace.h"
+#include "snapshot/snapshot_reader.h"
 
 namespace fragscope::diagnose {
 namespace {
@@ -96,6 +105,126 @@ TEST(ProjectedFromTheTrace, SynthesisedTraceKeepsTheRecordedPrefix) {
     EXPECT_EQ(step.trace.ops[k].trace_index, prepared.ops[k].trace_index);
   }
   EXPECT_GT(step.trace.ops.size(), step.projected_from_op + 1000);  // the rest of the step: its backward and optimizer
+}
+
+/// Allocated under a function of the program (outside torch) that names evaluation.
+bool in_evaluation(const snapshot::Snapshot& snap, snapshot::StackId stack) {
+  for (const snapshot::FrameId f : python_frames(snap, stack)) {
+    const snapshot::Frame& frame = snap.stacks.frame(f);
+    if (torch_path(snap.strings.view(frame.filename)).empty() && names_evaluation(snap.strings.view(frame.name)))
+      return true;
+  }
+  return false;
+}
+
+/// The live peak of `step`'s synthetic trace from the failing malloc on (a trace from the job's
+/// start: no blocks before its first event).
+std::uint64_t rest_peak(const ProjectedStep& step) {
+  std::unordered_map<std::uint32_t, std::uint64_t> size_of;
+  std::uint64_t level = 0, peak = 0;
+  for (std::size_t k = 0; k < step.trace.ops.size(); ++k) {
+    const replay::Op& op = step.trace.ops[k];
+    if (op.kind == replay::OpKind::kAlloc) {
+      size_of[op.slot] = op.size;
+      level += op.size;
+    } else if (op.kind == replay::OpKind::kFree || op.kind == replay::OpKind::kFreeCompleted) {
+      level -= size_of[op.slot];
+      size_of[op.slot] = 0;
+    }
+    if (k >= step.projected_from_op) peak = std::max(peak, level);
+  }
+  return peak;
+}
+
+// What a projection from a single earlier unit misses, beyond its own doubts: the fit cannot
+// be checked then (fixture frag_oom_104 fails in the second micro-step of its trace). Every
+// complete recording of the fixtures, tests/data/heldout and tests/data/field, every unit after
+// the first cut at its allocations of 1 MiB or more a quarter, half and three quarters in, and
+// projected from the unit before it alone, as the doctor projects such a trace (a micro-step
+// that runs the optimizer against one that does not left out: the verdict is on the failing
+// step's own work; an eval pass inside the unit's iteration ends it). Within 1/e..e of its
+// reference, the real peak of the rest of the unit never lay more than 0.5% above the
+// projection plus its under_bytes (docs/VALIDATION.md): the doctor keeps its 0.5% floor there
+// (traced_oom_verdict.cpp, kUncheckedMaxLogScale). The doubts of a unit smaller than its
+// reference stay doubts: they once wrapped around (ec_edge at 1/3 of its reference: an
+// over_bytes of 2^64 less a few GiB).
+TEST(ProjectedFromOneUnit, MissesTheRealPeakByLessThanTheUncheckedMargin) {
+  std::vector<std::pair<std::string, std::filesystem::path>> recordings;
+  for (const auto& f : fragscope::testing::snapshot_fixtures())
+    if (f.name != "big") recordings.emplace_back(f.name, f.snapshot);
+  const auto root = std::filesystem::path(FRAGSCOPE_SOURCE_DIR) / "tests" / "data";
+  for (const char* folder : {"heldout", "field"})
+    for (const auto& entry : std::filesystem::directory_iterator(root / folder))
+      for (const char* file : {"snapshot.pickle.gz", "oom_snapshot.pickle.gz"})
+        if (std::filesystem::exists(entry.path() / file))
+          recordings.emplace_back(entry.path().filename().string(), entry.path() / file);
+  std::size_t cuts = 0, near = 0;
+  double worst_near = 0, worst_far = 0;  // real above the projection and its under_bytes, by the real peak
+  for (const auto& [name, path] : recordings) {
+    const snapshot::Snapshot snap = snapshot::read_snapshot_file(path.string());
+    if (snap.device_traces.empty() || snap.trace(0).empty()) continue;
+    const replay::PreparedTrace prepared = replay::prepare_trace(snap, 0, path.string());
+    if (prepared.starts_mid_run) continue;
+    const RecordedCurve curve = walk_recorded_curve(snap, 0);
+    const auto trace = snap.trace(0);
+    std::size_t anchor = trace.size() - 1;  // the OOM, else the program's last allocation
+    for (std::size_t i = 0; i < trace.size(); ++i)
+      if (trace[i].action == snapshot::TraceAction::kOom) anchor = i;
+    while (anchor > 0 && !(trace[anchor].action == snapshot::TraceAction::kOom ||
+                           (trace[anchor].action == snapshot::TraceAction::kAlloc && trace[anchor].stack != 0 &&
+                            !python_frames(snap, trace[anchor].stack).empty())))
+      --anchor;
+    const TraceUnits units = find_trace_units(snap, 0, anchor);
+    if (units.eval) continue;
+    const auto runs_optimizer = [&](std::size_t u) {
+      for (std::size_t i = units.starts[u]; i < units.iteration_ends[u]; ++i)
+        if (trace[i].action == snapshot::TraceAction::kAlloc && trace[i].stack != 0 &&
+            made_by_optimizer(snap, trace[i].stack))
+          return true;
+      return false;
+    };
+    for (std::size_t k = 1; k + 1 < units.starts.size() && k < units.iteration_ends.size(); ++k) {
+      // A micro-step that runs the optimizer, projected from one that does not (or the reverse),
+      // is another pass at its end: the doctor's verdict is on the failing step's own work.
+      if (runs_optimizer(k - 1) != runs_optimizer(k)) continue;
+      std::vector<std::size_t> allocs;
+      for (std::size_t i = units.starts[k]; i < units.iteration_ends[k]; ++i)
+        if (trace[i].action == snapshot::TraceAction::kAlloc) allocs.push_back(i);
+      for (const double at : {0.25, 0.5, 0.75}) {
+        auto cut = static_cast<std::size_t>(at * static_cast<double>(allocs.size()));
+        while (cut < allocs.size() && trace[allocs[cut]].size < (1u << 20)) ++cut;
+        if (cut >= allocs.size()) continue;
+        TraceUnits two = units;
+        two.starts = {units.starts[k - 1], units.starts[k]};
+        two.ends = {units.ends[k - 1]};
+        two.iteration_ends = {units.iteration_ends[k - 1]};
+        const ProjectedStep step = project_step_from_trace(prepared, snap, 0, curve, allocs[cut], two);
+        if (!step.figures.available) continue;
+        const auto projected = static_cast<double>(rest_peak(step));
+        std::size_t end = allocs[cut] + 1;  // the unit's end, or an eval pass inside its iteration
+        while (end < units.iteration_ends[k] &&
+               !(trace[end].action == snapshot::TraceAction::kAlloc && in_evaluation(snap, trace[end].stack)))
+          ++end;
+        const auto real = static_cast<double>(
+            *std::max_element(curve.allocated.begin() + static_cast<std::ptrdiff_t>(allocs[cut]),
+                              curve.allocated.begin() + static_cast<std::ptrdiff_t>(end)));
+        const double miss = (real - projected - static_cast<double>(step.figures.under_bytes)) / real;
+        EXPECT_LT(step.figures.over_bytes, 1ull << 50) << name << " unit " << k;  // no wraparound
+        EXPECT_LT(step.figures.under_bytes, 1ull << 50) << name << " unit " << k;
+        if (std::abs(std::log(step.figures.scale)) < 1.0) {
+          EXPECT_LT(miss, 0.005) << name << " unit " << k << " cut " << allocs[cut];
+          worst_near = std::max(worst_near, miss);
+          ++near;
+        } else {
+          worst_far = std::max(worst_far, miss);
+        }
+        ++cuts;
+      }
+    }
+  }
+  std::cout << cuts << " cuts; within 1/e..e of the reference (" << near << "), the real peak at most "
+            << 100 * worst_near << "% above the projection and its under_bytes; further, " << 100 * worst_far << "%\n";
+  EXPECT_GE(near, 250u);
 }
 
 }  // namespace
