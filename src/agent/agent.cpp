@@ -16,7 +16,8 @@ namespace {
 
 std::uint64_t unix_ns_now() {
   return static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
 }
 
 std::int64_t steady_ns(std::chrono::steady_clock::time_point t) {
@@ -64,7 +65,8 @@ void Agent::poll() {
   for (const auto& alert : alerts) ++status_.alerts_by_rule[static_cast<std::size_t>(alert.rule)];
   for (ActionKind kind : kAllActions) {
     for (ActionOutcome outcome : kAllOutcomes) {
-      status_.actions[static_cast<std::size_t>(kind)][static_cast<std::size_t>(outcome)] = actions_.count(kind, outcome);
+      status_.actions[static_cast<std::size_t>(kind)][static_cast<std::size_t>(outcome)] =
+          actions_.count(kind, outcome);
     }
   }
   checkpoint_acks_.observe(view);
@@ -134,7 +136,8 @@ void Agent::run(const std::atomic<bool>& stop) {
     // Sleep in short slices so a signal's stop flag is seen quickly.
     const auto now = std::chrono::steady_clock::now();
     if (now < next) {
-      std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(next - now, std::chrono::milliseconds(50)));
+      std::this_thread::sleep_for(
+          std::min<std::chrono::steady_clock::duration>(next - now, std::chrono::milliseconds(50)));
       continue;
     }
     poll();

@@ -62,7 +62,8 @@ class TableReader {
     out.clear();
     for (const auto& name : names) {
       const auto rule = parse_rule(name);
-      if (!rule) fail(key, fmt::format("unknown rule '{}' (rules: fragmentation, alloc_retries, hbm_used, data_wait)", name));
+      if (!rule)
+        fail(key, fmt::format("unknown rule '{}' (rules: fragmentation, alloc_retries, hbm_used, data_wait)", name));
       out.insert(*rule);
     }
   }
@@ -87,7 +88,9 @@ class TableReader {
     taken_.insert(std::string(key));
     return table_.get(key);
   }
-  std::string child_path(std::string_view key) const { return path_.empty() ? std::string(key) : path_ + "." + std::string(key); }
+  std::string child_path(std::string_view key) const {
+    return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
+  }
 
   const toml::table& table_;
   std::string path_;

@@ -84,15 +84,18 @@ const RankMetric kRankMetrics[] = {
      [](const RankRecord& r) { return double(r.allocated_bytes); }},
     {"fragscope_reserved_unallocated_bytes", "Reserved minus allocated: cached free memory, usable or stranded.",
      MetricType::Gauge,
-     [](const RankRecord& r) { return r.reserved_bytes > r.allocated_bytes ? double(r.reserved_bytes - r.allocated_bytes) : 0.0; }},
+     [](const RankRecord& r) {
+       return r.reserved_bytes > r.allocated_bytes ? double(r.reserved_bytes - r.allocated_bytes) : 0.0;
+     }},
     {"fragscope_inactive_split_bytes",
      "Free bytes inside split segments that cannot be released (inactive_split_bytes.all.current).", MetricType::Gauge,
      [](const RankRecord& r) { return double(r.inactive_split_bytes); }},
     {"fragscope_largest_free_block_bytes", "Largest free block in the allocator's segments (sampled by the hook).",
      MetricType::Gauge, [](const RankRecord& r) { return double(r.largest_free_block_bytes); },
      [](const RankRecord& r) { return r.largest_free_known; }},
-    {"fragscope_fragmentation_ratio", "inactive_split_bytes / reserved_bytes: reserved memory stranded in split segments.",
-     MetricType::Gauge, [](const RankRecord& r) { return r.fragmentation_ratio(); }},
+    {"fragscope_fragmentation_ratio",
+     "inactive_split_bytes / reserved_bytes: reserved memory stranded in split segments.", MetricType::Gauge,
+     [](const RankRecord& r) { return r.fragmentation_ratio(); }},
     {"fragscope_reserved_peak_bytes", "Peak reserved bytes since the process started or reset its peaks.",
      MetricType::Gauge, [](const RankRecord& r) { return double(r.reserved_peak_bytes); }},
     {"fragscope_allocated_peak_bytes", "Peak allocated bytes since the process started or reset its peaks.",
@@ -203,7 +206,8 @@ std::vector<MetricFamily> node_metric_families(const NodeView& view, const Agent
     total.add(gpu_labels(gpu), double(gpu.total_bytes));
     if (gpu.utilization_ratio) utilization.add(gpu_labels(gpu), *gpu.utilization_ratio);
     for (const auto& p : gpu.processes) {
-      if (p.used_bytes) process.add({{"gpu", std::to_string(gpu.index)}, {"pid", std::to_string(p.pid)}}, double(*p.used_bytes));
+      if (p.used_bytes)
+        process.add({{"gpu", std::to_string(gpu.index)}, {"pid", std::to_string(p.pid)}}, double(*p.used_bytes));
     }
     for (const auto& mig : gpu.mig_instances) {
       std::vector<ClientMetric::Label> labels{{"gpu", std::to_string(gpu.index)},
@@ -212,10 +216,11 @@ std::vector<MetricFamily> node_metric_families(const NodeView& view, const Agent
       mig_total.add(labels, double(mig.total_bytes));
     }
   }
-  for (FamilyBuilder* family : {&used, &free_bytes, &total, &utilization, &process, &mig_used, &mig_total}) keep(*family);
+  for (FamilyBuilder* family : {&used, &free_bytes, &total, &utilization, &process, &mig_used, &mig_total})
+    keep(*family);
 
-  FamilyBuilder files("fragscope_rank_files", "Rank files found at the last poll, by state (only ok ones are reported).",
-                      MetricType::Gauge);
+  FamilyBuilder files("fragscope_rank_files",
+                      "Rank files found at the last poll, by state (only ok ones are reported).", MetricType::Gauge);
   for (RankFileState state : {RankFileState::kOk, RankFileState::kTorn, RankFileState::kInvalid,
                               RankFileState::kUnsupported, RankFileState::kStale}) {
     files.add({{"state", state_name(state)}}, double(view.files_by_state[static_cast<std::size_t>(state)]));
@@ -223,9 +228,11 @@ std::vector<MetricFamily> node_metric_families(const NodeView& view, const Agent
   keep(files);
   FamilyBuilder alerts("fragscope_agent_alerts", "Targets (ranks or GPUs) on which a rule fires, by rule.",
                        MetricType::Gauge);
-  for (Rule rule : kAllRules) alerts.add({{"rule", rule_name(rule)}}, double(status.alerts_by_rule[static_cast<std::size_t>(rule)]));
+  for (Rule rule : kAllRules)
+    alerts.add({{"rule", rule_name(rule)}}, double(status.alerts_by_rule[static_cast<std::size_t>(rule)]));
   keep(alerts);
-  FamilyBuilder actions("fragscope_agent_actions_total", "Action attempts, by action and outcome.", MetricType::Counter);
+  FamilyBuilder actions("fragscope_agent_actions_total", "Action attempts, by action and outcome.",
+                        MetricType::Counter);
   for (ActionKind kind : kAllActions) {
     for (ActionOutcome outcome : kAllOutcomes) {
       actions.add({{"action", action_name(kind)}, {"outcome", outcome_name(outcome)}},

@@ -314,7 +314,8 @@ CriterionResult check_phases(const AcceptanceCriteria& criteria, const std::vect
   CriterionResult r;
   r.criterion = "required_phases";
   r.subject = "all ranks";
-  r.limit_text = criteria.required_phases.empty() ? "none" : fmt::format("{}", fmt::join(criteria.required_phases, ", "));
+  r.limit_text =
+      criteria.required_phases.empty() ? "none" : fmt::format("{}", fmt::join(criteria.required_phases, ", "));
   std::vector<std::string> seen;
   for (const auto& rank : ranks)
     for (const auto& record : rank.records)

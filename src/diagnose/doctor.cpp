@@ -135,23 +135,31 @@ void describe_inputs(const DoctorInputs& in, bool oom, Diagnosis& d) {
         "telemetry ({} steps{}): {}", t.records.size(),
         t.cut_last_line ? fmt::format("; line {}, cut off by the crash, left out", *t.cut_last_line) : "", t.path));
   for (const auto& s : in.stats) d.inputs_used.push_back("memory_stats: " + s.path);
-  for (const auto& s : in.smi) d.inputs_used.push_back(fmt::format("nvidia-smi ({} samples): {}", s.table.samples.size(), s.path));
+  for (const auto& s : in.smi)
+    d.inputs_used.push_back(fmt::format("nvidia-smi ({} samples): {}", s.table.samples.size(), s.path));
   for (const auto& s : in.summaries) d.inputs_used.push_back("memory_summary: " + s.path);
-  for (const auto& l : in.logs) d.inputs_used.push_back(fmt::format("log ({} OOM message{}): {}", l.ooms.size(), l.ooms.size() == 1 ? "" : "s", l.path));
+  for (const auto& l : in.logs)
+    d.inputs_used.push_back(
+        fmt::format("log ({} OOM message{}): {}", l.ooms.size(), l.ooms.size() == 1 ? "" : "s", l.path));
   for (const auto& u : in.unrecognised) d.inputs_used.push_back("not recognised, ignored: " + u);
   for (const auto& skipped : in.skipped) d.skipped_inputs.emplace_back(skipped.path, skipped.reason);
   if (in.snapshots.empty())
-    d.inputs_missing.push_back("a snapshot with history (torch.cuda.memory._record_memory_history(stacks=\"python\") + "
-                               "_dump_snapshot): the counterfactual replay, the what-if table, the segment map and the phase from call stacks");
+    d.inputs_missing.push_back(
+        "a snapshot with history (torch.cuda.memory._record_memory_history(stacks=\"python\") + "
+        "_dump_snapshot): the counterfactual replay, the what-if table, the segment map and the phase from call "
+        "stacks");
   if (in.telemetry.empty())
-    d.inputs_missing.push_back("step telemetry (steps.jsonl from the fragscope hook): the data-wait share and the failing "
-                               "step's projected peak");
+    d.inputs_missing.push_back(
+        "step telemetry (steps.jsonl from the fragscope hook): the data-wait share and the failing "
+        "step's projected peak");
   if (in.logs.empty() && oom)
-    d.inputs_missing.push_back("the training log with the OOM message: the request and the driver's free memory as PyTorch reported them");
+    d.inputs_missing.push_back(
+        "the training log with the OOM message: the request and the driver's free memory as PyTorch reported them");
   if (in.stats.empty())
     d.inputs_missing.push_back("torch.cuda.memory_stats() as JSON: peaks, cudaMalloc retries and the OOM count");
   if (in.smi.empty())
-    d.inputs_missing.push_back("nvidia-smi CSV: what the driver showed (the blind spot); sampled with -lms 100, the GPU's idle time");
+    d.inputs_missing.push_back(
+        "nvidia-smi CSV: what the driver showed (the blind spot); sampled with -lms 100, the GPU's idle time");
   if (in.summaries.empty())
     d.inputs_missing.push_back("torch.cuda.memory_summary(): a cross-check of the memory_stats figures");
 }
@@ -202,14 +210,17 @@ void collect_ranks(const DoctorInputs& in, const OomSignals& oom, Diagnosis& d) 
   for (const auto& t : in.telemetry) {
     RankFacts& f = at(t.rank);
     f.data_wait_fraction = inputs::data_wait_fraction(t.records);
-    if (const auto v = telemetry_max(t.records, "reserved_bytes.all.peak")) f.peak_reserved_bytes = std::max(f.peak_reserved_bytes.value_or(0), v);
-    if (const auto v = telemetry_max(t.records, "allocated_bytes.all.peak")) f.peak_allocated_bytes = std::max(f.peak_allocated_bytes.value_or(0), v);
+    if (const auto v = telemetry_max(t.records, "reserved_bytes.all.peak"))
+      f.peak_reserved_bytes = std::max(f.peak_reserved_bytes.value_or(0), v);
+    if (const auto v = telemetry_max(t.records, "allocated_bytes.all.peak"))
+      f.peak_allocated_bytes = std::max(f.peak_allocated_bytes.value_or(0), v);
     f.sources.push_back(t.path);
   }
   for (const auto& s : in.stats) {
     RankFacts& f = at(s.rank);
     f.peak_reserved_bytes = std::max<std::uint64_t>(f.peak_reserved_bytes.value_or(0), s.stats.reserved_bytes.all.peak);
-    f.peak_allocated_bytes = std::max<std::uint64_t>(f.peak_allocated_bytes.value_or(0), s.stats.allocated_bytes.all.peak);
+    f.peak_allocated_bytes =
+        std::max<std::uint64_t>(f.peak_allocated_bytes.value_or(0), s.stats.allocated_bytes.all.peak);
     f.oom |= s.stats.num_ooms > 0;
     f.sources.push_back(s.path);
   }
@@ -275,8 +286,11 @@ void describe_rank_spread(Diagnosis& d, std::optional<int> waiting) {
       whi = std::max(whi, *f.data_wait_fraction);
     }
   }
-  std::string spread = fmt::format("{} ranks; worst rank {}{}", d.ranks.size(), worst->rank, worst->oom ? " (ran out of memory)" : "");
-  if (hi > 0) spread += fmt::format("; peak reserved {} – {} (spread {})", format_bytes(lo), format_bytes(hi), format_bytes(hi - lo));
+  std::string spread =
+      fmt::format("{} ranks; worst rank {}{}", d.ranks.size(), worst->rank, worst->oom ? " (ran out of memory)" : "");
+  if (hi > 0)
+    spread +=
+        fmt::format("; peak reserved {} – {} (spread {})", format_bytes(lo), format_bytes(hi), format_bytes(hi - lo));
   if (whi >= 0) spread += fmt::format("; data wait {} – {}", pct(wlo), pct(whi));
   d.rank_spread = spread;
 }
@@ -341,15 +355,18 @@ OomContext build_oom_context(const DoctorInputs& in, const OomSignals& oom, cons
 std::string blind_spot_line(const OomContext& c) {
   std::string line;
   if (c.smi_used_bytes && c.smi_total_bytes)
-    line += fmt::format("nvidia-smi shows {} of {} in use; ", format_bytes(*c.smi_used_bytes), format_bytes(*c.smi_total_bytes));
+    line += fmt::format("nvidia-smi shows {} of {} in use; ", format_bytes(*c.smi_used_bytes),
+                        format_bytes(*c.smi_total_bytes));
   if (c.driver_free_bytes) line += fmt::format("the driver reports {} free", format_bytes(*c.driver_free_bytes));
   if (c.allowed_bytes)
     line += fmt::format("{}the process may use only {} (set_per_process_memory_fraction)", line.empty() ? "" : " but ",
                         format_bytes(*c.allowed_bytes));
   if (c.reserved_unallocated)
-    line += fmt::format("{}PyTorch holds {} reserved but unallocated", line.empty() ? "" : " and ", format_bytes(*c.reserved_unallocated));
+    line += fmt::format("{}PyTorch holds {} reserved but unallocated", line.empty() ? "" : " and ",
+                        format_bytes(*c.reserved_unallocated));
   if (c.largest_free_block) line += fmt::format("; the largest free block is {}", format_bytes(*c.largest_free_block));
-  if (c.request_bytes > 0) line += fmt::format("{}the request was {}", line.empty() ? "" : "; ", format_bytes(c.request_bytes));
+  if (c.request_bytes > 0)
+    line += fmt::format("{}the request was {}", line.empty() ? "" : "; ", format_bytes(c.request_bytes));
   return line;
 }
 
@@ -360,16 +377,20 @@ Verdict judge_oom_without_trace(Diagnosis& d) {
   d.phase_source = "no trace with call stacks and no telemetry phase";
   if (c.driver_free_bytes && c.reserved_unallocated &&
       c.request_bytes > *c.driver_free_bytes + *c.reserved_unallocated) {
-    d.add_evidence("request_vs_free", fmt::format("the request ({}) exceeds the driver's free memory plus everything PyTorch had cached ({} + {}): "
-                                                  "no allocator setting can serve it", format_bytes(c.request_bytes),
-                                                  format_bytes(*c.driver_free_bytes), format_bytes(*c.reserved_unallocated)));
+    d.add_evidence(
+        "request_vs_free",
+        fmt::format("the request ({}) exceeds the driver's free memory plus everything PyTorch had cached ({} + {}): "
+                    "no allocator setting can serve it",
+                    format_bytes(c.request_bytes), format_bytes(*c.driver_free_bytes),
+                    format_bytes(*c.reserved_unallocated)));
     return Verdict::kCapacity;
   }
   d.add_evidence("undecidable", "without a trace the doctor cannot replay the run or project the failing step");
-  d.decide_with = {"a snapshot with history of the failing rank (_record_memory_history(stacks=\"python\") before training; "
-                   "_dump_snapshot in the except handler)",
-                   "step telemetry (steps.jsonl) of the failing rank",
-                   "one rerun with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True at the same memory"};
+  d.decide_with = {
+      "a snapshot with history of the failing rank (_record_memory_history(stacks=\"python\") before training; "
+      "_dump_snapshot in the except handler)",
+      "step telemetry (steps.jsonl) of the failing rank",
+      "one rerun with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True at the same memory"};
   return Verdict::kUndetermined;
 }
 
@@ -393,10 +414,14 @@ void judge_healthy(const DoctorInputs& in, const InputPipelineFindings& pipeline
   }
   d.healthy.push_back("no out-of-memory error in any input");
   if (retries >= 0)
-    d.healthy.push_back(retries == 0 ? "0 cudaMalloc retries: the cache never had to be flushed to make room"
-                                     : fmt::format("{} cudaMalloc retries: the cache was flushed {} times to make room — memory is tight", retries, retries));
+    d.healthy.push_back(
+        retries == 0
+            ? "0 cudaMalloc retries: the cache never had to be flushed to make room"
+            : fmt::format("{} cudaMalloc retries: the cache was flushed {} times to make room — memory is tight",
+                          retries, retries));
   if (peak_reserved > 0) {
-    std::string line = fmt::format("peak reserved {} for peak allocated {}", format_bytes(peak_reserved), format_bytes(peak_allocated));
+    std::string line = fmt::format("peak reserved {} for peak allocated {}", format_bytes(peak_reserved),
+                                   format_bytes(peak_allocated));
     if (peak_reserved >= peak_allocated)
       line += fmt::format(" ({} of cache above the live peak)", format_bytes(peak_reserved - peak_allocated));
     d.healthy.push_back(line);
@@ -406,8 +431,9 @@ void judge_healthy(const DoctorInputs& in, const InputPipelineFindings& pipeline
     for (const auto& s : smi.table.samples)
       if (s.memory_total) total = std::max(total.value_or(0), *s.memory_total);
   if (total && peak_reserved > 0 && *total > peak_reserved)
-    d.healthy.push_back(fmt::format("margin: the device has {}; the peak reserved leaves {} ({} of the card)", format_bytes(*total),
-                                    format_bytes(*total - peak_reserved), pct(static_cast<double>(*total - peak_reserved) / static_cast<double>(*total))));
+    d.healthy.push_back(fmt::format("margin: the device has {}; the peak reserved leaves {} ({} of the card)",
+                                    format_bytes(*total), format_bytes(*total - peak_reserved),
+                                    pct(static_cast<double>(*total - peak_reserved) / static_cast<double>(*total))));
   switch (pipeline.basis) {
     case PipelineBasis::kDataWait:
       d.healthy.push_back(fmt::format("the GPU rarely waits for data: {} of step time in the loader at steady state",
@@ -432,8 +458,9 @@ void judge_healthy(const DoctorInputs& in, const InputPipelineFindings& pipeline
       if (w.conf == d.recommended_conf) best = &w;
     }
     if (recorded && best && best->peak_reserved_bytes < recorded->peak_reserved_bytes)
-      d.healthy.push_back(fmt::format("headroom available: PYTORCH_CUDA_ALLOC_CONF={} would have peaked at {} reserved instead of {}",
-                                      best->conf, format_bytes(best->peak_reserved_bytes), format_bytes(recorded->peak_reserved_bytes)));
+      d.healthy.push_back(fmt::format(
+          "headroom available: PYTORCH_CUDA_ALLOC_CONF={} would have peaked at {} reserved instead of {}", best->conf,
+          format_bytes(best->peak_reserved_bytes), format_bytes(recorded->peak_reserved_bytes)));
   }
 }
 
@@ -448,7 +475,8 @@ Diagnosis run_doctor(const DoctorInputs& in, const DoctorOptions& options) {
       what = fmt::format("{} skipped (first: {}: {}){}", in.skipped.size(), in.skipped.front().path,
                          in.skipped.front().reason, in.unrecognised.empty() ? "" : "; " + what);
     throw InputError("doctor: no usable input: " + what +
-                     "; give snapshots, steps.jsonl, memory_stats JSON, nvidia-smi CSV, memory_summary text or a log with the OOM message");
+                     "; give snapshots, steps.jsonl, memory_stats JSON, nvidia-smi CSV, memory_summary text or a log "
+                     "with the OOM message");
   }
   Diagnosis d;
   d.warnings = in.warnings;
@@ -466,8 +494,8 @@ Diagnosis run_doctor(const DoctorInputs& in, const DoctorOptions& options) {
   const auto smi = smi_summaries(in);
   InputPipelineOptions pipeline_options;
   pipeline_options.wait_threshold = options.data_wait_threshold;
-  InputPipelineFindings pipeline =
-      telemetry ? analyze_input_pipeline(telemetry->records, smi, pipeline_options) : analyze_input_pipeline({}, smi, pipeline_options);
+  InputPipelineFindings pipeline = telemetry ? analyze_input_pipeline(telemetry->records, smi, pipeline_options)
+                                             : analyze_input_pipeline({}, smi, pipeline_options);
   std::optional<int> waiting_rank;
   if (!d.oom) {  // without an OOM, the rank that waits longest for data decides
     for (const TelemetryInput& t : in.telemetry) {
@@ -534,7 +562,8 @@ Diagnosis run_doctor(const DoctorInputs& in, const DoctorOptions& options) {
     d.phase = phase_name(JobPhase::kTrain);
     d.phase_source = in.telemetry.empty() ? "no OOM" : "no OOM; the telemetry covers the training steps";
     if (trace.replay && !trace.replay->snapshot.trace(trace.device).empty()) {
-      const replay::PreparedTrace prepared = replay::prepare_trace(trace.replay->snapshot, trace.device, trace.replay->path);
+      const replay::PreparedTrace prepared =
+          replay::prepare_trace(trace.replay->snapshot, trace.device, trace.replay->path);
       const replay::Capacity capacity = replay::resolve_capacity(prepared, {});
       replay::WhatIfOptions whatif_options;
       whatif_options.threads = options.threads;
@@ -542,17 +571,25 @@ Diagnosis run_doctor(const DoctorInputs& in, const DoctorOptions& options) {
       fill_whatif(replay::sweep_at_capacity(prepared, capacity, whatif_options), d);
     }
     if (pipeline.data_wait_fraction)
-      d.add_evidence("data_wait_fraction", fmt::format("data wait {} of step time over {} steps ({} without the first step, whose {:.0f} ms "
-                                                       "wait is the loader starting up)", pct(*pipeline.data_wait_fraction), pipeline.steps,
-                                                       pct(pipeline.steady_wait_fraction.value_or(0)), pipeline.first_wait_ms.value_or(0)));
+      d.add_evidence("data_wait_fraction",
+                     fmt::format("data wait {} of step time over {} steps ({} without the first step, whose {:.0f} ms "
+                                 "wait is the loader starting up)",
+                                 pct(*pipeline.data_wait_fraction), pipeline.steps,
+                                 pct(pipeline.steady_wait_fraction.value_or(0)), pipeline.first_wait_ms.value_or(0)));
     if (pipeline.gpu_idle_fraction)
-      d.add_evidence("gpu_idle", fmt::format("nvidia-smi trace: the GPU is idle (utilization below 10%) in {} of the samples while the job runs, "
-                                             "mean utilization {:.0f}%", pct(*pipeline.gpu_idle_fraction), pipeline.gpu_utilization_mean.value_or(0)));
+      d.add_evidence(
+          "gpu_idle",
+          fmt::format(
+              "nvidia-smi trace: the GPU is idle (utilization below 10%) in {} of the samples while the job runs, "
+              "mean utilization {:.0f}%",
+              pct(*pipeline.gpu_idle_fraction), pipeline.gpu_utilization_mean.value_or(0)));
     if (pipeline.input_bound) {
       d.verdict = Verdict::kInputBound;
-      d.add_evidence("input_bound", fmt::format("steady-state data wait {} ≥ the {} threshold: median step waits {:.1f} ms for data and computes {:.1f} ms",
-                                                pct(*pipeline.steady_wait_fraction), pct(options.data_wait_threshold),
-                                                pipeline.median_wait_ms.value_or(0), pipeline.median_compute_ms.value_or(0)));
+      d.add_evidence("input_bound",
+                     fmt::format("steady-state data wait {} ≥ the {} threshold: median step waits {:.1f} ms for data "
+                                 "and computes {:.1f} ms",
+                                 pct(*pipeline.steady_wait_fraction), pct(options.data_wait_threshold),
+                                 pipeline.median_wait_ms.value_or(0), pipeline.median_compute_ms.value_or(0)));
     } else if (pipeline.idle_unexplained) {
       d.verdict = Verdict::kUndetermined;
       d.decide_with.push_back(fmt::format(
@@ -587,9 +624,11 @@ Diagnosis run_doctor(const DoctorInputs& in, const DoctorOptions& options) {
                                  "whether it waits for data.", pct(pipeline.gpu_idle_fraction.value_or(0)));
         break;
       }
-      d.headline = d.in_phase(JobPhase::kUnknown) || d.phase.empty()
-                       ? "The data cannot decide why the run ran out of memory; see what would decide it."
-                       : fmt::format("The data cannot decide why the {} phase ran out of memory; see what would decide it.", d.phase);
+      d.headline =
+          d.in_phase(JobPhase::kUnknown) || d.phase.empty()
+              ? "The data cannot decide why the run ran out of memory; see what would decide it."
+              : fmt::format("The data cannot decide why the {} phase ran out of memory; see what would decide it.",
+                            d.phase);
       break;
     case Verdict::kOk:
       d.headline =

@@ -110,12 +110,16 @@ void allocator_action(Diagnosis& d, bool sufficient, const std::string& evidence
 void stranded_fragmentation(Diagnosis& d) {
   memory_reduction_actions(d, true);
   snapshot_reductions(d, false);
-  d.actions.push_back({"Set the allocator from the job's start", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
-                       "expandable segments map pages on demand and leave no split segments behind; the replay cannot show "
-                       "it: the trace begins after the pieces were made", false});
-  d.actions.push_back({"Allocate long-lived tensors before the loop", "create buffers, caches and optimizer state once, up front",
-                       "a small tensor that outlives the step pins the segment it was carved from; its free neighbours can "
-                       "then serve only smaller requests", false});
+  d.actions.push_back(
+      {"Set the allocator from the job's start", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+       "expandable segments map pages on demand and leave no split segments behind; the replay cannot show "
+       "it: the trace begins after the pieces were made",
+       false});
+  d.actions.push_back(
+      {"Allocate long-lived tensors before the loop", "create buffers, caches and optimizer state once, up front",
+       "a small tensor that outlives the step pins the segment it was carved from; its free neighbours can "
+       "then serve only smaller requests",
+       false});
   never_buy_or_slice(d, "the memory was there; it was in pieces");
 }
 
@@ -231,23 +235,29 @@ void undetermined(Diagnosis& d) {
   } else {
     memory_reduction_actions(d, false);
   }
-  d.do_not.push_back({"Do not call it fragmentation because reserved-but-unallocated is large", "",
-                      d.oom_context && d.oom_context->reserved_unallocated
-                          ? fmt::format("{} was cached and unallocated, yet that says nothing about what the rest of the pass needs",
-                                        format_bytes(*d.oom_context->reserved_unallocated))
-                          : "cached memory at the OOM says nothing about what the rest of the pass needs",
-                      false});
+  d.do_not.push_back(
+      {"Do not call it fragmentation because reserved-but-unallocated is large", "",
+       d.oom_context && d.oom_context->reserved_unallocated
+           ? fmt::format("{} was cached and unallocated, yet that says nothing about what the rest of the pass needs",
+                         format_bytes(*d.oom_context->reserved_unallocated))
+           : "cached memory at the OOM says nothing about what the rest of the pass needs",
+       false});
   never_buy_or_slice(d, "first decide whether the phase fits at all (see what would decide it)");
 }
 
 void input_bound(Diagnosis& d) {
   const std::string wait = d.steady_data_wait_fraction ? pct(*d.steady_data_wait_fraction) : std::string("most");
-  const std::string idle = d.gpu_idle_fraction ? fmt::format("; nvidia-smi shows the GPU idle in {} of samples", pct(*d.gpu_idle_fraction)) : "";
-  d.actions.push_back({"Run more loader workers", "DataLoader(num_workers=min(os.cpu_count() // gpus_per_node, 16), persistent_workers=True)",
+  const std::string idle =
+      d.gpu_idle_fraction ? fmt::format("; nvidia-smi shows the GPU idle in {} of samples", pct(*d.gpu_idle_fraction))
+                          : "";
+  d.actions.push_back({"Run more loader workers",
+                       "DataLoader(num_workers=min(os.cpu_count() // gpus_per_node, 16), persistent_workers=True)",
                        fmt::format("the GPU waits for data {} of the step time{}", wait, idle), true});
-  d.actions.push_back({"Prefetch and pin", "DataLoader(prefetch_factor=4, pin_memory=True); tensor.to(device, non_blocking=True)",
+  d.actions.push_back({"Prefetch and pin",
+                       "DataLoader(prefetch_factor=4, pin_memory=True); tensor.to(device, non_blocking=True)",
                        "keeps batches ready ahead of the GPU and overlaps the host-to-device copy", true});
-  d.actions.push_back({"Pre-tokenize into shards", "tokenize once offline; read token-id shards (e.g. numpy memmap / webdataset)",
+  d.actions.push_back({"Pre-tokenize into shards",
+                       "tokenize once offline; read token-id shards (e.g. numpy memmap / webdataset)",
                        "per-sample CPU work (tokenising, decoding) is what the workers spend their time on", false});
   never_buy(d, fmt::format("more GPUs do not fix idle time: each waits for data {} of the time already", wait));
 }
@@ -256,10 +266,13 @@ void ok(Diagnosis& d) {
   const WhatIfLine* best = line_for(d, d.recommended_conf);
   const WhatIfLine* recorded = recorded_line(d);
   if (best && recorded && best->peak_reserved_bytes < recorded->peak_reserved_bytes && !best->recorded)
-    d.actions.push_back({"Optional: lower the reserved peak", "PYTORCH_CUDA_ALLOC_CONF=" + d.recommended_conf,
-                         fmt::format("the replay peaks at {} reserved instead of {}: headroom for longer batches",
-                                     format_bytes(best->peak_reserved_bytes), format_bytes(recorded->peak_reserved_bytes)), true});
-  d.do_not.push_back({"Do not call torch.cuda.empty_cache() every step", "", "it only adds cudaMalloc/cudaFree time; the cache is healthy", false});
+    d.actions.push_back(
+        {"Optional: lower the reserved peak", "PYTORCH_CUDA_ALLOC_CONF=" + d.recommended_conf,
+         fmt::format("the replay peaks at {} reserved instead of {}: headroom for longer batches",
+                     format_bytes(best->peak_reserved_bytes), format_bytes(recorded->peak_reserved_bytes)),
+         true});
+  d.do_not.push_back({"Do not call torch.cuda.empty_cache() every step", "",
+                      "it only adds cudaMalloc/cudaFree time; the cache is healthy", false});
 }
 
 // No OOM, and the GPU idles without a measure of why: measure before changing anything.

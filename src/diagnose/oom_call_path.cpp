@@ -60,10 +60,11 @@ OomCallPath analyze_oom_call_path(const snapshot::Snapshot& snapshot, int device
   path.has_stack = true;
   const std::vector<FrameId> oom = outermost_first(snapshot, oom_stack);
   const std::vector<FrameId> python = python_frames(snapshot, oom_stack);
-  path.innermost = !python.empty() ? describe_frame(snapshot, python.back())
-                   : std::any_of(oom.begin(), oom.end(), [&](FrameId f) { return name_contains(snapshot, f, "torch::autograd::"); })
-                       ? std::string("the backward pass (autograd's engine thread: no Python frames)")
-                       : describe_frame(snapshot, oom.back());
+  path.innermost =
+      !python.empty() ? describe_frame(snapshot, python.back())
+      : std::any_of(oom.begin(), oom.end(), [&](FrameId f) { return name_contains(snapshot, f, "torch::autograd::"); })
+          ? std::string("the backward pass (autograd's engine thread: no Python frames)")
+          : describe_frame(snapshot, oom.back());
   path.model_forward = through_module_forward(snapshot, oom_stack);
   path.optimizer = made_by_optimizer(snapshot, oom_stack);
   for (const FrameId frame : oom) {

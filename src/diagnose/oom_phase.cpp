@@ -11,7 +11,8 @@ namespace {
 
 std::string lower(std::string_view text) {
   std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return out;
 }
 
@@ -66,18 +67,23 @@ OomPhase decide_oom_phase(const snapshot::Snapshot* snapshot, int device, std::o
   }
   if (!steps.empty() && steps.back().phase && steps.back().phase_or_default() != inputs::kDefaultPhase) {
     result.phase = *steps.back().phase;
-    result.source = fmt::format("the last telemetry record (step {}) is in phase '{}'", steps.back().step, result.phase);
+    result.source =
+        fmt::format("the last telemetry record (step {}) is in phase '{}'", steps.back().step, result.phase);
     return result;
   }
   if (call_path && call_path->has_stack) {
     if (call_path->repeated) {
       result.phase = phase_name(JobPhase::kTrain);
       result.repeats_step = true;
-      result.source = call_path->episodes >= 2
-                          ? fmt::format("the failing statement ({}) ran {} time(s) before in the trace: the training step repeating",
-                                        call_path->statement, call_path->episodes - 1)
-                          : fmt::format("the failing statement ({}) has been running for {:.0f} ms, many steps: it wraps the "
-                                        "training step", call_path->statement, call_path->statement_span_ms);
+      result.source =
+          call_path->episodes >= 2
+              ? fmt::format(
+                    "the failing statement ({}) ran {} time(s) before in the trace: the training step repeating",
+                    call_path->statement, call_path->episodes - 1)
+              : fmt::format(
+                    "the failing statement ({}) has been running for {:.0f} ms, many steps: it wraps the "
+                    "training step",
+                    call_path->statement, call_path->statement_span_ms);
       return result;
     }
     if (!call_path->loop_repeats) {

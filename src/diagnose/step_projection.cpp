@@ -270,7 +270,8 @@ StepProjection project_failing_step(const snapshot::Snapshot& snapshot, int devi
   // The reference step: of the steps before the failing one, the highest that shares a call
   // stack with it. Steps map to the telemetry records newest first: the last one ended where
   // the failing step began.
-  const std::vector<std::size_t> peaks = step_peaks(snapshot, trace, curve, *failing_start, p.static_bytes, step_starts);
+  const std::vector<std::size_t> peaks =
+      step_peaks(snapshot, trace, curve, *failing_start, p.static_bytes, step_starts);
   if (peaks.empty()) {
     p.unavailable_reason = "the trace shows no complete step before the failing one";
     return p;
@@ -286,7 +287,8 @@ StepProjection project_failing_step(const snapshot::Snapshot& snapshot, int devi
     const std::size_t from_newest = peaks.size() - 1 - k;
     const std::optional<std::size_t> record =
         from_newest < recorded ? std::optional<std::size_t>(recorded - 1 - from_newest) : std::nullopt;
-    const ReferenceWindow window = reference_window(curve, peaks[k], *failing_start, steps.first(recorded), p.static_bytes, record);
+    const ReferenceWindow window =
+        reference_window(curve, peaks[k], *failing_start, steps.first(recorded), p.static_bytes, record);
     reference = alloc_sizes(trace, window.start, window.end);
     const bool shares_a_stack = std::any_of(failing.begin(), failing.end(),
                                             [&](const auto& entry) { return reference.contains(entry.first); });

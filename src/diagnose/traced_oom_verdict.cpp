@@ -109,14 +109,18 @@ Verdict judge_unrecorded_pass(const snapshot::Snapshot& snap, int device, const 
   if (d.in_phase(JobPhase::kOptimizer)) {
     const ListOpProjection op = project_failing_list_op(snap, device, curve, oom_index);
     if (op.available) {
-      d.add_evidence("list_op", fmt::format("the failing malloc ({}) is result {} of {} of a list op, one tensor per parameter in the order "
-                                            "{} allocated them: the {} left need {}, so the op needs at least {} live",
-                                            op.site, op.done + 1, op.total, op.list_site, op.total - op.done,
-                                            format_bytes(op.remaining_bytes), format_bytes(op.projected_peak_bytes)));
+      d.add_evidence(
+          "list_op",
+          fmt::format("the failing malloc ({}) is result {} of {} of a list op, one tensor per parameter in the order "
+                      "{} allocated them: the {} left need {}, so the op needs at least {} live",
+                      op.site, op.done + 1, op.total, op.list_site, op.total - op.done,
+                      format_bytes(op.remaining_bytes), format_bytes(op.projected_peak_bytes)));
       if (op.projected_peak_bytes > cap) {
-        d.add_evidence("projection_vs_capacity", fmt::format("the optimizer step needs at least {} of live memory even with perfect packing; "
-                                                             "the device gives {} — short by {}", format_bytes(op.projected_peak_bytes),
-                                                             format_bytes(cap), format_bytes(op.projected_peak_bytes - cap)));
+        d.add_evidence("projection_vs_capacity",
+                       fmt::format("the optimizer step needs at least {} of live memory even with perfect packing; "
+                                   "the device gives {} — short by {}",
+                                   format_bytes(op.projected_peak_bytes), format_bytes(cap),
+                                   format_bytes(op.projected_peak_bytes - cap)));
         d.trigger = "an optimizer step: its state and its foreach temporaries";
         return Verdict::kCapacity;
       }
@@ -125,15 +129,17 @@ Verdict judge_unrecorded_pass(const snapshot::Snapshot& snap, int device, const 
   const std::int64_t after = steps.empty() ? -1 : steps.back().step;
   d.trigger = d.in_phase(JobPhase::kOptimizer)    ? "an optimizer step allocating its state"
               : d.in_phase(JobPhase::kCheckpoint) ? "a checkpoint save"
-              : d.in_phase(JobPhase::kEval)       ? fmt::format("an eval pass ({}){}", statement,
-                                                after >= 0 ? fmt::format(" after the last recorded step ({})", after) : "")
-                                  : fmt::format("a pass the recorded steps never ran ({})", statement);
+              : d.in_phase(JobPhase::kEval)
+                  ? fmt::format("an eval pass ({}){}", statement,
+                                after >= 0 ? fmt::format(" after the last recorded step ({})", after) : "")
+                  : fmt::format("a pass the recorded steps never ran ({})", statement);
   d.projection.available = false;
   d.projection.unavailable_reason = fmt::format("the {} phase's peak is not in the trace: the recorded training steps "
                                                 "say nothing about it", d.phase);
-  d.add_evidence("undecidable", fmt::format("the OOM is in {}; the trace ends at its failing malloc, so its peak is unknown. "
-                                            "That the failing malloc would fit proves nothing about the rest of the pass",
-                                            d.trigger));
+  d.add_evidence("undecidable",
+                 fmt::format("the OOM is in {}; the trace ends at its failing malloc, so its peak is unknown. "
+                             "That the failing malloc would fit proves nothing about the rest of the pass",
+                             d.trigger));
   d.decide_with = {
       fmt::format("a snapshot across the whole {} phase: record history through it and dump from the OOM observer "
                   "(torch._C._cuda_attach_out_of_memory_observer), or run the phase alone with history on", d.phase),
@@ -147,32 +153,39 @@ Verdict judge_unrecorded_pass(const snapshot::Snapshot& snap, int device, const 
 Verdict judge_training_step(const snapshot::Snapshot& snap, int device, const alloc::AllocConfig& recorded_config,
                             const replay::WhatIfRow* best, std::uint64_t cap, const TelemetryInput* telemetry,
                             std::span<const inputs::StepRecord> steps, Diagnosis& d) {
-  if (!telemetry) d.projection.unavailable_reason = "no step telemetry: the failing step's tokens and static memory are unknown";
+  if (!telemetry)
+    d.projection.unavailable_reason = "no step telemetry: the failing step's tokens and static memory are unknown";
   const StepProjection& p = d.projection;
   if (!p.available) {
     d.add_evidence("projection", "no projection of the failing step's peak: " + p.unavailable_reason);
     d.trigger = "a training step";
-    d.decide_with = {"step telemetry (steps.jsonl from the fragscope hook) of the failing rank, so the failing step's peak "
-                     "can be projected from the recorded steps",
-                     "one rerun with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True at the same memory"};
+    d.decide_with = {
+        "step telemetry (steps.jsonl from the fragscope hook) of the failing rank, so the failing step's peak "
+        "can be projected from the recorded steps",
+        "one rerun with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True at the same memory"};
     return Verdict::kUndetermined;
   }
   std::int64_t max_tokens = 0;
   for (const auto& r : steps)
     if (const auto t = record_tokens(r)) max_tokens = std::max(max_tokens, *t);
   if (p.failing_tokens && max_tokens > 0 && *p.failing_tokens > max_tokens)
-    d.trigger = fmt::format("the longest batch of the run so far: step {} has {} tokens, {:.2f}× the largest recorded step ({} tokens)",
-                            p.failing_step.value_or(0), *p.failing_tokens,
-                            static_cast<double>(*p.failing_tokens) / static_cast<double>(max_tokens), max_tokens);
+    d.trigger = fmt::format(
+        "the longest batch of the run so far: step {} has {} tokens, {:.2f}× the largest recorded step ({} tokens)",
+        p.failing_step.value_or(0), *p.failing_tokens,
+        static_cast<double>(*p.failing_tokens) / static_cast<double>(max_tokens), max_tokens);
   else
     d.trigger = fmt::format("training step {}", p.failing_step.value_or(0));
-  d.add_evidence("projection",
-              fmt::format("projected peak of step {}: {} = {} static + {} activations of reference step {} scaled ×{:.3f}{} + {} that do not scale",
-                          p.failing_step.value_or(0), format_bytes(p.projected_peak_bytes), format_bytes(p.static_bytes),
-                          format_bytes(p.reference_transient_bytes - p.reference_constant_bytes), p.reference_step.value_or(0),
-                          p.token_ratio,
-                          p.failing_tokens && p.reference_tokens ? fmt::format(" ({} → {} tokens)", *p.reference_tokens, *p.failing_tokens) : "",
-                          format_bytes(p.reference_constant_bytes)));
+  d.add_evidence(
+      "projection",
+      fmt::format("projected peak of step {}: {} = {} static + {} activations of reference step {} scaled ×{:.3f}{} + "
+                  "{} that do not scale",
+                  p.failing_step.value_or(0), format_bytes(p.projected_peak_bytes), format_bytes(p.static_bytes),
+                  format_bytes(p.reference_transient_bytes - p.reference_constant_bytes), p.reference_step.value_or(0),
+                  p.token_ratio,
+                  p.failing_tokens && p.reference_tokens
+                      ? fmt::format(" ({} → {} tokens)", *p.reference_tokens, *p.failing_tokens)
+                      : "",
+                  format_bytes(p.reference_constant_bytes)));
   // Sizes in the trace are the recorded setting's: one that rounds requests up
   // (roundup_power2_divisions) inflates every live byte, and the best setting may not round.
   std::uint64_t peak = p.projected_peak_bytes;
@@ -181,42 +194,58 @@ Verdict judge_training_step(const snapshot::Snapshot& snap, int device, const al
       rounds_up(recorded_config) && best && !rounds_up(best->config.config) && inflation > 1.01) {
     peak = static_cast<std::uint64_t>(static_cast<double>(peak) / inflation);
     next = static_cast<std::uint64_t>(static_cast<double>(next) / inflation);
-    d.add_evidence("rounding", fmt::format("the recorded setting rounds requests up (roundup_power2_divisions): the snapshot's live blocks "
-                                           "hold ×{:.3f} the bytes they asked for; {} does not round, and at requested sizes the step "
-                                           "projects to about {}", inflation, best->config.conf, format_bytes(next)));
+    d.add_evidence(
+        "rounding",
+        fmt::format("the recorded setting rounds requests up (roundup_power2_divisions): the snapshot's live blocks "
+                    "hold ×{:.3f} the bytes they asked for; {} does not round, and at requested sizes the step "
+                    "projects to about {}",
+                    inflation, best->config.conf, format_bytes(next)));
   }
   if (peak > cap) {
-    d.add_evidence("projection_vs_capacity", fmt::format("the step needs about {} of live memory even with perfect packing; the device gives {} — "
-                                                         "short by {}", format_bytes(peak), format_bytes(cap), format_bytes(peak - cap)));
+    d.add_evidence(
+        "projection_vs_capacity",
+        fmt::format("the step needs about {} of live memory even with perfect packing; the device gives {} — "
+                    "short by {}",
+                    format_bytes(peak), format_bytes(cap), format_bytes(peak - cap)));
     return Verdict::kCapacity;
   }
-  d.add_evidence("projection_vs_capacity", fmt::format("the step's projected peak {} fits in {} ({} to spare with perfect packing)",
-                                                       format_bytes(peak), format_bytes(cap), format_bytes(cap - peak)));
+  d.add_evidence("projection_vs_capacity",
+                 fmt::format("the step's projected peak {} fits in {} ({} to spare with perfect packing)",
+                             format_bytes(peak), format_bytes(cap), format_bytes(cap - peak)));
   if (next > cap) {
-    d.add_evidence("next_step", fmt::format("but step {} runs without {} that the steps before it kept from one step to the next "
-                                            "(gradients dropped after the optimizer step); the next steps hold them again, and a batch "
-                                            "like step {}'s then needs about {}: short by {} even with perfect packing",
-                                            p.failing_step.value_or(0), format_bytes(p.returning_bytes), p.failing_step.value_or(0),
-                                            format_bytes(next), format_bytes(next - cap)));
+    d.add_evidence(
+        "next_step",
+        fmt::format("but step {} runs without {} that the steps before it kept from one step to the next "
+                    "(gradients dropped after the optimizer step); the next steps hold them again, and a batch "
+                    "like step {}'s then needs about {}: short by {} even with perfect packing",
+                    p.failing_step.value_or(0), format_bytes(p.returning_bytes), p.failing_step.value_or(0),
+                    format_bytes(next), format_bytes(next - cap)));
     return Verdict::kCapacity;
   }
   if (const std::uint64_t spare = cap - next; spare < kTooClose * static_cast<double>(cap)) {
-    d.add_evidence("too_close", fmt::format("the step would leave {} ({:.1f}% of {}) with perfect packing: closer than the projection's "
-                                            "accuracy ({:.0f}%: on held-out recordings it came within 1% of the real peaks), and every "
-                                            "allocator needs some room above the live bytes, so whether a setting runs the step cannot be "
-                                            "told from the trace", format_bytes(spare), 100.0 * static_cast<double>(spare) / static_cast<double>(cap),
-                                            format_bytes(cap), 100.0 * kTooClose));
-    d.trigger = fmt::format("training step {}, within {:.0f}% of the capacity", p.failing_step.value_or(0), 100.0 * kTooClose);
-    d.decide_with = {fmt::format("one rerun with PYTORCH_CUDA_ALLOC_CONF={} at the same memory: if it fails in the same step, "
-                                 "the verdict is capacity", d.recommended_conf.empty() ? "expandable_segments:True" : d.recommended_conf),
-                     "or make room instead of deciding: activation checkpointing, or a smaller micro-batch with more accumulation"};
+    d.add_evidence(
+        "too_close",
+        fmt::format("the step would leave {} ({:.1f}% of {}) with perfect packing: closer than the projection's "
+                    "accuracy ({:.0f}%: on held-out recordings it came within 1% of the real peaks), and every "
+                    "allocator needs some room above the live bytes, so whether a setting runs the step cannot be "
+                    "told from the trace",
+                    format_bytes(spare), 100.0 * static_cast<double>(spare) / static_cast<double>(cap),
+                    format_bytes(cap), 100.0 * kTooClose));
+    d.trigger =
+        fmt::format("training step {}, within {:.0f}% of the capacity", p.failing_step.value_or(0), 100.0 * kTooClose);
+    d.decide_with = {
+        fmt::format("one rerun with PYTORCH_CUDA_ALLOC_CONF={} at the same memory: if it fails in the same step, "
+                    "the verdict is capacity",
+                    d.recommended_conf.empty() ? "expandable_segments:True" : d.recommended_conf),
+        "or make room instead of deciding: activation checkpointing, or a smaller micro-batch with more accumulation"};
     return Verdict::kUndetermined;
   }
   if (!best) {
     d.setting_fixes_it = false;
-    d.add_evidence("stranded", "the ideal packer fits the step but no setting of the sweep does: the trace starts with the memory "
-                               "already in pieces (live blocks pinning split segments), and a setting changed from that state "
-                               "inherits them");
+    d.add_evidence("stranded",
+                   "the ideal packer fits the step but no setting of the sweep does: the trace starts with the memory "
+                   "already in pieces (live blocks pinning split segments), and a setting changed from that state "
+                   "inherits them");
   }
   return Verdict::kFragmentation;
 }
@@ -383,21 +412,23 @@ Verdict judge_projected_step(ProjectedStep& step, const std::vector<replay::What
                     format_bytes(p.next_unit_extra_bytes), format_bytes(static_cast<std::uint64_t>(next / inflation)),
                     format_bytes(cap)));
     const Verdict verdict = undecided();
-    d.decide_with.insert(d.decide_with.begin(),
-                         fmt::format("the lengths of the batches still to come while the gradients are held (the rest "
-                                     "of this accumulation group, then every group): the failing step itself runs under "
-                                     "{}, and none as long means fragmentation; one as long needs about {} of the {} "
-                                     "the device gives: capacity",
-                                     best->conf.empty() ? "the recorded setting" : best->conf,
-                                     format_bytes(static_cast<std::uint64_t>(next / inflation)), format_bytes(cap)));
+    d.decide_with.insert(
+        d.decide_with.begin(),
+        fmt::format("the lengths of the batches still to come while the gradients are held (the rest "
+                    "of this accumulation group, then every group): the failing step itself runs under "
+                    "{}, and none as long means fragmentation; one as long needs about {} of the {} "
+                    "the device gives: capacity",
+                    best->conf.empty() ? "the recorded setting" : best->conf,
+                    format_bytes(static_cast<std::uint64_t>(next / inflation)), format_bytes(cap)));
     return verdict;
   }
   if (best && p.longest_unit && static_cast<double>(p.longest_peak_bytes) / inflation > lower) {
-    d.add_evidence("longest_batch",
-                   fmt::format("the failing step itself fits, but unit {} of the trace was a longer batch; one that long "
-                               "begun as the failing step began would need about {} live of the {} the device gives. "
-                               "The job makes such batches; whether the run meets one again is not in the trace",
-                               *p.longest_unit, format_bytes(p.longest_peak_bytes), format_bytes(cap)));
+    d.add_evidence(
+        "longest_batch",
+        fmt::format("the failing step itself fits, but unit {} of the trace was a longer batch; one that long "
+                    "begun as the failing step began would need about {} live of the {} the device gives. "
+                    "The job makes such batches; whether the run meets one again is not in the trace",
+                    *p.longest_unit, format_bytes(p.longest_peak_bytes), format_bytes(cap)));
     return undecided();
   }
   if (best) {
@@ -535,7 +566,8 @@ Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemet
 
   replay::ReplayOptions ideal_options = replay::replay_options_for(capacity);
   ideal_options.timeline_points = 0;
-  const replay::ReplayResult ideal = replay::run_replay(prepared, replay::ModelKind::kIdeal, prepared.recorded_config, ideal_options);
+  const replay::ReplayResult ideal =
+      replay::run_replay(prepared, replay::ModelKind::kIdeal, prepared.recorded_config, ideal_options);
   const std::uint64_t request = d.oom_context->request_bytes;
   const std::uint64_t cap = d.capacity_bytes.value_or(0);
 
@@ -548,9 +580,11 @@ Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemet
   if (d.recommended_conf.empty() && best) d.recommended_conf = best->config.conf;
   d.add_evidence("capacity", fmt::format("capacity {}: {}", format_bytes(cap), capacity.source));
   if (recorded)
-    d.add_evidence("replay_recorded", fmt::format("replaying the trace under the recorded config ({}) at {} {} at the recorded OOM (event {})",
-                                                  recorded->config.conf.empty() ? "defaults" : recorded->config.conf, format_bytes(cap),
-                                                  recorded->passes_oom_point() ? "does NOT fail" : "fails as the real run did", oom_index));
+    d.add_evidence(
+        "replay_recorded",
+        fmt::format("replaying the trace under the recorded config ({}) at {} {} at the recorded OOM (event {})",
+                    recorded->config.conf.empty() ? "defaults" : recorded->config.conf, format_bytes(cap),
+                    recorded->passes_oom_point() ? "does NOT fail" : "fails as the real run did", oom_index));
 
   const std::span<const inputs::StepRecord> steps =
       telemetry ? std::span<const inputs::StepRecord>(telemetry->records) : std::span<const inputs::StepRecord>();
@@ -562,18 +596,23 @@ Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemet
   d.phase_source = phase.source;
   d.add_evidence("phase", fmt::format("phase {}: {}", phase.phase, phase.source));
   if (const auto done = optimizer_steps_before(snap, trace.device, oom_index); done && !steps.empty()) {
-    const auto recorded = std::count_if(steps.begin(), steps.end(), [](const auto& r) { return r.optimizer_step.value_or(true); });
+    const auto recorded =
+        std::count_if(steps.begin(), steps.end(), [](const auto& r) { return r.optimizer_step.value_or(true); });
     if (*done > static_cast<std::size_t>(recorded))
-      d.add_evidence("optimizer_steps", fmt::format("the trace holds {} completed optimizer steps, the telemetry records {}: the step after "
-                                                    "the last record finished its training work before the OOM", *done, recorded));
+      d.add_evidence(
+          "optimizer_steps",
+          fmt::format("the trace holds {} completed optimizer steps, the telemetry records {}: the step after "
+                      "the last record finished its training work before the OOM",
+                      *done, recorded));
   }
   const TraceUnits units = find_trace_units(snap, trace.device, oom_index);
   d.memory_advice = memory_advice(snap, trace.device, oom_index, units, cap);
   if (!units.repeats() && !units.eval && !phase.repeats_step && d.in_phase(JobPhase::kUnknown) &&
       !units.program_frame.empty()) {
-    d.phase_source = fmt::format("no statement of the program's loop ran more than once before the OOM: the run failed in "
-                                 "its first step (at {}), so there is no earlier step to compare with",
-                                 units.program_frame);
+    d.phase_source = fmt::format(
+        "no statement of the program's loop ran more than once before the OOM: the run failed in "
+        "its first step (at {}), so there is no earlier step to compare with",
+        units.program_frame);
     std::erase_if(d.evidence, [](const Evidence& e) { return e.key == "phase"; });
     d.add_evidence("phase", fmt::format("phase {}: {}", d.phase, d.phase_source));
   }
@@ -593,10 +632,11 @@ Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemet
     // The unit names the program's own statement where the call path's outermost divergence
     // may not: a C++ frame that repeats per op (the failing malloc on autograd's thread has no
     // Python frames), or a launcher's frame (runpy, for `python -m`).
-    d.phase_source = fmt::format("the failing unit's statement ({}) ran {} time(s) before in the trace: the training "
-                                 "step repeating{}",
-                                 units.statement, units.starts.size() - 1,
-                                 units.anchor_is_oom ? "" : " (the failing malloc, on autograd's thread, has no Python frames)");
+    d.phase_source = fmt::format(
+        "the failing unit's statement ({}) ran {} time(s) before in the trace: the training "
+        "step repeating{}",
+        units.statement, units.starts.size() - 1,
+        units.anchor_is_oom ? "" : " (the failing malloc, on autograd's thread, has no Python frames)");
     std::erase_if(d.evidence, [](const Evidence& e) { return e.key == "phase"; });
     d.add_evidence("phase", fmt::format("phase {}: {}", d.phase, d.phase_source));
   }
@@ -616,9 +656,9 @@ Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemet
 
   // The projection also tells the phase apart (a failing pass unlike the recorded steps), which
   // the report names even when the ideal packer alone decides.
-  d.projection = telemetry && phase.repeats_step
-                     ? project_failing_step(snap, trace.device, curve, oom_index, request, telemetry->records, call_path.episode_starts)
-                     : StepProjection{};
+  d.projection = telemetry && phase.repeats_step ? project_failing_step(snap, trace.device, curve, oom_index, request,
+                                                                        telemetry->records, call_path.episode_starts)
+                                                 : StepProjection{};
   if (phase.repeats_step && d.projection.different_pass) {
     const bool forward = (call_path.model_forward || call_path.episode_forward) && !call_path.optimizer;
     d.phase = phase_name(forward ? JobPhase::kEval : JobPhase::kUnknown);
@@ -627,15 +667,19 @@ Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemet
   }
 
   if (ideal.oom && ideal.oom_matches_recorded) {
-    d.add_evidence("ideal_packer", fmt::format("even the ideal packer (live bytes packed with no gaps) cannot serve the {} request at event {}: "
-                                               "live bytes + request exceed {}", format_bytes(request), oom_index, format_bytes(cap)));
+    d.add_evidence(
+        "ideal_packer",
+        fmt::format("even the ideal packer (live bytes packed with no gaps) cannot serve the {} request at event {}: "
+                    "live bytes + request exceed {}",
+                    format_bytes(request), oom_index, format_bytes(cap)));
     d.projection = StepProjection{};
     d.projection.unavailable_reason = "not needed: the failing malloc alone does not fit";
     return Verdict::kCapacity;
   }
-  d.add_evidence("ideal_packer", fmt::format("the ideal packer serves the failing {} request at {}: {} live + the request = {}",
-                                             format_bytes(request), format_bytes(cap), format_bytes(curve.allocated[oom_index]),
-                                             format_bytes(curve.allocated[oom_index] + request)));
+  d.add_evidence("ideal_packer",
+                 fmt::format("the ideal packer serves the failing {} request at {}: {} live + the request = {}",
+                             format_bytes(request), format_bytes(cap), format_bytes(curve.allocated[oom_index]),
+                             format_bytes(curve.allocated[oom_index] + request)));
   if (best)
     d.add_evidence(
         "replay_best",
@@ -690,15 +734,17 @@ Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemet
     d.trace_projection = std::move(step.figures);
   }
   if (!phase.repeats_step || d.projection.different_pass)
-    return judge_unrecorded_pass(snap, trace.device, curve, oom_index, cap,
-                                 units.eval && !units.eval_statement.empty() ? units.eval_statement : call_path.statement,
-                                 steps, d);
-  const Verdict verdict = judge_training_step(snap, trace.device, prepared.recorded_config, best, cap, telemetry, steps, d);
+    return judge_unrecorded_pass(
+        snap, trace.device, curve, oom_index, cap,
+        units.eval && !units.eval_statement.empty() ? units.eval_statement : call_path.statement, steps, d);
+  const Verdict verdict =
+      judge_training_step(snap, trace.device, prepared.recorded_config, best, cap, telemetry, steps, d);
   if (verdict == Verdict::kUndetermined && prepared.starts_mid_run && !d.trace_projection.available)
-    d.decide_with.insert(d.decide_with.begin(),
-                         "a snapshot whose history holds a whole step like the failing one before it: this trace starts "
-                         "mid-run (a ring of max_entries, or history started late) and no earlier step in it can be "
-                         "projected from; a larger max_entries, or history from the run's start");
+    d.decide_with.insert(
+        d.decide_with.begin(),
+        "a snapshot whose history holds a whole step like the failing one before it: this trace starts "
+        "mid-run (a ring of max_entries, or history started late) and no earlier step in it can be "
+        "projected from; a larger max_entries, or history from the run's start");
   return verdict;
 }
 

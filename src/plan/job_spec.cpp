@@ -346,7 +346,8 @@ void validate(const JobSpec& spec) {
          fmt::format("micro_batch_size {} × grad_accum {} × world_size {} is beyond 2^40 sequences per step",
                      spec.training.micro_batch_size, spec.training.grad_accum, spec.parallel.world_size));
   const GpuSpec* gpu = find_gpu(spec.hardware.gpu);
-  if (!gpu) fail("[hardware].gpu", fmt::format("\"{}\" is unknown; known GPUs: {}", spec.hardware.gpu, gpu_names_joined()));
+  if (!gpu)
+    fail("[hardware].gpu", fmt::format("\"{}\" is unknown; known GPUs: {}", spec.hardware.gpu, gpu_names_joined()));
   if (!spec.hardware.mig.empty() && !find_mig_profile(*gpu, spec.hardware.mig)) {
     std::string profiles;
     for (const auto& p : gpu->mig_profiles) profiles += (profiles.empty() ? "" : ", ") + std::string(p.name);

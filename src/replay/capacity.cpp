@@ -91,7 +91,8 @@ Capacity resolve_capacity(const PreparedTrace& trace, const CapacityRequest& req
     // A cudaMalloc refused while the driver had room for it: a per-process cap was in force
     // (set_per_process_memory_fraction) that nothing may name. It lies at or above the most
     // the process reserved, and below the smallest reserved + request that failed.
-    const std::uint64_t segment = alloc::allocation_size(oom.size, trace.recorded_config);  // what cudaMalloc was asked for
+    const std::uint64_t segment =
+        alloc::allocation_size(oom.size, trace.recorded_config);  // what cudaMalloc was asked for
     const std::uint64_t failed = trace.capacity.failed_at.value_or(oom.reserved_at_oom + segment);
     if (oom.device_free > segment && failed > trace.capacity.lower_bound) inferred_cap = failed - 1;
     capacity.source = fmt::format("recorded OOM at event {}: {} reserved + {} free on the device",
@@ -131,14 +132,17 @@ Capacity resolve_capacity(const PreparedTrace& trace, const CapacityRequest& req
     if (trace.capacity.failed_at && *trace.capacity.failed_at > trace.capacity.lower_bound)
       allowed = std::min(allowed, *trace.capacity.failed_at - 1);
     capacity.allowed_maximum = allowed;
-    capacity.source += fmt::format("; the process was capped at {} (set_per_process_memory_fraction, from the OOM message)",
-                                   format_bytes(allowed));
+    capacity.source +=
+        fmt::format("; the process was capped at {} (set_per_process_memory_fraction, from the OOM message)",
+                    format_bytes(allowed));
     return capacity;
   }
   if (!fraction && inferred_cap) {
     capacity.allowed_maximum = inferred_cap;
-    capacity.source += fmt::format("; the driver had room, so a per-process cap refused it: at most {} (inferred from the trace's "
-                                   "failed cudaMalloc; set_per_process_memory_fraction?)", format_bytes(*inferred_cap));
+    capacity.source += fmt::format(
+        "; the driver had room, so a per-process cap refused it: at most {} (inferred from the trace's "
+        "failed cudaMalloc; set_per_process_memory_fraction?)",
+        format_bytes(*inferred_cap));
     return capacity;
   }
   if (fraction) {

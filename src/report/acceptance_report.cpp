@@ -46,7 +46,8 @@ void write_check_table(std::ostream& out, const CheckReport& report, std::string
   std::vector<std::vector<std::string>> rows;
   for (const auto& r : report.results)
     rows.push_back({r.subject, std::string(criterion_label(r.criterion)),
-                    r.measured_text.empty() ? "-" : r.measured_text, r.limit_text, std::string(verdict_text(r.verdict))});
+                    r.measured_text.empty() ? "-" : r.measured_text, r.limit_text,
+                    std::string(verdict_text(r.verdict))});
   std::vector<std::size_t> widths;
   for (std::size_t c = 0; c < headings.size(); ++c) {
     std::size_t w = columns(headings[c]);

@@ -53,7 +53,8 @@ nlohmann::json analyze_to_json(const metrics::SnapshotAnalysis& a, const std::st
     pools.push_back(std::move(entry));
   }
   auto& sites = j["top_sites"] = nlohmann::json::array();
-  for (const auto& s : a.top_sites) sites.push_back({{"location", s.location}, {"bytes", s.bytes}, {"blocks", s.blocks}});
+  for (const auto& s : a.top_sites)
+    sites.push_back({{"location", s.location}, {"bytes", s.bytes}, {"blocks", s.blocks}});
   j["trace_entries"] = a.trace.entries;
   j["trace_actions"] = a.trace.actions;
   j["trace_first_time_us"] = a.trace.first_time_us;

@@ -27,7 +27,8 @@ void write_segment_map(const metrics::SnapshotAnalysis& a, const AnalyzeTextOpti
   for (const auto& row : a.segment_map) rows.push_back(&row);
   std::stable_sort(rows.begin(), rows.end(), [](auto* x, auto* y) { return x->total_size > y->total_size; });
   const std::size_t shown = o.map_rows == 0 ? rows.size() : std::min(rows.size(), o.map_rows);
-  fmt::print(out, "\nSegment map ({} largest of {} segments; each row one segment: # allocated, - pending free, . free)\n",
+  fmt::print(out,
+             "\nSegment map ({} largest of {} segments; each row one segment: # allocated, - pending free, . free)\n",
              shown, rows.size());
   for (std::size_t i = 0; i < shown; ++i) {
     const auto& row = *rows[i];
@@ -66,9 +67,11 @@ void write_analyze_text(const metrics::SnapshotAnalysis& a, const std::string& s
              t.segments, t.blocks, a.expandable_segments ? fmt::format(" ({} expandable)", a.expandable_segments) : "");
   fmt::print(out, "  allocated (rounded)    {:>11}\n", format_bytes(t.allocated_bytes));
   fmt::print(out, "    requested by tensors {:>11}\n", format_bytes(t.requested_bytes));
-  fmt::print(out, "    internal free        {:>11}  (rounding inside live blocks)\n", format_bytes(t.free_internal_bytes));
-  fmt::print(out, "  external free          {:>11}  (gaps between live blocks{})\n", format_bytes(t.free_external_bytes),
-             t.pending_free_bytes ? fmt::format("; {} waiting on stream events", format_bytes(t.pending_free_bytes)) : "");
+  fmt::print(out, "    internal free        {:>11}  (rounding inside live blocks)\n",
+             format_bytes(t.free_internal_bytes));
+  fmt::print(
+      out, "  external free          {:>11}  (gaps between live blocks{})\n", format_bytes(t.free_external_bytes),
+      t.pending_free_bytes ? fmt::format("; {} waiting on stream events", format_bytes(t.pending_free_bytes)) : "");
   fmt::print(out, "    largest free block   {:>11}  of {} in {} free blocks\n", format_bytes(t.largest_free_block),
              format_bytes(t.inactive_bytes), t.inactive_blocks);
   fmt::print(out, "    fragmentation index  {:>11.3f}  (1 - largest free / total free; 0 = one hole)\n",
@@ -82,17 +85,21 @@ void write_analyze_text(const metrics::SnapshotAnalysis& a, const std::string& s
                     "only their own allocations.\n",
                format_bytes(a.private_pools.reserved_bytes), format_bytes(a.private_pools.inactive_bytes));
   if (a.driver_free_bytes)
-    fmt::print(out, "  nvidia-smi would show {} free (the driver's reading at the OOM).\n", format_bytes(*a.driver_free_bytes));
+    fmt::print(out, "  nvidia-smi would show {} free (the driver's reading at the OOM).\n",
+               format_bytes(*a.driver_free_bytes));
   fmt::print(out, "  The largest allocation that can succeed right now from the cache: {}{}.\n",
              format_bytes(a.largest_cached_allocation),
-             a.driver_free_bytes ? fmt::format("; a new cudaMalloc could add at most {}", format_bytes(*a.driver_free_bytes)) : "");
+             a.driver_free_bytes
+                 ? fmt::format("; a new cudaMalloc could add at most {}", format_bytes(*a.driver_free_bytes))
+                 : "");
   for (const auto& oom : a.trace.ooms) {
     const bool fits_total = oom.request_bytes <= t.inactive_bytes;
-    fmt::print(out, "  The failed request was {}: {}.\n", format_bytes(oom.request_bytes),
-               oom.request_bytes > a.largest_cached_allocation && fits_total
-                   ? fmt::format("larger than any free block although {} is free in total", format_bytes(t.inactive_bytes))
-                   : (fits_total ? "a free block of that size exists now (freed after the OOM)"
-                                 : "more than all free memory together"));
+    fmt::print(
+        out, "  The failed request was {}: {}.\n", format_bytes(oom.request_bytes),
+        oom.request_bytes > a.largest_cached_allocation && fits_total
+            ? fmt::format("larger than any free block although {} is free in total", format_bytes(t.inactive_bytes))
+            : (fits_total ? "a free block of that size exists now (freed after the OOM)"
+                          : "more than all free memory together"));
   }
 
   if (a.by_pool_stream.size() > 0) {

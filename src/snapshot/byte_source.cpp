@@ -406,7 +406,8 @@ std::unique_ptr<ByteSource> open_plain_file_at(const std::string& path, std::uin
   std::FILE* file = std::fopen(path.c_str(), "rb");
   if (!file) throw InputError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
   struct stat info {};
-  const std::uint64_t size = fstat(fileno(file), &info) == 0 && S_ISREG(info.st_mode) ? static_cast<std::uint64_t>(info.st_size) : 0;
+  const std::uint64_t size =
+      fstat(fileno(file), &info) == 0 && S_ISREG(info.st_mode) ? static_cast<std::uint64_t>(info.st_size) : 0;
   if (offset > size || std::fseek(file, static_cast<long>(offset), SEEK_SET) != 0) {
     std::fclose(file);
     throw InputError(fmt::format("{}: cannot seek to byte {}", path, offset));

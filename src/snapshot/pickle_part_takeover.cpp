@@ -56,7 +56,8 @@ bool Machine::part_memo_takeable() const {
   for (const Value v : memo_) {
     const Kind k = v.kind();
     if (k == Kind::kObject && objects_[v.payload()].kind == ObjectKind::kTyped) continue;
-    if (k != Kind::kNone && k != Kind::kBool && k != Kind::kInt && k != Kind::kString && k != Kind::kForeign) return false;
+    if (k != Kind::kNone && k != Kind::kBool && k != Kind::kInt && k != Kind::kString && k != Kind::kForeign)
+      return false;
   }
   return true;
 }
@@ -67,8 +68,8 @@ bool Machine::can_absorb_part(const Machine& part, std::span<const PartOp> log) 
     if (i >= memo_.size() || memo_[i].kind() == Kind::kMark) return false;  // a whole-file parse fails there
     const Value known = i < part.known_before_.size() ? part.known_before_[i] : Value::make(Kind::kMark, 0);
     if (known.kind() == Kind::kString &&
-        (memo_[i].kind() != Kind::kString ||
-         strings_.view(static_cast<StringId>(memo_[i].payload())) != part.strings_.view(static_cast<StringId>(known.payload()))))
+        (memo_[i].kind() != Kind::kString || strings_.view(static_cast<StringId>(memo_[i].payload())) !=
+                                                 part.strings_.view(static_cast<StringId>(known.payload()))))
       return false;
   }
   // The log on this stack: positions below `real` still hold this machine's values.

@@ -82,7 +82,8 @@ enum Operand : std::uint8_t { kNone, kFixed1, kFixed2, kFixed4, kFixed8, kLength
 constexpr std::array<std::uint8_t, 256> kOperands = [] {
   std::array<std::uint8_t, 256> t{};
   t.fill(kStop);  // an opcode a snapshot does not use (or that would run code): not walked
-  for (const char op : {'(', '0', '1', '2', 'N', '}', ']', ')', 'a', 'e', 'd', 'l', 't', 's', 'u'}) t[static_cast<std::uint8_t>(op)] = kNone;
+  for (const char op : {'(', '0', '1', '2', 'N', '}', ']', ')', 'a', 'e', 'd', 'l', 't', 's', 'u'})
+    t[static_cast<std::uint8_t>(op)] = kNone;
   for (const int op : {0x85, 0x86, 0x87, 0x88, 0x89, 0x8f, 0x90, 0x91, 0x94}) t[op] = kNone;
   t[PROTO] = t[BININT1] = t[BINGET] = kFixed1;
   t[BININT2] = kFixed2;
@@ -221,7 +222,8 @@ class Walk {
  private:
   // A trace entry: EMPTY_DICT MEMOIZE MARK, then BINGET or LONG_BINGET of 'action'.
   void entry_at(const std::uint8_t* p, std::uint64_t at) {
-    if (!((p[3] == BINGET && p[4] == *action_key_) || (p[3] == LONG_BINGET && load_little_endian(p + 4, 4, 4) == *action_key_)))
+    if (!((p[3] == BINGET && p[4] == *action_key_) ||
+          (p[3] == LONG_BINGET && load_little_endian(p + 4, 4, 4) == *action_key_)))
       return;
     ready_ = true;  // region 0: the second trace entry, the first one's keys are known
     if (!entry_) {
@@ -296,8 +298,9 @@ void walk_region(ByteSource& source, SplitPlan& plan, std::size_t j) {
   plan.set_region(j, result);
 }
 
-std::vector<std::uint64_t> frame_bounds(const std::function<std::size_t(std::uint64_t, std::span<std::uint8_t>)>& read_at,
-                                        std::uint64_t size, unsigned parts) {
+std::vector<std::uint64_t> frame_bounds(
+    const std::function<std::size_t(std::uint64_t, std::span<std::uint8_t>)>& read_at, std::uint64_t size,
+    unsigned parts) {
   std::vector<std::uint64_t> bounds{0};
   std::uint8_t head[9];
   if (read_at(0, std::span(head, 3)) != 3 || head[0] != PROTO || head[1] < 4 || head[2] != FRAME) return bounds;

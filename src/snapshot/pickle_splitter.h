@@ -85,8 +85,9 @@ class SplitPlan {
 /// @brief Region starts for `parts` parts of a `size`-byte protocol-4+ stream that `read_at`
 /// reads: the first FRAME at or after each k * size / parts, found by stepping from frame to
 /// frame (9 bytes read per 64 KiB frame). Fewer where the stream is not framed throughout.
-std::vector<std::uint64_t> frame_bounds(const std::function<std::size_t(std::uint64_t, std::span<std::uint8_t>)>& read_at,
-                                        std::uint64_t size, unsigned parts);
+std::vector<std::uint64_t> frame_bounds(
+    const std::function<std::size_t(std::uint64_t, std::span<std::uint8_t>)>& read_at, std::uint64_t size,
+    unsigned parts);
 
 /// @brief Walks region `j` of the pickle that `source` yields from the region's start, and
 /// sets what it found in `plan` (a region it cannot walk: walked = false). Region 0 also sets

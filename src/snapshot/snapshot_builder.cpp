@@ -126,8 +126,8 @@ TypedRef SnapshotBuilder::claim_dict(Machine& m, std::span<const Value> items) {
 }
 
 // Field accessors run a few times per trace entry: the checks are inline, the messages cold.
-[[noreturn, gnu::cold, gnu::noinline]] void SnapshotBuilder::bad_field(Machine& m, const Fields& f, Key k, const char* what,
-                                                                       const char* expected) const {
+[[noreturn, gnu::cold, gnu::noinline]] void SnapshotBuilder::bad_field(Machine& m, const Fields& f, Key k,
+                                                                       const char* what, const char* expected) const {
   if (!f.has(k)) m.fail(fmt::format("{} has no '{}'", what, kKeyNames[k]));
   m.fail(fmt::format("{}: '{}' is {}, expected {}", what, kKeyNames[k], kind_name(f.value[k].kind()), expected));
 }
@@ -197,7 +197,8 @@ StackId SnapshotBuilder::stack_of_other(Machine& m, Value frames, const char* wh
     if (part_ref_stacks_.empty() || part_ref_stacks_.back() != ref) part_ref_stacks_.push_back(ref);
     return ref;
   }
-  if (frames.kind() != Kind::kObject) m.fail(fmt::format("{}: 'frames' is {}, expected a list", what, kind_name(frames.kind())));
+  if (frames.kind() != Kind::kObject)
+    m.fail(fmt::format("{}: 'frames' is {}, expected a list", what, kind_name(frames.kind())));
   if (m.object_kind(frames) == ObjectKind::kTyped) {
     const TypedRef ref = m.typed(frames);
     if (ref.type != kStackRef) m.fail(fmt::format("{}: 'frames' is not a list of frames", what));
@@ -267,7 +268,8 @@ TypedRef SnapshotBuilder::make_event(Machine& m, const Fields& f) {
   TraceEvent e;
   if (f.has(kAction) && f.value[kAction].kind() == Kind::kForeign) [[unlikely]] {  // the taker reads it
     e.action_name = part_ref(f.value[kAction]);
-    if (part_ref_strings_.empty() || part_ref_strings_.back() != e.action_name) part_ref_strings_.push_back(e.action_name);
+    if (part_ref_strings_.empty() || part_ref_strings_.back() != e.action_name)
+      part_ref_strings_.push_back(e.action_name);
   } else {
     const StringId name = string_field(m, f, kAction, what);
     e.action = action_of(name);
@@ -331,8 +333,10 @@ TypedRef SnapshotBuilder::make_segment(Machine& m, const Fields& f) {
     s.device = static_cast<int>(device);
   }
   if (f.has(kStream)) s.stream = bits_field(m, f, kStream, what);
-  if (f.has(kSegmentType)) s.pool = string_field(m, f, kSegmentType, what) == type_small_ ? PoolKind::kSmall : PoolKind::kLarge;
-  if (f.has(kIsExpandable)) s.is_expandable = f.value[kIsExpandable].kind() == Kind::kBool && f.value[kIsExpandable].payload();
+  if (f.has(kSegmentType))
+    s.pool = string_field(m, f, kSegmentType, what) == type_small_ ? PoolKind::kSmall : PoolKind::kLarge;
+  if (f.has(kIsExpandable))
+    s.is_expandable = f.value[kIsExpandable].kind() == Kind::kBool && f.value[kIsExpandable].payload();
   if (f.has(kFrames)) s.stack = stack_of(m, f.value[kFrames], what);
   if (f.has(kSegmentPoolId) && f.value[kSegmentPoolId].kind() == Kind::kObject &&
       m.object_kind(f.value[kSegmentPoolId]) == ObjectKind::kTuple) {

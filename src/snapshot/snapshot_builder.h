@@ -70,7 +70,9 @@ class SnapshotBuilder final : public pickle::Observer {
   // (a kForeign value), resolved by the taker.
   static constexpr std::uint32_t kPartRef = std::uint32_t{1} << 31;
   /// A kForeign value's memo index as such an id.
-  static std::uint32_t part_ref(pickle::Value foreign) { return kPartRef | static_cast<std::uint32_t>(foreign.payload()); }
+  static std::uint32_t part_ref(pickle::Value foreign) {
+    return kPartRef | static_cast<std::uint32_t>(foreign.payload());
+  }
   /// An int as the machine holds it inline or wide (not kUInt64: a C++ size_t).
   static bool is_int(pickle::Value v) { return v.kind() == pickle::Kind::kInt || v.kind() == pickle::Kind::kWideInt; }
   /// An integer of 64 bits, signed or not (a cudaStream_t is a pointer: PyTorch may write it either way).

@@ -52,7 +52,8 @@ bool SnapshotBuilder::can_absorb_part(const SnapshotBuilder& part, Machine& m,
 void SnapshotBuilder::absorb_part(const SnapshotBuilder& part, Machine& m, PartMaps& maps) {
   const StringTable& strings = part.out_.strings;
   maps.strings.resize(strings.size());
-  for (std::size_t i = 0; i < strings.size(); ++i) maps.strings[i] = out_.strings.intern(strings.view(static_cast<StringId>(i)));
+  for (std::size_t i = 0; i < strings.size(); ++i)
+    maps.strings[i] = out_.strings.intern(strings.view(static_cast<StringId>(i)));
   const StackTable& stacks = part.out_.stacks;
   maps.frames.resize(stacks.frame_count());
   for (std::size_t i = 0; i < stacks.frame_count(); ++i) {

@@ -57,7 +57,8 @@ void SnapshotBuilder::read_settings(Machine& m, Value settings) {
     const Value v = items[i + 1];
     if (key == "PYTORCH_CUDA_ALLOC_CONF" && v.kind() == Kind::kString) s.alloc_conf = text_of(m, v);
     else if (key == "max_split_size" && is_int(v)) s.max_split_size = m.to_int(v);
-    else if (key == "garbage_collection_threshold" && (is_int(v) || v.kind() == Kind::kFloat)) s.garbage_collection_threshold = m.to_float(v);
+    else if (key == "garbage_collection_threshold" && (is_int(v) || v.kind() == Kind::kFloat))
+      s.garbage_collection_threshold = m.to_float(v);
     else if (key == "expandable_segments" && v.kind() == Kind::kBool) s.expandable_segments = v.payload();
     else if (key == "release_lock_on_cudamalloc" && v.kind() == Kind::kBool) s.release_lock_on_cudamalloc = v.payload();
     else if (key == "roundup_power2_divisions" && v.kind() == Kind::kObject && m.object_kind(v) == ObjectKind::kDict) {
@@ -98,7 +99,9 @@ void SnapshotBuilder::read_annotations(Machine& m, Value list) {
         a.device = static_cast<int>(device);
       }
       else if (key == key_ids_[kTimeUs] && is_int(v)) a.time_us = m.to_int(v);
-      else a.fields.emplace_back(key, v.kind() == Kind::kString ? static_cast<StringId>(v.payload()) : out_.strings.intern(text_of(m, v)));
+      else
+        a.fields.emplace_back(
+            key, v.kind() == Kind::kString ? static_cast<StringId>(v.payload()) : out_.strings.intern(text_of(m, v)));
     }
     out_.annotations.push_back(std::move(a));
   }
@@ -111,7 +114,8 @@ void SnapshotBuilder::read_segment_list(Machine& m, Value list, const char* what
   m.reserve_memory(m.items(list).size() * sizeof(Segment));  // every item may name the same segment
   for (const Value item : m.items(list)) {
     if (item.kind() != Kind::kObject || m.object_kind(item) != ObjectKind::kTyped || m.typed(item).type != kSegmentRef)
-      m.fail(fmt::format("not a memory snapshot: {}[{}] is not a segment (needs address, total_size, blocks)", what, i));
+      m.fail(
+          fmt::format("not a memory snapshot: {}[{}] is not a segment (needs address, total_size, blocks)", what, i));
     out_.segments.push_back(staged_segments_[m.typed(item).index]);
     ++i;
   }

@@ -36,7 +36,8 @@ constexpr std::array<MigProfile, 5> kA100_40Mig{{
 
 /// The six profiles of an 80 GB-class A100, H100-94GB, H200 and B200: 1/8, 2/8, 2/8, 4/8, 4/8
 /// and the whole card, with these compute slices and instance counts.
-constexpr std::array<MigProfile, 6> eighth_profiles(std::uint64_t total_mib, const std::array<std::string_view, 6>& names) {
+constexpr std::array<MigProfile, 6> eighth_profiles(std::uint64_t total_mib,
+                                                    const std::array<std::string_view, 6>& names) {
   return {{
       {names[0], eighths(total_mib, 1), 1, 7},
       {names[1], eighths(total_mib, 2), 1, 4},
@@ -46,7 +47,8 @@ constexpr std::array<MigProfile, 6> eighth_profiles(std::uint64_t total_mib, con
       {names[5], eighths(total_mib, 8), 7, 1},
   }};
 }
-constexpr auto kA100_80Mig = eighth_profiles(kA100_80, {"1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"});
+constexpr auto kA100_80Mig =
+    eighth_profiles(kA100_80, {"1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"});
 
 // `nvidia-smi mig -lgip` on an H100-80GB: 9.75, 19.62, 19.62, 39.50, 39.50, 79.25 GiB.
 constexpr std::array<MigProfile, 6> kH100_80Mig{{
@@ -58,7 +60,8 @@ constexpr std::array<MigProfile, 6> kH100_80Mig{{
     {"7g.80gb", 81152 * kMiB, 7, 1},
 }};
 
-constexpr auto kH100_94Mig = eighth_profiles(kH100_94, {"1g.12gb", "1g.24gb", "2g.24gb", "3g.47gb", "4g.47gb", "7g.94gb"});
+constexpr auto kH100_94Mig =
+    eighth_profiles(kH100_94, {"1g.12gb", "1g.24gb", "2g.24gb", "3g.47gb", "4g.47gb", "7g.94gb"});
 constexpr auto kH200Mig = eighth_profiles(kH200, {"1g.18gb", "1g.35gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb"});
 constexpr auto kB200Mig = eighth_profiles(kB200, {"1g.23gb", "1g.45gb", "2g.45gb", "3g.90gb", "4g.90gb", "7g.180gb"});
 
