@@ -16,16 +16,6 @@ std::int64_t allocated_change(const snapshot::TraceEvent& event) {
   }
 }
 
-std::int64_t reserved_change(const snapshot::TraceEvent& event) {
-  switch (event.action) {
-    case TraceAction::kSegmentAlloc:
-    case TraceAction::kSegmentMap: return static_cast<std::int64_t>(event.size);
-    case TraceAction::kSegmentFree:
-    case TraceAction::kSegmentUnmap: return -static_cast<std::int64_t>(event.size);
-    default: return 0;
-  }
-}
-
 std::uint64_t clamp_to_zero(std::int64_t value) { return value < 0 ? 0 : static_cast<std::uint64_t>(value); }
 
 }  // namespace
@@ -47,7 +37,7 @@ RecordedCurve walk_recorded_curve(const snapshot::Snapshot& snapshot, int device
   std::int64_t net_reserved = 0;
   for (const snapshot::TraceEvent& event : trace) {
     net_allocated += allocated_change(event);
-    net_reserved += reserved_change(event);
+    net_reserved += reserved_bytes_change(event.action, event.size);
   }
   std::int64_t allocated = std::max<std::int64_t>(0, final_allocated - net_allocated);
   std::int64_t reserved = std::max<std::int64_t>(0, final_reserved - net_reserved);
@@ -55,7 +45,7 @@ RecordedCurve walk_recorded_curve(const snapshot::Snapshot& snapshot, int device
   curve.reserved.reserve(trace.size());
   for (const snapshot::TraceEvent& event : trace) {
     allocated += allocated_change(event);
-    reserved += reserved_change(event);
+    reserved += reserved_bytes_change(event.action, event.size);
     curve.allocated.push_back(clamp_to_zero(allocated));
     curve.reserved.push_back(clamp_to_zero(reserved));
   }

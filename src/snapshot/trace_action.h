@@ -26,6 +26,18 @@ enum class TraceAction : std::uint8_t {
 
 inline constexpr std::size_t kTraceActionCount = 12;
 
+/// @brief What an event of `action` and `size` does to the bytes reserved from the driver:
+/// + for a cudaMalloc or mapped pages, − for a cudaFree or unmapped pages, 0 for the rest.
+constexpr std::int64_t reserved_bytes_change(TraceAction action, std::uint64_t size) {
+  switch (action) {
+    case TraceAction::kSegmentAlloc:
+    case TraceAction::kSegmentMap: return static_cast<std::int64_t>(size);
+    case TraceAction::kSegmentFree:
+    case TraceAction::kSegmentUnmap: return -static_cast<std::int64_t>(size);
+    default: return 0;
+  }
+}
+
 /// @brief The snapshot's spelling of `action` ("alloc", "segment_map", ...). kOther → "other".
 std::string_view to_string(TraceAction action);
 /// @brief Parses the snapshot's spelling; nullopt for unknown actions.

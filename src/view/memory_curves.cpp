@@ -18,16 +18,6 @@ void fold(CurveExtremes& a, const CurveExtremes& b) {
   a.reserved_min = std::min(a.reserved_min, b.reserved_min);
 }
 
-std::int64_t reserved_change(const snapshot::TraceEvent& event) {
-  switch (event.action) {
-    case TraceAction::kSegmentAlloc:
-    case TraceAction::kSegmentMap: return static_cast<std::int64_t>(event.size);
-    case TraceAction::kSegmentFree:
-    case TraceAction::kSegmentUnmap: return -static_cast<std::int64_t>(event.size);
-    default: return 0;
-  }
-}
-
 }  // namespace
 
 MemoryCurves::MemoryCurves(const snapshot::Snapshot& snapshot, int device, const AllocationTable& allocations) {
@@ -37,7 +27,7 @@ MemoryCurves::MemoryCurves(const snapshot::Snapshot& snapshot, int device, const
     if (segment.device == device) end_reserved += static_cast<std::int64_t>(segment.total_size);
   }
   std::int64_t net_change = 0;
-  for (const snapshot::TraceEvent& event : trace) net_change += reserved_change(event);
+  for (const snapshot::TraceEvent& event : trace) net_change += reserved_bytes_change(event.action, event.size);
   initial_reserved_ = static_cast<std::uint64_t>(std::max<std::int64_t>(0, end_reserved - net_change));
 
   active_.resize(trace.size());
@@ -52,7 +42,7 @@ MemoryCurves::MemoryCurves(const snapshot::Snapshot& snapshot, int device, const
       if (event.action == TraceAction::kAlloc) active += static_cast<std::int64_t>(allocation.size);
       if (event.action == TraceAction::kFreeCompleted) active -= static_cast<std::int64_t>(allocation.size);
     }
-    reserved += reserved_change(event);
+    reserved += reserved_bytes_change(event.action, event.size);
     active_[i] = static_cast<std::uint64_t>(std::max<std::int64_t>(0, active));
     reserved_[i] = static_cast<std::uint64_t>(std::max<std::int64_t>(0, reserved));
   }
