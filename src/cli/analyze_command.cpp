@@ -40,9 +40,9 @@ void run_analyze(const AnalyzeOptions& o, RunState& state) {
     throw InputError(fmt::format("{}: no segments or trace for device {} (it has device{} {})", o.path, *o.device,
                                  analysis.devices.size() == 1 ? "" : "s", fmt::join(analysis.devices, ", ")));
   if (o.json) {
-    std::cout << report::analyze_to_json(analysis, o.path).dump(1) << '\n';
+    std::cout << report::analyze_json(analysis, o.path).dump(1) << '\n';
   } else {
-    report::write_analyze_text(analysis, o.path, {o.map_rows, 64}, std::cout);
+    report::write_analyze_text(std::cout, analysis, o.path, {o.map_rows, 64});
   }
   state.exit_code = 0;
 }

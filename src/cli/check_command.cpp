@@ -27,7 +27,10 @@ void run_check(const CheckOptions& o, RunState& state) {
   const diagnose::CheckReport report =
       diagnose::check_acceptance(criteria, diagnose::read_check_input(o.telemetry, o.smi), o.allow_unevaluated);
   if (o.json) {
-    report::write_check_json(std::cout, report, criteria, criteria_source);
+    // Two-space indent; text from the telemetry that is not UTF-8 is replaced, not thrown on.
+    std::cout << report::check_json(report, criteria, criteria_source)
+                     .dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
+              << '\n';
   } else {
     report::write_check_table(std::cout, report, criteria_source);
   }

@@ -77,8 +77,8 @@ void write_check_table(std::ostream& out, const CheckReport& report, std::string
                          : "; a criterion not evaluated fails the check (--allow-unevaluated accepts it)");
 }
 
-void write_check_json(std::ostream& out, const CheckReport& report, const AcceptanceCriteria& criteria,
-                      std::string_view criteria_source) {
+nlohmann::ordered_json check_json(const CheckReport& report, const AcceptanceCriteria& criteria,
+                                  std::string_view criteria_source) {
   nlohmann::ordered_json doc;
   add_json_header(doc, kCheckJsonSchema);
   doc["passed"] = report.passed();
@@ -104,7 +104,7 @@ void write_check_json(std::ostream& out, const CheckReport& report, const Accept
     row["detail"] = r.detail;
     doc["results"].push_back(std::move(row));
   }
-  out << doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
+  return doc;
 }
 
 }  // namespace fragscope::report

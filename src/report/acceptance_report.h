@@ -5,6 +5,8 @@
 #include <ostream>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
 #include "diagnose/acceptance_check.h"
 #include "inputs/acceptance_criteria.h"
 
@@ -18,8 +20,8 @@ void write_check_table(std::ostream& out, const diagnose::CheckReport& report, s
 /// @brief {"passed", "failed", "not_evaluated", "allow_unevaluated", "criteria_source", "warnings": [...],
 /// "criteria": {every key},
 /// "results": [{"subject", "rank"?, "criterion", "verdict": "pass"|"fail"|"not_evaluated",
-/// "measured"?, "limit"?, "measured_text", "limit_text", "detail"}]}, then '\n'.
-void write_check_json(std::ostream& out, const diagnose::CheckReport& report,
-                      const inputs::AcceptanceCriteria& criteria, std::string_view criteria_source);
+/// "measured"?, "limit"?, "measured_text", "limit_text", "detail"}]}.
+nlohmann::ordered_json check_json(const diagnose::CheckReport& report, const inputs::AcceptanceCriteria& criteria,
+                                  std::string_view criteria_source);
 
 }  // namespace fragscope::report

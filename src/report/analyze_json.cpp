@@ -33,7 +33,7 @@ const char* run_kind_name(metrics::RunKind kind) {
 
 }  // namespace
 
-nlohmann::json analyze_to_json(const metrics::SnapshotAnalysis& a, const std::string& source) {
+nlohmann::json analyze_json(const metrics::SnapshotAnalysis& a, const std::string& source) {
   nlohmann::json j = totals_json(a.totals);
   add_json_header(j, kAnalyzeJsonSchema);
   j["source"] = source;

@@ -17,10 +17,10 @@ struct AnalyzeTextOptions {
 };
 
 /// @brief Writes the text report of `analysis` for `source` (the file name) to `out`.
-void write_analyze_text(const metrics::SnapshotAnalysis& analysis, const std::string& source,
-                        const AnalyzeTextOptions& options, std::ostream& out);
+void write_analyze_text(std::ostream& out, const metrics::SnapshotAnalysis& analysis, const std::string& source,
+                        const AnalyzeTextOptions& options);
 
 /// @brief The JSON form. Byte counts are integers; keys documented in docs/analyze.md.
-nlohmann::json analyze_to_json(const metrics::SnapshotAnalysis& analysis, const std::string& source);
+nlohmann::json analyze_json(const metrics::SnapshotAnalysis& analysis, const std::string& source);
 
 }  // namespace fragscope::report

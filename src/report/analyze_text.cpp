@@ -54,8 +54,8 @@ void write_segment_map(const metrics::SnapshotAnalysis& a, const AnalyzeTextOpti
 
 }  // namespace
 
-void write_analyze_text(const metrics::SnapshotAnalysis& a, const std::string& source,
-                        const AnalyzeTextOptions& o, std::ostream& out) {
+void write_analyze_text(std::ostream& out, const metrics::SnapshotAnalysis& a, const std::string& source,
+                        const AnalyzeTextOptions& o) {
   const auto& t = a.totals;
   // Which device, and why this one, once there is a choice (or it is not the usual device 0).
   const bool say_why = a.device_picked && (a.device != 0 || a.devices.size() > 1);

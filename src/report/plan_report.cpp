@@ -198,7 +198,7 @@ void write_plan_text(std::ostream& out, const JobSpec& spec, const JobPlan& jp) 
   }
 }
 
-void write_plan_json(std::ostream& out, const JobSpec& spec, const JobPlan& jp) {
+nlohmann::ordered_json plan_json(const JobSpec& spec, const JobPlan& jp) {
   nlohmann::ordered_json j;
   add_json_header(j, kPlanJsonSchema);
   nlohmann::ordered_json estimate = estimate_json(jp.estimate);  // a named value: items() refers into it
@@ -282,7 +282,7 @@ void write_plan_json(std::ostream& out, const JobSpec& spec, const JobPlan& jp) 
                    {"steps", steps},
                    {"criteria", inputs::acceptance_criteria_json(c.criteria)}};
   }
-  out << j.dump(2) << '\n';
+  return j;
 }
 
 }  // namespace fragscope::report

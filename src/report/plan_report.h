@@ -9,6 +9,8 @@
 
 #include <ostream>
 
+#include <nlohmann/json.hpp>
+
 #include "plan/job_plan.h"
 #include "plan/job_spec.h"
 
@@ -17,7 +19,7 @@ namespace fragscope::report {
 /// @brief The plan as text.
 void write_plan_text(std::ostream& out, const plan::JobSpec& spec, const plan::JobPlan& plan);
 
-/// @brief The plan as one JSON object (two-space indent).
-void write_plan_json(std::ostream& out, const plan::JobSpec& spec, const plan::JobPlan& plan);
+/// @brief The plan as one JSON object (`plan --json` prints it with a two-space indent).
+nlohmann::ordered_json plan_json(const plan::JobSpec& spec, const plan::JobPlan& plan);
 
 }  // namespace fragscope::report

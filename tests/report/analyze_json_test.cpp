@@ -20,7 +20,7 @@ using testing::EndStateFixture;
 using testing::HandBuiltSnapshot;
 
 json rendered(const snapshot::Snapshot& snap, const std::string& source) {
-  return json::parse(analyze_to_json(metrics::analyze_snapshot(snap, 0), source).dump());
+  return json::parse(analyze_json(metrics::analyze_snapshot(snap, 0), source).dump());
 }
 
 class AnalyzeJson : public ::testing::TestWithParam<EndStateFixture> {};

@@ -22,7 +22,7 @@ using testing::HandBuiltSnapshot;
 
 std::string render(const metrics::SnapshotAnalysis& a, const AnalyzeTextOptions& options = {}) {
   std::ostringstream out;
-  write_analyze_text(a, "run/rank0.pickle", options, out);
+  write_analyze_text(out, a, "run/rank0.pickle", options);
   return out.str();
 }
 

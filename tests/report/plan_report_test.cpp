@@ -37,7 +37,7 @@ struct Rendered {
 Rendered render(const JobSpec& spec, const plan::PlanRequest& request) {
   Rendered r{spec, plan::plan_job(spec, request), {}, {}};
   std::ostringstream json_out, text_out;
-  write_plan_json(json_out, r.spec, r.plan);
+  json_out << plan_json(r.spec, r.plan).dump(2);
   write_plan_text(text_out, r.spec, r.plan);
   r.doc = json::parse(json_out.str());
   r.text = text_out.str();
