@@ -409,12 +409,7 @@ ProjectedStep project_eval_from_training(const replay::PreparedTrace& prepared, 
   p.live_at_oom_bytes =
       curve.allocated[oom_index] + (trace[oom_index].action == TraceAction::kAlloc ? 0 : trace[oom_index].size);
 
-  std::vector<std::uint32_t> op_of_event(trace.size(), kNone);
-  for (std::size_t k = 0; k < prepared.ops.size(); ++k) {
-    const Op& op = prepared.ops[k];
-    if (op.kind == OpKind::kAlloc || op.kind == OpKind::kOom)
-      op_of_event[op.trace_index] = static_cast<std::uint32_t>(k);
-  }
+  const std::vector<std::uint32_t> op_of_event = replay::malloc_op_of_event(prepared);
   const std::uint32_t oom_op = op_of_event[oom_index];
   if (oom_op == kNone ||
       std::any_of(call.events.begin(), call.events.end(), [&](std::size_t e) { return op_of_event[e] == kNone; })) {

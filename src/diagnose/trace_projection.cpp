@@ -445,12 +445,7 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
     p.longest_peak_bytes = projected_peak(trace, ref, fit, kNone, p.scale / longest_scale, failing);
 
   // The synthetic trace: the recorded ops to the failing malloc, then the reference's rest.
-  std::vector<std::uint32_t> op_of_event(trace.size(), kNone);
-  for (std::size_t k = 0; k < prepared.ops.size(); ++k) {
-    const Op& op = prepared.ops[k];
-    if (op.kind == OpKind::kAlloc || op.kind == OpKind::kOom)
-      op_of_event[op.trace_index] = static_cast<std::uint32_t>(k);
-  }
+  const std::vector<std::uint32_t> op_of_event = replay::malloc_op_of_event(prepared);
   const std::uint32_t oom_op = op_of_event[oom_index];
   const std::uint32_t aligned_op = op_of_event[p.aligned_event];
   if (oom_op == kNone || aligned_op == kNone) {

@@ -342,6 +342,16 @@ class Compiler {
 
 }  // namespace
 
+std::vector<std::uint32_t> malloc_op_of_event(const PreparedTrace& trace) {
+  std::vector<std::uint32_t> op_of_event(trace.trace_events, kNoOp);
+  for (std::size_t k = 0; k < trace.ops.size(); ++k) {
+    const Op& op = trace.ops[k];
+    if (op.kind == OpKind::kAlloc || op.kind == OpKind::kOom)
+      op_of_event[op.trace_index] = static_cast<std::uint32_t>(k);
+  }
+  return op_of_event;
+}
+
 const RecordedOom* fatal_oom(const PreparedTrace& trace) {
   return trace.ooms.empty() || trace.ooms.back().caught ? nullptr : &trace.ooms.back();
 }

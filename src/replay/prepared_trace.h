@@ -21,6 +21,7 @@
 /// - gives each malloc the memory pool that served it (mem_pools.h: CUDA graphs' private pools).
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -138,6 +139,11 @@ inline constexpr std::size_t kMaxAllocatingPools = 256;
 ///         allocator_settings hold a config PyTorch would reject.
 PreparedTrace prepare_trace(const snapshot::Snapshot& snapshot, int device,
                             const std::string& source);
+
+/// @brief For each of the trace's events, the index in `trace.ops` of the kAlloc or kOom op it
+/// made, or kNoOp (frees, segment events, events the compiler dropped).
+inline constexpr std::uint32_t kNoOp = std::numeric_limits<std::uint32_t>::max();
+std::vector<std::uint32_t> malloc_op_of_event(const PreparedTrace& trace);
 
 /// @brief The recorded OOM the run died of (the last one no caller caught), or nullptr.
 const RecordedOom* fatal_oom(const PreparedTrace& trace);

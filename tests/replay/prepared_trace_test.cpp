@@ -50,6 +50,18 @@ TEST(PreparedTraceTest, FreeRequestedThenFreeCompletedIsOnePlainFree) {
   EXPECT_FALSE(t.starts_mid_run);
 }
 
+TEST(PreparedTraceTest, EachMallocEventNamesItsOpAndNoOtherEventDoes) {
+  const auto s = with_trace({event(TraceAction::kSegmentAlloc, kBase, 2 * kMiB),
+                             event(TraceAction::kAlloc, kBase, 1000),
+                             event(TraceAction::kAlloc, kBase + 1024, 1000),
+                             event(TraceAction::kFreeRequested, kBase, 1000),
+                             event(TraceAction::kFreeCompleted, kBase, 1000),
+                             event(TraceAction::kOom, 0, 4 * kMiB)});
+  const PreparedTrace t = prepare_trace(s, 0, "t");
+  ASSERT_EQ(kinds(t), (std::vector<OpKind>{OpKind::kAlloc, OpKind::kAlloc, OpKind::kFree, OpKind::kOom}));
+  EXPECT_EQ(malloc_op_of_event(t), (std::vector<std::uint32_t>{kNoOp, 0, 1, kNoOp, kNoOp, 3}));
+}
+
 TEST(PreparedTraceTest, ALaterFreeCompletedIsARecordStreamFree) {
   const auto s = with_trace({event(TraceAction::kSegmentAlloc, kBase, 2 * kMiB),
                              event(TraceAction::kAlloc, kBase, 1000),
