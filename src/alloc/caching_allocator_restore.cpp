@@ -19,18 +19,25 @@ std::vector<BlockHandle> CachingAllocator::restore(const std::vector<InitialSegm
   }
   std::vector<BlockHandle> live(live_count, kNoBlock);
 
-  // Appends [address, address + size) after `prev` (linking them): live block `b` (the
-  // `index`-th in input order), or free space when `b` is null.
-  auto append = [&](std::uint64_t address, std::uint64_t size, const InitialBlock* b, std::size_t index,
-                    std::uint32_t pool, std::uint32_t expandable, BlockHandle prev) {
+  // A new block [address, address + size) linked after `prev`.
+  auto linked_block = [&](std::uint64_t address, std::uint64_t size, std::uint32_t pool, std::uint32_t expandable,
+                          bool mapped, BlockHandle prev) {
     Block block;
     block.address = address;
     block.size = size;
     block.pool = pool;
     block.expandable = expandable;
+    block.mapped = mapped;
     block.prev = prev;
     const BlockHandle h = new_block(block);
     if (prev != kNone) blocks_[prev].next = h;
+    return h;
+  };
+  // Appends [address, address + size) after `prev`: live block `b` (the `index`-th in input
+  // order), or free space when `b` is null.
+  auto append = [&](std::uint64_t address, std::uint64_t size, const InitialBlock* b, std::size_t index,
+                    std::uint32_t pool, std::uint32_t expandable, BlockHandle prev) {
+    const BlockHandle h = linked_block(address, size, pool, expandable, /*mapped=*/true, prev);
     if (b) {
       blocks_[h].requested = b->requested_size;
       stats_.requested_bytes += b->requested_size;
@@ -50,16 +57,8 @@ std::vector<BlockHandle> CachingAllocator::restore(const std::vector<InitialSegm
   auto unmapped_gap = [&](std::uint64_t from, std::uint64_t until, std::uint32_t pool, std::uint32_t segment,
                           BlockHandle prev) {
     if (until <= from) return prev;
-    Block gap;
-    gap.address = from;
-    gap.size = until - from;
-    gap.pool = pool;
-    gap.expandable = segment;
-    gap.mapped = false;
-    gap.prev = prev;
-    const BlockHandle h = new_block(gap);
-    if (prev != kNone) blocks_[prev].next = h;
-    pools_[pool].unmapped.insert(AddressKey{gap.address, h});
+    const BlockHandle h = linked_block(from, until - from, pool, segment, /*mapped=*/false, prev);
+    pools_[pool].unmapped.insert(AddressKey{from, h});
     return h;
   };
   auto pool_of_segment = [&](const InitialSegment& s) {
