@@ -7,6 +7,9 @@
 namespace fragscope::view {
 
 diagnose::DoctorInputs ViewedSnapshot::one_snapshot(const std::string& name, diagnose::DoctorInputs inputs) {
+  if (inputs.snapshots.empty() && !inputs.skipped.empty()) {  // the reader's own reason, not a guess
+    throw InputError(fmt::format("{}: {}", inputs.skipped.front().path, inputs.skipped.front().reason));
+  }
   if (inputs.snapshots.empty()) throw InputError(fmt::format("{}: not a memory snapshot (nothing to view)", name));
   if (inputs.snapshots.size() > 1) {
     throw InputError(fmt::format("{}: holds {} snapshots; give each one as its own argument", name,
