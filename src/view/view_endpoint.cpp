@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <exception>
 
 #include <fmt/format.h>
@@ -100,6 +101,7 @@ ViewedSnapshot& ViewEndpoint::snapshot_at(std::uint64_t id) const {
 }
 
 http::Response ViewEndpoint::handle(const http::Request& request) {
+  const auto start = std::chrono::steady_clock::now();
   http::Response response;
   if (port_ == 0) {
     response = error_response(503, "starting");
@@ -116,6 +118,9 @@ http::Response ViewEndpoint::handle(const http::Request& request) {
     }
   }
   response.extra_headers += kCommonHeaders;
+  // The server's own share of a round trip, apart from the network and the browser's scheduling.
+  const std::chrono::duration<double, std::milli> spent = std::chrono::steady_clock::now() - start;
+  response.extra_headers += fmt::format("Server-Timing: answer;dur={:.1f}\r\n", spent.count());
   return response;
 }
 

@@ -1,5 +1,6 @@
 // The view's server: every answer is JSON from /api/ (docs/view.md lists the keys). Each call's
-// round trip is kept in window.fragscopeTimings, where the browser tests read them.
+// round trip, and the server's own share of it (Server-Timing), is kept in window.fragscopeTimings,
+// where the browser tests read them.
 
 export const timings = [];
 window.fragscopeTimings = timings;
@@ -10,7 +11,8 @@ export async function getJson(path, params = {}, signal = undefined) {
   const start = performance.now();
   const response = await fetch(query ? `${path}?${query}` : path, { signal });
   const body = await response.json();
-  timings.push({ path, ms: performance.now() - start, status: response.status });
+  const serverMs = Number(/dur=([0-9.]+)/.exec(response.headers.get('Server-Timing') || '')?.[1]);
+  timings.push({ path, ms: performance.now() - start, serverMs, status: response.status });
   if (!response.ok && response.status !== 202) throw new Error(`${path}: ${body.error || response.statusText}`);
   return { status: response.status, body };
 }
