@@ -11,6 +11,7 @@
 #include "diagnose/doctor.h"
 #include "diagnose/doctor_inputs.h"
 #include "report/doctor_report.h"
+#include "report/traced_oom_words.h"
 #include "util/output_file.h"
 
 namespace fragscope::cli {
@@ -32,6 +33,7 @@ void run_doctor_command(const DoctorFlags& f, RunState& state) {
   options.data_wait_threshold = f.wait_threshold;
   options.threads = f.threads;
   options.progress = bar.progress();
+  options.word_traced_oom = report::traced_oom_words;
   const diagnose::Diagnosis diagnosis = diagnose::run_doctor(inputs, options);
   bar.close();
   if (!f.html.empty()) {

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 
+#include "diagnose/traced_oom_findings.h"
 #include "util/progress.h"
 
 namespace fragscope::diagnose {
@@ -16,6 +17,9 @@ struct DoctorOptions {
   /// long trace still shows its shape (each point keeps its stretch's extremes).
   std::size_t timeline_points = 8192;
   Progress progress;                  ///< hears of the what-if sweep (replay/whatif.h)
+  /// Words the verdict on a traced OOM (traced_oom_findings.h says why it is passed in):
+  /// report::traced_oom_words. Required when a snapshot's trace holds the OOM.
+  TracedOomWording word_traced_oom;
 };
 
 }  // namespace fragscope::diagnose

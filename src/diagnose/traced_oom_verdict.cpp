@@ -3,9 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <span>
+#include <stdexcept>
 #include <string>
-
-#include <fmt/format.h>
 
 #include "diagnose/eval_projection.h"
 #include "diagnose/list_op_projection.h"
@@ -22,7 +21,6 @@
 #include "replay/prepared_trace.h"
 #include "replay/replay_engine.h"
 #include "replay/whatif.h"
-#include "util/bytes.h"
 #include "util/quantiles.h"
 
 namespace fragscope::diagnose {
@@ -65,8 +63,6 @@ constexpr double kMaxFitError = 0.05;
 constexpr double kRelaidTrainingStart = 0.005;
 constexpr double kRelaidEvalStart = 0.01;
 
-std::string pct(double fraction) { return fmt::format("{:.1f}%", 100.0 * fraction); }
-
 /// Σ size / Σ requested size of the blocks live in the snapshot of `device` (1 when none).
 double rounding_inflation(const snapshot::Snapshot& snap, int device) {
   const metrics::MemoryTotals live =
@@ -101,91 +97,50 @@ std::optional<std::size_t> optimizer_steps_before(const snapshot::Snapshot& snap
   return ends;
 }
 
+/// The first setting (least reserved up to the OOM point first) that runs the projected pass with its margin.
+std::optional<ProjectedRun> best_projected_run(const std::vector<WhatIfLine>& whatif,
+                                               const std::vector<ProjectedRun>& runs) {
+  for (const WhatIfLine& line : whatif)
+    for (const ProjectedRun& run : runs)
+      if (run.conf == line.conf && run.runs_with_margin) return run;
+  return std::nullopt;
+}
+
 /// A pass the recorded steps never ran (eval, checkpoint, an optimizer step): its peak is not
 /// in the trace, so only a list op that provably needs more than the device decides it.
 Verdict judge_unrecorded_pass(const snapshot::Snapshot& snap, int device, const RecordedCurve& curve,
-                              std::size_t oom_index, std::uint64_t cap, const std::string& statement,
-                              std::span<const inputs::StepRecord> steps, Diagnosis& d) {
-  if (d.in_phase(JobPhase::kOptimizer)) {
+                              std::size_t oom_index, std::span<const inputs::StepRecord> steps, bool optimizer,
+                              TracedOomFindings& f) {
+  if (optimizer) {
     const ListOpProjection op = project_failing_list_op(snap, device, curve, oom_index);
     if (op.available) {
-      d.add_evidence(
-          "list_op",
-          fmt::format("the failing malloc ({}) is result {} of {} of a list op, one tensor per parameter in the order "
-                      "{} allocated them: the {} left need {}, so the op needs at least {} live",
-                      op.site, op.done + 1, op.total, op.list_site, op.total - op.done,
-                      format_bytes(op.remaining_bytes), format_bytes(op.projected_peak_bytes)));
-      if (op.projected_peak_bytes > cap) {
-        d.add_evidence("projection_vs_capacity",
-                       fmt::format("the optimizer step needs at least {} of live memory even with perfect packing; "
-                                   "the device gives {} — short by {}",
-                                   format_bytes(op.projected_peak_bytes), format_bytes(cap),
-                                   format_bytes(op.projected_peak_bytes - cap)));
-        d.trigger = "an optimizer step: its state and its foreach temporaries";
+      f.list_op = op;
+      if (op.projected_peak_bytes > f.capacity_bytes) {
+        f.rule = TracedOomRule::kListOpExceeds;
         return Verdict::kCapacity;
       }
     }
   }
-  const std::int64_t after = steps.empty() ? -1 : steps.back().step;
-  d.trigger = d.in_phase(JobPhase::kOptimizer)    ? "an optimizer step allocating its state"
-              : d.in_phase(JobPhase::kCheckpoint) ? "a checkpoint save"
-              : d.in_phase(JobPhase::kEval)
-                  ? fmt::format("an eval pass ({}){}", statement,
-                                after >= 0 ? fmt::format(" after the last recorded step ({})", after) : "")
-                  : fmt::format("a pass the recorded steps never ran ({})", statement);
-  d.projection.available = false;
-  d.projection.unavailable_reason = fmt::format("the {} phase's peak is not in the trace: the recorded training steps "
-                                                "say nothing about it", d.phase);
-  d.add_evidence("undecidable",
-                 fmt::format("the OOM is in {}; the trace ends at its failing malloc, so its peak is unknown. "
-                             "That the failing malloc would fit proves nothing about the rest of the pass",
-                             d.trigger));
-  d.decide_with = {
-      fmt::format("a snapshot across the whole {} phase: record history through it and dump from the OOM observer "
-                  "(torch._C._cuda_attach_out_of_memory_observer), or run the phase alone with history on", d.phase),
-      "the job spec (model, batch, sequence length) for `fragscope plan`, which computes the phase's peak",
-      fmt::format("one rerun of the {} phase with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True at the same memory: "
-                  "if it still fails, the verdict is capacity", d.phase)};
+  if (!steps.empty()) f.last_recorded_step = steps.back().step;
+  f.step.available = false;
+  f.step_gap = StepProjectionGap::kPassNotInTrace;
+  f.rule = TracedOomRule::kUnrecordedPass;
   return Verdict::kUndetermined;
 }
 
 /// A training step like the recorded ones: its projected peak (step_projection.h) against the capacity.
 Verdict judge_training_step(const snapshot::Snapshot& snap, int device, const alloc::AllocConfig& recorded_config,
-                            const replay::WhatIfRow* best, std::uint64_t cap, const TelemetryInput* telemetry,
-                            std::span<const inputs::StepRecord> steps, Diagnosis& d) {
-  if (!telemetry)
-    d.projection.unavailable_reason = "no step telemetry: the failing step's tokens and static memory are unknown";
-  const StepProjection& p = d.projection;
+                            const replay::WhatIfRow* best, const TelemetryInput* telemetry,
+                            std::span<const inputs::StepRecord> steps, TracedOomFindings& f) {
+  if (!telemetry) f.step_gap = StepProjectionGap::kNoTelemetry;
+  const StepProjection& p = f.step;
   if (!p.available) {
-    d.add_evidence("projection", "no projection of the failing step's peak: " + p.unavailable_reason);
-    d.trigger = "a training step";
-    d.decide_with = {
-        "step telemetry (steps.jsonl from the fragscope hook) of the failing rank, so the failing step's peak "
-        "can be projected from the recorded steps",
-        "one rerun with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True at the same memory"};
+    f.rule = TracedOomRule::kNoStepProjection;
     return Verdict::kUndetermined;
   }
-  std::int64_t max_tokens = 0;
   for (const auto& r : steps)
-    if (const auto t = record_tokens(r)) max_tokens = std::max(max_tokens, *t);
-  if (p.failing_tokens && max_tokens > 0 && *p.failing_tokens > max_tokens)
-    d.trigger = fmt::format(
-        "the longest batch of the run so far: step {} has {} tokens, {:.2f}× the largest recorded step ({} tokens)",
-        p.failing_step.value_or(0), *p.failing_tokens,
-        static_cast<double>(*p.failing_tokens) / static_cast<double>(max_tokens), max_tokens);
-  else
-    d.trigger = fmt::format("training step {}", p.failing_step.value_or(0));
-  d.add_evidence(
-      "projection",
-      fmt::format("projected peak of step {}: {} = {} static + {} activations of reference step {} scaled ×{:.3f}{} + "
-                  "{} that do not scale",
-                  p.failing_step.value_or(0), format_bytes(p.projected_peak_bytes), format_bytes(p.static_bytes),
-                  format_bytes(p.reference_transient_bytes - p.reference_constant_bytes), p.reference_step.value_or(0),
-                  p.token_ratio,
-                  p.failing_tokens && p.reference_tokens
-                      ? fmt::format(" ({} → {} tokens)", *p.reference_tokens, *p.failing_tokens)
-                      : "",
-                  format_bytes(p.reference_constant_bytes)));
+    if (const auto t = record_tokens(r)) f.max_recorded_tokens = std::max(f.max_recorded_tokens, *t);
+  f.longest_batch = p.failing_tokens && f.max_recorded_tokens > 0 && *p.failing_tokens > f.max_recorded_tokens;
   // Sizes in the trace are the recorded setting's: one that rounds requests up
   // (roundup_power2_divisions) inflates every live byte, and the best setting may not round.
   std::uint64_t peak = p.projected_peak_bytes;
@@ -194,59 +149,26 @@ Verdict judge_training_step(const snapshot::Snapshot& snap, int device, const al
       rounds_up(recorded_config) && best && !rounds_up(best->config.config) && inflation > 1.01) {
     peak = static_cast<std::uint64_t>(static_cast<double>(peak) / inflation);
     next = static_cast<std::uint64_t>(static_cast<double>(next) / inflation);
-    d.add_evidence(
-        "rounding",
-        fmt::format("the recorded setting rounds requests up (roundup_power2_divisions): the snapshot's live blocks "
-                    "hold ×{:.3f} the bytes they asked for; {} does not round, and at requested sizes the step "
-                    "projects to about {}",
-                    inflation, best->config.conf, format_bytes(next)));
+    f.inflation = inflation;
+    f.unrounded_conf = best->config.conf;
   }
+  f.needed_bytes = peak;
+  f.next_needed_bytes = next;
+  const std::uint64_t cap = f.capacity_bytes;
   if (peak > cap) {
-    d.add_evidence(
-        "projection_vs_capacity",
-        fmt::format("the step needs about {} of live memory even with perfect packing; the device gives {} — "
-                    "short by {}",
-                    format_bytes(peak), format_bytes(cap), format_bytes(peak - cap)));
+    f.rule = TracedOomRule::kStepExceeds;
     return Verdict::kCapacity;
   }
-  d.add_evidence("projection_vs_capacity",
-                 fmt::format("the step's projected peak {} fits in {} ({} to spare with perfect packing)",
-                             format_bytes(peak), format_bytes(cap), format_bytes(cap - peak)));
   if (next > cap) {
-    d.add_evidence(
-        "next_step",
-        fmt::format("but step {} runs without {} that the steps before it kept from one step to the next "
-                    "(gradients dropped after the optimizer step); the next steps hold them again, and a batch "
-                    "like step {}'s then needs about {}: short by {} even with perfect packing",
-                    p.failing_step.value_or(0), format_bytes(p.returning_bytes), p.failing_step.value_or(0),
-                    format_bytes(next), format_bytes(next - cap)));
+    f.rule = TracedOomRule::kNextStepExceeds;
     return Verdict::kCapacity;
   }
   if (const std::uint64_t spare = cap - next; spare < kTooClose * static_cast<double>(cap)) {
-    d.add_evidence(
-        "too_close",
-        fmt::format("the step would leave {} ({:.1f}% of {}) with perfect packing: closer than the projection's "
-                    "accuracy ({:.0f}%: on held-out recordings it came within 1% of the real peaks), and every "
-                    "allocator needs some room above the live bytes, so whether a setting runs the step cannot be "
-                    "told from the trace",
-                    format_bytes(spare), 100.0 * static_cast<double>(spare) / static_cast<double>(cap),
-                    format_bytes(cap), 100.0 * kTooClose));
-    d.trigger =
-        fmt::format("training step {}, within {:.0f}% of the capacity", p.failing_step.value_or(0), 100.0 * kTooClose);
-    d.decide_with = {
-        fmt::format("one rerun with PYTORCH_CUDA_ALLOC_CONF={} at the same memory: if it fails in the same step, "
-                    "the verdict is capacity",
-                    d.recommended_conf.empty() ? "expandable_segments:True" : d.recommended_conf),
-        "or make room instead of deciding: activation checkpointing, or a smaller micro-batch with more accumulation"};
+    f.rule = TracedOomRule::kStepTooClose;
+    f.too_close_fraction = kTooClose;
     return Verdict::kUndetermined;
   }
-  if (!best) {
-    d.setting_fixes_it = false;
-    d.add_evidence("stranded",
-                   "the ideal packer fits the step but no setting of the sweep does: the trace starts with the memory "
-                   "already in pieces (live blocks pinning split segments), and a setting changed from that state "
-                   "inherits them");
-  }
+  f.rule = TracedOomRule::kStepFits;
   return Verdict::kFragmentation;
 }
 
@@ -264,28 +186,11 @@ void set_margins(TraceStepProjection& p, std::uint64_t cap, bool starts_mid_run)
   p.margin_to_fail = p.fit_margin + share(p.over_bytes);
 }
 
-/// How a setting of expandable segments was replayed from a mid-run trace, and why its margin is larger.
-std::string relaid_start_note(const TraceStepProjection& p) {
-  return fmt::format(
-      " (the trace starts mid-run: it was replayed from the live blocks the trace starts with, laid back to back as "
-      "expandable segments hold them, so it must leave {} more than the fit's margin)",
-      pct(p.relaid_start_margin));
-}
-
-std::string describe_projection(const TraceStepProjection& p) {
-  std::string rest =
-      fmt::format("{} constant, {} linear", format_bytes(p.constant_bytes), format_bytes(p.linear_bytes));
-  if (p.quadratic_bytes) rest += fmt::format(", {} quadratic", format_bytes(p.quadratic_bytes));
-  if (p.other_bytes) rest += fmt::format(", {} another power", format_bytes(p.other_bytes));
-  if (p.unfitted_bytes)
-    rest += fmt::format(", {} that no earlier unit tells (taken as linear)", format_bytes(p.unfitted_bytes));
-  return fmt::format(
-      "the failing unit's allocations up to the failing malloc match unit {} of {} (events {}–{}) call stack by "
-      "call stack ({} of {}; the failing malloc is its event {}); their sizes are ×{:.3f} its own. Its rest, "
-      "scaled by how each allocation's size follows the scale over the other units ({}), makes the failing "
-      "step peak at {} live with perfect packing",
-      p.reference_unit, p.earlier_units + 1, p.reference_first_event, p.reference_end_event - 1, p.matched_allocations,
-      p.prefix_allocations, p.aligned_event, p.scale, rest, format_bytes(p.projected_peak_bytes));
+/// Marks which settings of the what-if table run the projected pass.
+void mark_projected_runs(const std::vector<ProjectedRun>& runs, std::vector<WhatIfLine>& whatif) {
+  for (WhatIfLine& line : whatif)
+    for (const ProjectedRun& run : runs)
+      if (run.conf == line.conf) line.runs_projected_step = run.runs;
 }
 
 /// The failing step projected from the trace alone (trace_projection.h), replayed at the
@@ -294,183 +199,57 @@ std::string describe_projection(const TraceStepProjection& p) {
 /// between.
 Verdict judge_projected_step(ProjectedStep& step, const std::vector<replay::WhatIfConfig>& configs,
                              const replay::Capacity& capacity, double inflation, const DoctorOptions& options,
-                             const OomCallPath& call_path, Diagnosis& d) {
+                             const OomCallPath& call_path, Diagnosis& d, TracedOomFindings& f) {
   TraceStepProjection& p = step.figures;
   const std::uint64_t cap = capacity.effective_bytes().value_or(0);
   set_margins(p, cap, step.trace.starts_mid_run);
   replay_projected_step(step, configs, capacity, options.threads);
-  for (WhatIfLine& line : d.whatif)
-    for (const ProjectedRun& run : p.runs)
-      if (run.conf == line.conf) line.runs_projected_step = run.runs;
+  mark_projected_runs(p.runs, d.whatif);
   d.phase = phase_name(p.eval_units ? JobPhase::kEval : call_path.optimizer ? JobPhase::kOptimizer : JobPhase::kTrain);
-  d.phase_source = fmt::format("the failing unit's statement ({}) ran {} time(s) before in the trace: {} repeating",
-                               p.unit_statement, p.earlier_units, p.eval_units ? "evaluation" : "the training step");
-  d.add_evidence("phase", fmt::format("phase {}: {}", d.phase, d.phase_source));
-  d.add_evidence("projection", describe_projection(p));
-  const std::string margins = fmt::format(
-      "a setting must run it with {} of the capacity to spare, and perfect packing must "
-      "miss it by {}, to decide",
-      pct(p.margin_to_fit), pct(p.margin_to_fail));
-  d.add_evidence(
-      "fit",
-      p.fit_error
-          ? fmt::format("the fit checked on {} earlier unit{}{}: projected from unit {}, {} peak{} came within {} of "
-                        "the real one{}; {}",
-                        p.checked_units, p.checked_units == 1 ? "" : "s",
-                        p.other_kind_units == 0
-                            ? ""
-                            : fmt::format(" of the failing unit's kind ({} of another kind left out: they begin "
-                                          "holding other blocks, gradients or the optimizer's state)",
-                                          p.other_kind_units),
-                        p.reference_unit, p.checked_units == 1 ? "its" : "their", p.checked_units == 1 ? "" : "s",
-                        pct(*p.fit_error), p.checked_units == 1 ? "" : "s", margins)
-          : fmt::format("no other unit allocates like unit {}, so the fit cannot be checked on the trace's own "
-                        "history; {}",
-                        p.reference_unit, margins));
-  if (p.over_bytes || p.under_bytes)
-    d.add_evidence(
-        "doubt", fmt::format("the projection may be up to {} high and {} low: allocations no unit tells how they scale "
-                             "(constant to quadratic), frees without a counterpart, a reference of another kind",
-                             format_bytes(p.over_bytes), format_bytes(p.under_bytes)));
-  if (p.kind_difference_bytes)
-    d.add_evidence(
-        "reference_kind",
-        fmt::format(
-            "no earlier unit began holding what the failing one did (its blocks within 5%): "
-            "the reference began {} {} (the optimizer's state or gradients): its rest may make "
-            "{} than the failing unit's will",
-            format_bytes(p.kind_difference_bytes), p.over_bytes >= p.kind_difference_bytes ? "lower" : "higher",
-            p.over_bytes >= p.kind_difference_bytes ? "blocks the failing unit already holds, more" : "fewer blocks"));
-  if (p.unmatched_free_bytes)
-    d.add_evidence("unmatched",
-                   fmt::format("{} that the reference freed has no counterpart in the failing unit: the projection "
-                               "keeps it",
-                               format_bytes(p.unmatched_free_bytes)));
-  const std::string size =
-      std::abs(p.scale - 1) >= 0.02
-          ? fmt::format("its allocations ×{:.2f} those of unit {}, the most alike", p.scale, p.reference_unit)
-          : fmt::format("the size of unit {}", p.reference_unit);
-  d.trigger =
-      p.eval_units
-          ? fmt::format("unit {} of the trace's evaluation ({}), {}", p.earlier_units + 1, p.unit_statement, size)
-      : p.smaller_units == p.aligned_units && p.aligned_units > 0
-          ? fmt::format(
-                "the longest batch of the trace so far: larger than the {} earlier step(s) it aligns with ({}), {}",
-                p.aligned_units, p.unit_statement, size)
-          : fmt::format("training step {} of the trace ({}), {}", p.earlier_units + 1, p.unit_statement, size);
+  f.projected_unit = true;
+  f.starts_mid_run = step.trace.starts_mid_run;
+  f.inflation = inflation;
   const double upper = static_cast<double>(cap) * (1 + p.margin_to_fail);
   const double lower = static_cast<double>(cap) * (1 - p.margin_to_fit);
   const auto peak = static_cast<double>(p.projected_peak_bytes);
   const double next = peak + static_cast<double>(p.next_unit_extra_bytes);
-  const auto undecided = [&] {
-    d.decide_with = {
-        "one rerun with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True at the same memory: if it fails in the same "
-        "step, the verdict is capacity",
-        "a snapshot whose trace holds more steps like the failing one (a larger max_entries), so the fit can be "
-        "checked on more of them",
-        "or make room instead of deciding: activation checkpointing, or a smaller micro-batch with more accumulation"};
-    return Verdict::kUndetermined;
-  };
   if (p.fit_error && *p.fit_error > kMaxFitError) {
-    d.add_evidence("fit_rejected",
-                   fmt::format("the projection misses the trace's own earlier units by up to {} (more than {}): it "
-                               "does not fit its own history, so it decides nothing",
-                               pct(*p.fit_error), pct(kMaxFitError)));
-    return undecided();
+    f.rule = TracedOomRule::kProjectionMissesHistory;
+    f.max_fit_error = kMaxFitError;
+    return Verdict::kUndetermined;
   }
   // Sizes recorded under roundup_power2_divisions are rounded up: what the step needs with
   // perfect packing at the sizes it asked for is less (the snapshot's live blocks tell by how much).
   const double asked = peak / inflation;
-  if (inflation > 1.01)
-    d.add_evidence(
-        "rounding",
-        fmt::format("the recorded setting rounds requests up: the snapshot's live blocks hold ×{:.3f} the bytes "
-                    "they asked for, so at the sizes asked for the step needs about {}",
-                    inflation, format_bytes(static_cast<std::uint64_t>(asked))));
+  f.needed_bytes = static_cast<std::uint64_t>(asked);
+  f.next_needed_bytes = static_cast<std::uint64_t>(next / inflation);
   if (asked > upper) {
-    const auto needed = static_cast<std::uint64_t>(asked);
-    d.add_evidence("projection_vs_capacity",
-                   fmt::format("the step needs {} of live memory even with perfect packing; the device gives "
-                               "{} — short by {}, beyond the projection's margins",
-                               format_bytes(needed), format_bytes(cap), format_bytes(needed - cap)));
+    f.rule = TracedOomRule::kProjectedStepExceeds;
     return Verdict::kCapacity;
   }
-
-  const ProjectedRun* best = nullptr;
-  for (const WhatIfLine& line : d.whatif)  // least reserved up to the OOM point first
-    for (const ProjectedRun& run : p.runs)
-      if (!best && run.conf == line.conf && run.runs_with_margin) best = &run;
-  const bool all_fail =
-      std::all_of(p.runs.begin(), p.runs.end(), [](const ProjectedRun& r) { return r.fails_with_margin; });
-  if (best && next / inflation > lower) {
-    d.add_evidence(
-        "next_step",
-        fmt::format("the failing step itself fits, but the unit after the reference began {} higher than it "
-                    "did (what the steps after a zero_grad hold again): a batch as long as the failing one a "
-                    "step later would need about {} of the {} the device gives. Whether a later batch is that "
-                    "long is not in the trace",
-                    format_bytes(p.next_unit_extra_bytes), format_bytes(static_cast<std::uint64_t>(next / inflation)),
-                    format_bytes(cap)));
-    const Verdict verdict = undecided();
-    d.decide_with.insert(
-        d.decide_with.begin(),
-        fmt::format("the lengths of the batches still to come while the gradients are held (the rest "
-                    "of this accumulation group, then every group): the failing step itself runs under "
-                    "{}, and none as long means fragmentation; one as long needs about {} of the {} "
-                    "the device gives: capacity",
-                    best->conf.empty() ? "the recorded setting" : best->conf,
-                    format_bytes(static_cast<std::uint64_t>(next / inflation)), format_bytes(cap)));
-    return verdict;
+  f.best_run = best_projected_run(d.whatif, p.runs);
+  if (f.best_run && next / inflation > lower) {
+    f.rule = TracedOomRule::kNextUnitMayNotFit;
+    return Verdict::kUndetermined;
   }
-  if (best && p.longest_unit && static_cast<double>(p.longest_peak_bytes) / inflation > lower) {
-    d.add_evidence(
-        "longest_batch",
-        fmt::format("the failing step itself fits, but unit {} of the trace was a longer batch; one that long "
-                    "begun as the failing step began would need about {} live of the {} the device gives. "
-                    "The job makes such batches; whether the run meets one again is not in the trace",
-                    *p.longest_unit, format_bytes(p.longest_peak_bytes), format_bytes(cap)));
-    return undecided();
+  if (f.best_run && p.longest_unit && static_cast<double>(p.longest_peak_bytes) / inflation > lower) {
+    f.rule = TracedOomRule::kLongerBatchMayNotFit;
+    return Verdict::kUndetermined;
   }
-  if (best) {
-    d.recommended_conf = best->conf;
-    const auto needed = static_cast<std::uint64_t>(next / inflation);
-    d.add_evidence("projection_vs_capacity",
-                   fmt::format("the projected step fits: {} live at its peak with perfect packing, {} to spare of {}; "
-                               "PYTORCH_CUDA_ALLOC_CONF={} runs it with {} less memory than that{}",
-                               format_bytes(needed), format_bytes(cap - std::min(cap, needed)), format_bytes(cap),
-                               best->conf.empty() ? "\"\"" : best->conf,
-                               pct(p.margin_to_fit + (best->relaid_start ? p.relaid_start_margin : 0)),
-                               best->relaid_start ? relaid_start_note(p) : ""));
+  if (f.best_run) {
+    d.recommended_conf = f.best_run->conf;
+    f.rule = TracedOomRule::kProjectedStepFits;
     return Verdict::kFragmentation;
   }
+  const bool all_fail =
+      std::all_of(p.runs.begin(), p.runs.end(), [](const ProjectedRun& r) { return r.fails_with_margin; });
   if (all_fail && !step.trace.starts_mid_run && !p.runs.empty() && inflation <= 1.01) {
-    d.add_evidence(
-        "projection_vs_capacity",
-        fmt::format("the projected step needs {} live with perfect packing, but no allocator setting of the sweep runs "
-                    "it even at {} more than the {} the device gives: what a real allocator needs above the live "
-                    "bytes does not fit",
-                    format_bytes(p.projected_peak_bytes), pct(p.margin_to_fail), format_bytes(cap)));
+    f.rule = TracedOomRule::kNoSettingRunsProjected;
     return Verdict::kCapacity;
   }
-  const bool any_relaid =
-      std::any_of(p.runs.begin(), p.runs.end(), [](const ProjectedRun& r) { return r.relaid_start; });
-  d.add_evidence(
-      "too_close",
-      fmt::format(
-          "the projected step needs {} live with perfect packing against {}{}: within the "
-          "margins the projection needs ({} below, {} above) of what decides it{}",
-          format_bytes(static_cast<std::uint64_t>(next)), format_bytes(cap),
-          best ? "" : fmt::format("; the settings that run it need more than {} less that margin", format_bytes(cap)),
-          pct(p.margin_to_fit), pct(p.margin_to_fail),
-          !step.trace.starts_mid_run ? ""
-          : any_relaid
-              ? fmt::format(" (the trace starts mid-run: settings with expandable segments start from its live "
-                            "blocks re-laid as they hold them and must leave {} more; the others inherit the "
-                            "pieces the trace starts with)",
-                            pct(p.relaid_start_margin))
-                       : " (the trace starts mid-run: a setting replayed from its "
-                         "state inherits pieces the job's start would not have made)"));
-  return undecided();
+  f.any_relaid_start = std::any_of(p.runs.begin(), p.runs.end(), [](const ProjectedRun& r) { return r.relaid_start; });
+  f.rule = TracedOomRule::kProjectedStepTooClose;
+  return Verdict::kUndetermined;
 }
 
 /// An eval batch the trace never ran before, projected from the training's call of the same
@@ -479,7 +258,7 @@ Verdict judge_projected_step(ProjectedStep& step, const std::vector<replay::What
 /// to spare, undetermined between.
 Verdict judge_projected_eval(ProjectedStep& step, const std::vector<replay::WhatIfConfig>& configs,
                              const replay::Capacity& capacity, double inflation, const DoctorOptions& options,
-                             Diagnosis& d) {
+                             Diagnosis& d, TracedOomFindings& f) {
   TraceStepProjection& p = step.figures;
   const std::uint64_t cap = capacity.effective_bytes().value_or(0);
   p.fit_margin = kEvalFloor;
@@ -487,68 +266,64 @@ Verdict judge_projected_eval(ProjectedStep& step, const std::vector<replay::What
   p.margin_to_fit = kEvalFloor;
   p.margin_to_fail = kEvalFloor;
   replay_projected_step(step, configs, capacity, options.threads);
-  for (WhatIfLine& line : d.whatif)
-    for (const ProjectedRun& run : p.runs)
-      if (run.conf == line.conf) line.runs_projected_step = run.runs;
-  d.add_evidence(
-      "projection",
-      fmt::format("the eval batch's allocations under {} up to the failing malloc match training call {} of {} ({}, "
-                  "events {}–{}) frame for frame ({} of {}; the failing malloc is its event {}); their sizes are "
-                  "×{:.3f} the training's. The rest of that call and of the step's statements after it up to its "
-                  "backward pass, each block freed where the eval freed its like in an earlier layer ({} of them) "
-                  "or where the training freed it, else kept: the eval batch peaks at {} live with perfect packing; "
-                  "at least {} if every block whose lifetime the eval has not shown is freed at once and nothing "
-                  "runs after the call",
-                  p.shared_function, p.reference_unit, p.earlier_units, p.training_call, p.reference_first_event,
-                  p.reference_end_event - 1, p.matched_allocations, p.prefix_allocations, p.aligned_event, p.scale,
-                  p.learned_lifetimes, format_bytes(p.most_peak_bytes), format_bytes(p.least_peak_bytes)));
-  d.trigger = fmt::format("an eval pass ({}) the trace never ran before, projected from the training's {} call",
-                          p.unit_statement, p.shared_function);
+  mark_projected_runs(p.runs, d.whatif);
+  f.inflation = inflation;
   const double least = static_cast<double>(p.least_peak_bytes) / inflation;
+  f.needed_bytes = static_cast<std::uint64_t>(least);
   if (least > static_cast<double>(cap) * (1 + p.margin_to_fail)) {
-    d.add_evidence("projection_vs_capacity",
-                   fmt::format("the eval batch needs at least {} of live memory even with perfect packing; the "
-                               "device gives {} — short by {}, beyond the projection's {} floor",
-                               format_bytes(static_cast<std::uint64_t>(least)), format_bytes(cap),
-                               format_bytes(static_cast<std::uint64_t>(least) - cap), pct(p.margin_to_fail)));
+    f.rule = TracedOomRule::kEvalExceeds;
     return Verdict::kCapacity;
   }
-  const ProjectedRun* best = nullptr;
-  for (const WhatIfLine& line : d.whatif)  // least reserved up to the OOM point first
-    for (const ProjectedRun& run : p.runs)
-      if (!best && run.conf == line.conf && run.runs_with_margin) best = &run;
-  const auto upper = static_cast<std::uint64_t>(static_cast<double>(p.most_peak_bytes) / inflation);
-  if (best) {
-    d.recommended_conf = best->conf;
-    d.add_evidence("projection_vs_capacity",
-                   fmt::format("the projected eval batch fits: at most {} live at its peak with perfect packing, {} "
-                               "to spare of {}; PYTORCH_CUDA_ALLOC_CONF={} runs it with {} less memory than that{}",
-                               format_bytes(upper), format_bytes(cap - std::min(cap, upper)), format_bytes(cap),
-                               best->conf.empty() ? "\"\"" : best->conf,
-                               pct(p.margin_to_fit + (best->relaid_start ? p.relaid_start_margin : 0)),
-                               best->relaid_start ? relaid_start_note(p) : ""));
+  f.best_run = best_projected_run(d.whatif, p.runs);
+  f.most_needed_bytes = static_cast<std::uint64_t>(static_cast<double>(p.most_peak_bytes) / inflation);
+  if (f.best_run) {
+    d.recommended_conf = f.best_run->conf;
+    f.rule = TracedOomRule::kEvalFits;
     return Verdict::kFragmentation;
   }
-  d.add_evidence("too_close",
-                 fmt::format("the eval batch needs between {} and {} live with perfect packing against {}, and no "
-                             "allocator setting runs the upper estimate with {} to spare: what the eval frees in the "
-                             "layers it has not reached, and what it runs after the call, decide it",
-                             format_bytes(static_cast<std::uint64_t>(least)), format_bytes(upper), format_bytes(cap),
-                             pct(p.margin_to_fit)));
-  d.decide_with = {
-      "one rerun of the eval pass with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True at the same memory: if it "
-      "still fails, the verdict is capacity",
-      "a snapshot whose trace holds a whole eval batch (history through an earlier eval, or the eval run alone with "
-      "history on), so the pass can be projected from the eval itself",
-      "or make room instead of deciding: a smaller eval batch (per_device_eval_batch_size), or "
-      "eval_accumulation_steps"};
+  f.rule = TracedOomRule::kEvalTooClose;
   return Verdict::kUndetermined;
 }
 
-}  // namespace
+/// The phase, told again from the trace's units where the call path saw less: at most one
+/// revision applies (their conditions exclude each other).
+void revise_phase(const TraceUnits& units, const OomCallPath& call_path, OomPhase& phase, Diagnosis& d,
+                  TracedOomFindings& f) {
+  PhaseClues& c = f.clues;
+  if (!units.repeats() && !units.eval && !phase.repeats_step && d.in_phase(JobPhase::kUnknown) &&
+      !units.program_frame.empty()) {
+    f.found_reason = PhaseReason::kFirstStep;
+    c.program_frame = units.program_frame;
+  }
+  if (units.eval && !units.repeats() && !d.in_phase(JobPhase::kEval)) {
+    // The statement that repeated (a trainer's train(), holding its steps and its evals) is not
+    // the pass that failed: the evaluation inside it ran for the first time in the trace.
+    d.phase = phase_name(JobPhase::kEval);
+    f.found_reason = PhaseReason::kFirstEval;
+    c.eval_below_repeating = phase.repeats_step;
+    phase.repeats_step = false;
+  }
+  if (units.repeats() && !units.eval && phase.repeats_step && d.in_phase(JobPhase::kTrain) &&
+      units.statement != call_path.statement) {
+    // The unit names the program's own statement where the call path's outermost divergence
+    // may not: a C++ frame that repeats per op (the failing malloc on autograd's thread has no
+    // Python frames), or a launcher's frame (runpy, for `python -m`).
+    f.found_reason = PhaseReason::kStepRepeats;
+    c.anchor_is_oom = units.anchor_is_oom;
+  }
+  if (units.repeats() && !phase.repeats_step && (d.in_phase(JobPhase::kUnknown) || units.eval)) {
+    // The program's own loop repeats where the statement-level view saw none (a trainer's
+    // loop below one top-level call): the failing unit ran before.
+    d.phase = phase_name(units.eval ? JobPhase::kEval : call_path.optimizer ? JobPhase::kOptimizer : JobPhase::kTrain);
+    f.found_reason = PhaseReason::kUnitRepeats;
+    c.eval_units = units.eval;
+  }
+  f.found_phase = d.phase;
+}
 
-Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemetry, const RecordedCurve& curve,
-                         const DoctorOptions& options, Diagnosis& d) {
+/// The verdict, with what decided it in `f`; d gets the data (capacity, what-if, phase, setting).
+Verdict decide_traced_oom(const TraceChoice& trace, const TelemetryInput* telemetry, const RecordedCurve& curve,
+                          const DoctorOptions& options, Diagnosis& d, TracedOomFindings& f) {
   const snapshot::Snapshot& snap = trace.replay->snapshot;
   const std::size_t oom_index = *trace.oom_index;
   const replay::PreparedTrace prepared = replay::prepare_trace(snap, trace.device, trace.replay->path);
@@ -568,23 +343,23 @@ Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemet
   ideal_options.timeline_points = 0;
   const replay::ReplayResult ideal =
       replay::run_replay(prepared, replay::ModelKind::kIdeal, prepared.recorded_config, ideal_options);
-  const std::uint64_t request = d.oom_context->request_bytes;
-  const std::uint64_t cap = d.capacity_bytes.value_or(0);
+  f.oom_index = oom_index;
+  f.request_bytes = d.oom_context->request_bytes;
+  f.capacity_bytes = d.capacity_bytes.value_or(0);
+  f.capacity_source = capacity.source;
+  f.live_at_oom_bytes = curve.allocated[oom_index];
+  f.sweep_settings = report.rows.size();
 
-  const replay::WhatIfRow* recorded = nullptr;
   const replay::WhatIfRow* best = nullptr;
   for (const replay::WhatIfRow& row : report.rows) {
-    if (row.config.recorded) recorded = &row;
+    if (row.config.recorded) f.recorded = SweepSetting{row.config.conf, row.passes_oom_point(), 0};
     if (!best && row.passes_oom_point()) best = &row;
   }
+  if (best)
+    f.best = SweepSetting{
+        best->config.conf, true,
+        best->at_capacity ? best->at_capacity->stats.peak_reserved_bytes : best->unlimited.stats.peak_reserved_bytes};
   if (d.recommended_conf.empty() && best) d.recommended_conf = best->config.conf;
-  d.add_evidence("capacity", fmt::format("capacity {}: {}", format_bytes(cap), capacity.source));
-  if (recorded)
-    d.add_evidence(
-        "replay_recorded",
-        fmt::format("replaying the trace under the recorded config ({}) at {} {} at the recorded OOM (event {})",
-                    recorded->config.conf.empty() ? "defaults" : recorded->config.conf, format_bytes(cap),
-                    recorded->passes_oom_point() ? "does NOT fail" : "fails as the real run did", oom_index));
 
   const std::span<const inputs::StepRecord> steps =
       telemetry ? std::span<const inputs::StepRecord>(telemetry->records) : std::span<const inputs::StepRecord>();
@@ -593,158 +368,109 @@ Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemet
   const OomCallPath call_path = analyze_oom_call_path(snap, trace.device, oom_index, quantile(step_ms, 0.5));
   OomPhase phase = decide_oom_phase(&snap, trace.device, oom_index, &call_path, steps);
   d.phase = phase.phase;
-  d.phase_source = phase.source;
-  d.add_evidence("phase", fmt::format("phase {}: {}", phase.phase, phase.source));
+  f.clues.source = phase.source;
   if (const auto done = optimizer_steps_before(snap, trace.device, oom_index); done && !steps.empty()) {
     const auto recorded =
         std::count_if(steps.begin(), steps.end(), [](const auto& r) { return r.optimizer_step.value_or(true); });
-    if (*done > static_cast<std::size_t>(recorded))
-      d.add_evidence(
-          "optimizer_steps",
-          fmt::format("the trace holds {} completed optimizer steps, the telemetry records {}: the step after "
-                      "the last record finished its training work before the OOM",
-                      *done, recorded));
+    if (*done > static_cast<std::size_t>(recorded)) {
+      f.optimizer_steps_done = *done;
+      f.optimizer_steps_recorded = static_cast<std::size_t>(recorded);
+    }
   }
   const TraceUnits units = find_trace_units(snap, trace.device, oom_index);
-  d.memory_advice = memory_advice(snap, trace.device, oom_index, units, cap);
-  if (!units.repeats() && !units.eval && !phase.repeats_step && d.in_phase(JobPhase::kUnknown) &&
-      !units.program_frame.empty()) {
-    d.phase_source = fmt::format(
-        "no statement of the program's loop ran more than once before the OOM: the run failed in "
-        "its first step (at {}), so there is no earlier step to compare with",
-        units.program_frame);
-    std::erase_if(d.evidence, [](const Evidence& e) { return e.key == "phase"; });
-    d.add_evidence("phase", fmt::format("phase {}: {}", d.phase, d.phase_source));
+  d.memory_advice = memory_advice(snap, trace.device, oom_index, units, f.capacity_bytes);
+  f.clues.eval_statement = units.eval_statement;
+  f.clues.call_statement = call_path.statement;
+  f.clues.unit_statement = units.statement;
+  f.clues.earlier_units = units.starts.empty() ? 0 : units.starts.size() - 1;
+  revise_phase(units, call_path, phase, d, f);
+  if (call_path.has_stack) {
+    f.call_site = call_path.innermost;
+    f.call_site_statement = units.repeats() ? units.statement : call_path.statement;
   }
-  if (units.eval && !units.repeats() && !d.in_phase(JobPhase::kEval)) {
-    // The statement that repeated (a trainer's train(), holding its steps and its evals) is not
-    // the pass that failed: the evaluation inside it ran for the first time in the trace.
-    d.phase = phase_name(JobPhase::kEval);
-    d.phase_source = fmt::format("the failing malloc is in an evaluation ({}) that did not run before in the trace{}",
-                                 units.eval_statement,
-                                 phase.repeats_step ? fmt::format(", below {}, which did", call_path.statement) : "");
-    phase.repeats_step = false;
-    std::erase_if(d.evidence, [](const Evidence& e) { return e.key == "phase"; });
-    d.add_evidence("phase", fmt::format("phase {}: {}", d.phase, d.phase_source));
-  }
-  if (units.repeats() && !units.eval && phase.repeats_step && d.in_phase(JobPhase::kTrain) &&
-      units.statement != call_path.statement) {
-    // The unit names the program's own statement where the call path's outermost divergence
-    // may not: a C++ frame that repeats per op (the failing malloc on autograd's thread has no
-    // Python frames), or a launcher's frame (runpy, for `python -m`).
-    d.phase_source = fmt::format(
-        "the failing unit's statement ({}) ran {} time(s) before in the trace: the training "
-        "step repeating{}",
-        units.statement, units.starts.size() - 1,
-        units.anchor_is_oom ? "" : " (the failing malloc, on autograd's thread, has no Python frames)");
-    std::erase_if(d.evidence, [](const Evidence& e) { return e.key == "phase"; });
-    d.add_evidence("phase", fmt::format("phase {}: {}", d.phase, d.phase_source));
-  }
-  if (units.repeats() && !phase.repeats_step && (d.in_phase(JobPhase::kUnknown) || units.eval)) {
-    // The program's own loop repeats where the statement-level view saw none (a trainer's
-    // loop below one top-level call): the failing unit ran before.
-    d.phase = phase_name(units.eval ? JobPhase::kEval : call_path.optimizer ? JobPhase::kOptimizer : JobPhase::kTrain);
-    d.phase_source =
-        fmt::format("the failing unit's statement ({}) ran {} time(s) before in the trace: {} repeating",
-                    units.statement, units.starts.size() - 1, units.eval ? "evaluation" : "the training step");
-    std::erase_if(d.evidence, [](const Evidence& e) { return e.key == "phase"; });
-    d.add_evidence("phase", fmt::format("phase {}: {}", d.phase, d.phase_source));
-  }
-  if (call_path.has_stack)
-    d.add_evidence("call_site", fmt::format("the failing malloc was called from {} (statement {})", call_path.innermost,
-                                            units.repeats() ? units.statement : call_path.statement));
 
   // The projection also tells the phase apart (a failing pass unlike the recorded steps), which
   // the report names even when the ideal packer alone decides.
-  d.projection = telemetry && phase.repeats_step ? project_failing_step(snap, trace.device, curve, oom_index, request,
-                                                                        telemetry->records, call_path.episode_starts)
-                                                 : StepProjection{};
-  if (phase.repeats_step && d.projection.different_pass) {
+  f.step = telemetry && phase.repeats_step ? project_failing_step(snap, trace.device, curve, oom_index, f.request_bytes,
+                                                                  telemetry->records, call_path.episode_starts)
+                                           : StepProjection{};
+  if (phase.repeats_step && f.step.different_pass) {
     const bool forward = (call_path.model_forward || call_path.episode_forward) && !call_path.optimizer;
     d.phase = phase_name(forward ? JobPhase::kEval : JobPhase::kUnknown);
-    d.phase_source = "the failing pass shares no call stack with the recorded training steps";
-    d.add_evidence("phase", fmt::format("phase {}: {}", d.phase, d.phase_source));
+    f.other_pass = true;
   }
+  f.phase = d.phase;
 
   if (ideal.oom && ideal.oom_matches_recorded) {
-    d.add_evidence(
-        "ideal_packer",
-        fmt::format("even the ideal packer (live bytes packed with no gaps) cannot serve the {} request at event {}: "
-                    "live bytes + request exceed {}",
-                    format_bytes(request), oom_index, format_bytes(cap)));
-    d.projection = StepProjection{};
-    d.projection.unavailable_reason = "not needed: the failing malloc alone does not fit";
+    f.step = StepProjection{};
+    f.step_gap = StepProjectionGap::kNotNeeded;
+    f.rule = TracedOomRule::kIdealPackerFails;
     return Verdict::kCapacity;
   }
-  d.add_evidence("ideal_packer",
-                 fmt::format("the ideal packer serves the failing {} request at {}: {} live + the request = {}",
-                             format_bytes(request), format_bytes(cap), format_bytes(curve.allocated[oom_index]),
-                             format_bytes(curve.allocated[oom_index] + request)));
-  if (best)
-    d.add_evidence(
-        "replay_best",
-        fmt::format(
-            "PYTORCH_CUDA_ALLOC_CONF={} passes the recorded OOM point at the same {}, reserving at most {} up to it",
-            best->config.conf.empty() ? "\"\"" : best->config.conf, format_bytes(cap),
-            format_bytes(best->at_capacity ? best->at_capacity->stats.peak_reserved_bytes
-                                           : best->unlimited.stats.peak_reserved_bytes)));
-  else
-    d.add_evidence("replay_best",
-                   fmt::format("no allocator config of the sweep ({} configs) passes the recorded OOM point at {}",
-                               report.rows.size(), format_bytes(cap)));
 
   // Without telemetry that projects the step, the trace's own repeating units may.
-  const bool telemetry_projects =
-      telemetry && phase.repeats_step && !d.projection.different_pass && d.projection.available;
+  const bool telemetry_projects = telemetry && phase.repeats_step && !f.step.different_pass && f.step.available;
+  const double inflation = rounds_up(prepared.recorded_config) ? rounding_inflation(snap, trace.device) : 1.0;
+  std::vector<replay::WhatIfConfig> configs;
+  for (const replay::WhatIfRow& row : report.rows) configs.push_back(row.config);
   if (!telemetry_projects) {
     if (units.repeats()) {
       ProjectedStep step = project_step_from_trace(prepared, snap, trace.device, curve, oom_index, units);
       if (step.figures.available) {
-        std::erase_if(d.evidence, [](const Evidence& e) { return e.key == "phase"; });
-        const double inflation = rounds_up(prepared.recorded_config) ? rounding_inflation(snap, trace.device) : 1.0;
-        std::vector<replay::WhatIfConfig> configs;
-        for (const replay::WhatIfRow& row : report.rows) configs.push_back(row.config);
-        const Verdict verdict = judge_projected_step(step, configs, capacity, inflation, options, call_path, d);
-        d.trace_projection = std::move(step.figures);
+        const Verdict verdict = judge_projected_step(step, configs, capacity, inflation, options, call_path, d, f);
+        f.phase = d.phase;
+        f.trace = std::move(step.figures);
         return verdict;
       }
-      d.trace_projection = std::move(step.figures);
+      f.trace = std::move(step.figures);
     } else {
-      d.trace_projection.unavailable_reason = "no statement of the program's loop ran more than once before the OOM";
+      f.trace_has_no_repeating_unit = true;
     }
   }
   // A first eval pass runs the training's code at another size: projected from the training call.
   const bool eval_batch_known = (units.eval && units.eval_batch_start) || !call_path.episode_starts.empty();
-  if ((!phase.repeats_step || d.projection.different_pass) && d.phase == "eval" && !units.repeats() &&
-      eval_batch_known) {
+  if ((!phase.repeats_step || f.step.different_pass) && d.phase == "eval" && !units.repeats() && eval_batch_known) {
     const std::size_t eval_start = units.eval && units.eval_batch_start ? *units.eval_batch_start
                                                                         : call_path.episode_starts.back();
     const std::string statement =
         units.eval && !units.eval_statement.empty() ? units.eval_statement : call_path.statement;
     ProjectedStep step =
         project_eval_from_training(prepared, snap, trace.device, curve, oom_index, eval_start, statement);
+    f.trace_has_no_repeating_unit = false;
     if (step.figures.available) {
-      const double inflation = rounds_up(prepared.recorded_config) ? rounding_inflation(snap, trace.device) : 1.0;
-      std::vector<replay::WhatIfConfig> configs;
-      for (const replay::WhatIfRow& row : report.rows) configs.push_back(row.config);
-      const Verdict verdict = judge_projected_eval(step, configs, capacity, inflation, options, d);
-      d.trace_projection = std::move(step.figures);
+      const Verdict verdict = judge_projected_eval(step, configs, capacity, inflation, options, d, f);
+      f.trace = std::move(step.figures);
       return verdict;
     }
-    d.trace_projection = std::move(step.figures);
+    f.trace = std::move(step.figures);
   }
-  if (!phase.repeats_step || d.projection.different_pass)
-    return judge_unrecorded_pass(
-        snap, trace.device, curve, oom_index, cap,
-        units.eval && !units.eval_statement.empty() ? units.eval_statement : call_path.statement, steps, d);
-  const Verdict verdict =
-      judge_training_step(snap, trace.device, prepared.recorded_config, best, cap, telemetry, steps, d);
-  if (verdict == Verdict::kUndetermined && prepared.starts_mid_run && !d.trace_projection.available)
-    d.decide_with.insert(
-        d.decide_with.begin(),
-        "a snapshot whose history holds a whole step like the failing one before it: this trace starts "
-        "mid-run (a ring of max_entries, or history started late) and no earlier step in it can be "
-        "projected from; a larger max_entries, or history from the run's start");
+  if (!phase.repeats_step || f.step.different_pass) {
+    f.pass_statement = units.eval && !units.eval_statement.empty() ? units.eval_statement : call_path.statement;
+    return judge_unrecorded_pass(snap, trace.device, curve, oom_index, steps, d.in_phase(JobPhase::kOptimizer), f);
+  }
+  const Verdict verdict = judge_training_step(snap, trace.device, prepared.recorded_config, best, telemetry, steps, f);
+  if (verdict == Verdict::kFragmentation && !best) d.setting_fixes_it = false;
+  f.mid_run_without_projection = verdict == Verdict::kUndetermined && prepared.starts_mid_run && !f.trace.available;
+  return verdict;
+}
+
+}  // namespace
+
+Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemetry, const RecordedCurve& curve,
+                         const DoctorOptions& options, Diagnosis& d) {
+  if (!options.word_traced_oom)
+    throw std::logic_error("doctor: DoctorOptions::word_traced_oom is not set (report::traced_oom_words)");
+  TracedOomFindings f;
+  const Verdict verdict = decide_traced_oom(trace, telemetry, curve, options, d, f);
+  TracedOomWords words = options.word_traced_oom(f);
+  if (words.step_unavailable_reason) f.step.unavailable_reason = std::move(*words.step_unavailable_reason);
+  if (words.trace_unavailable_reason) f.trace.unavailable_reason = std::move(*words.trace_unavailable_reason);
+  d.projection = std::move(f.step);
+  d.trace_projection = std::move(f.trace);
+  d.phase_source = std::move(words.phase_source);
+  d.trigger = std::move(words.trigger);
+  for (Evidence& e : words.evidence) d.evidence.push_back(std::move(e));
+  d.decide_with = std::move(words.decide_with);
   return verdict;
 }
 

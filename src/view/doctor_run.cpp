@@ -3,6 +3,7 @@
 #include <exception>
 
 #include "diagnose/doctor.h"
+#include "report/traced_oom_words.h"
 
 namespace fragscope::view {
 
@@ -17,6 +18,7 @@ void DoctorRun::start(const diagnose::DoctorInputs& inputs, unsigned threads) {
     try {
       diagnose::DoctorOptions options;
       options.threads = threads;
+      options.word_traced_oom = report::traced_oom_words;
       outcome.diagnosis = std::make_shared<const diagnose::Diagnosis>(diagnose::run_doctor(inputs, options));
     } catch (const std::exception& e) {
       outcome.error = e.what();

@@ -10,6 +10,7 @@
 #include "diagnose/doctor.h"
 #include "doctor_fixture_files.h"
 #include "field_recordings.h"
+#include "../doctor_options.h"
 
 namespace fragscope::diagnose {
 namespace {
@@ -37,7 +38,7 @@ std::vector<std::pair<std::string, std::vector<std::string>>> recordings() {
 }
 
 TEST(DoctorActions, NeverContradictTheVerdict) {
-  DoctorOptions options;
+  DoctorOptions options = fragscope::testing::doctor_options();
   options.threads = 2;
   for (const auto& [name, files] : recordings()) {
     SCOPED_TRACE(name);

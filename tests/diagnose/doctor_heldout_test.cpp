@@ -16,6 +16,7 @@
 #include "doctor_fixture_files.h"
 #include "inputs/telemetry_reader.h"
 #include "snapshot/snapshot_reader.h"
+#include "../doctor_options.h"
 
 namespace fragscope::diagnose {
 namespace {
@@ -30,7 +31,7 @@ std::filesystem::path heldout_dir(const std::string& name) {
 Diagnosis diagnose(const std::string& name) {
   const DoctorInputs inputs = collect_doctor_inputs(doctor_user_files_in(heldout_dir(name), "heldout-" + name));
   EXPECT_TRUE(inputs.unrecognised.empty());
-  DoctorOptions options;
+  DoctorOptions options = fragscope::testing::doctor_options();
   options.threads = 2;
   return run_doctor(inputs, options);
 }
@@ -39,7 +40,7 @@ Diagnosis diagnose(const std::string& name) {
 Diagnosis diagnose_without_telemetry(const std::string& name) {
   std::vector<std::string> files = doctor_user_files_in(heldout_dir(name), "heldout-" + name);
   std::erase_if(files, [](const std::string& f) { return f.ends_with("steps.jsonl"); });
-  DoctorOptions options;
+  DoctorOptions options = fragscope::testing::doctor_options();
   options.threads = 2;
   return run_doctor(collect_doctor_inputs(files), options);
 }

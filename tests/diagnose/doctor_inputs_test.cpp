@@ -18,6 +18,7 @@
 #include "diagnose/doctor.h"
 #include "doctor_fixture_files.h"
 #include "util/error.h"
+#include "../doctor_options.h"
 
 namespace fragscope::diagnose {
 namespace {
@@ -116,7 +117,7 @@ TEST(DoctorInputs, NothingUsableLeftIsAnErrorNamingWhatWasSkipped) {
   const DoctorInputs in = collect_doctor_inputs({bad.string()});
   ASSERT_EQ(in.skipped.size(), 1u);
   try {
-    run_doctor(in);
+    run_doctor(in, fragscope::testing::doctor_options());
     FAIL();
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()),

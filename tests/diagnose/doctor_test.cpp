@@ -10,6 +10,7 @@
 #include "doctor_fixture_files.h"
 #include "../fixture_support.h"
 #include "util/error.h"
+#include "../doctor_options.h"
 
 namespace fragscope::diagnose {
 namespace {
@@ -26,7 +27,7 @@ TEST_P(DoctorFixture, VerdictMatchesTruthLabel) {
   const auto truth = read_json(fixtures_dir() / scenario / "truth.json");
   const DoctorInputs inputs = collect_doctor_inputs(doctor_user_files(scenario));
   ASSERT_TRUE(inputs.unrecognised.empty()) << inputs.unrecognised.front();
-  DoctorOptions options;
+  DoctorOptions options = fragscope::testing::doctor_options();
   options.threads = 2;
   const Diagnosis d = run_doctor(inputs, options);
   const std::string verdict(to_string(d.verdict));
@@ -69,7 +70,7 @@ TEST_P(DoctorFixture, WithoutTelemetryEveryOomIsDecidedByItsLabel) {
   if (truth["outcome"] != "oom") GTEST_SKIP() << "no OOM";
   std::vector<std::string> files = doctor_user_files(scenario);
   std::erase_if(files, [](const std::string& f) { return f.ends_with("steps.jsonl"); });
-  DoctorOptions options;
+  DoctorOptions options = fragscope::testing::doctor_options();
   options.threads = 2;
   const Diagnosis d = run_doctor(collect_doctor_inputs(files), options);
   EXPECT_EQ(std::string(to_string(d.verdict)), truth["label"].get<std::string>()) << scenario << ": " << d.headline;
@@ -77,7 +78,8 @@ TEST_P(DoctorFixture, WithoutTelemetryEveryOomIsDecidedByItsLabel) {
 
 TEST(Doctor, OomContextStatesTheBlindSpotInNumbers) {
   const auto truth = read_json(fixtures_dir() / "frag_oom_104" / "truth.json");
-  const Diagnosis d = run_doctor(collect_doctor_inputs(doctor_user_files("frag_oom_104")));
+  const Diagnosis d =
+      run_doctor(collect_doctor_inputs(doctor_user_files("frag_oom_104")), fragscope::testing::doctor_options());
   ASSERT_TRUE(d.oom_context.has_value());
   const OomContext& c = *d.oom_context;
   EXPECT_EQ(c.request_bytes, truth["oom_event"]["size"].get<std::uint64_t>());
@@ -91,7 +93,8 @@ TEST(Doctor, OomContextStatesTheBlindSpotInNumbers) {
 }
 
 TEST(Doctor, CapacityOomIsNotBlamedOnFragmentationDespiteReplayPassingTheMalloc) {
-  const Diagnosis d = run_doctor(collect_doctor_inputs(doctor_user_files("capacity_oom")));
+  const Diagnosis d =
+      run_doctor(collect_doctor_inputs(doctor_user_files("capacity_oom")), fragscope::testing::doctor_options());
   ASSERT_EQ(d.verdict, Verdict::kCapacity);
   // The replay alone would pass the failing malloc: the projection decides.
   bool some_config_passes = false;
@@ -105,7 +108,7 @@ TEST(Doctor, MemoryFractionCapIsTheCapacityAndPinnedPiecesAreFragmentation) {
   // A real H200 dump (tests/data/doctor/h200_fraction_oom/README.md): the process was capped at
   // "53.58 GiB allowed" while the driver had 86 GiB free.
   const std::string dir = std::string(FRAGSCOPE_SOURCE_DIR) + "/tests/data/doctor/h200_fraction_oom";
-  DoctorOptions options;
+  DoctorOptions options = fragscope::testing::doctor_options();
   options.threads = 2;
   const Diagnosis d = run_doctor(collect_doctor_inputs({dir}), options);
   ASSERT_TRUE(d.capacity_bytes.has_value());
@@ -133,7 +136,7 @@ TEST(Doctor, MemoryFractionCapIsTheCapacityAndPinnedPiecesAreFragmentation) {
 TEST(Doctor, NothingUsableIsAnInputError) {
   DoctorInputs nothing;
   nothing.unrecognised.push_back("notes.txt");
-  EXPECT_THROW(run_doctor(nothing), InputError);
+  EXPECT_THROW(run_doctor(nothing, fragscope::testing::doctor_options()), InputError);
 }
 
 TEST(Doctor, SeveralRanksGiveTheWorstRankAndTheSpread) {
@@ -143,7 +146,7 @@ TEST(Doctor, SeveralRanksGiveTheWorstRankAndTheSpread) {
   fs::create_directories(dir / "rank3");
   fs::copy_file(fixtures_dir() / "fid_default" / "steps.jsonl", dir / "rank0" / "steps.jsonl", fs::copy_options::overwrite_existing);
   fs::copy_file(fixtures_dir() / "input_bound" / "steps.jsonl", dir / "rank3" / "steps.jsonl", fs::copy_options::overwrite_existing);
-  const Diagnosis d = run_doctor(collect_doctor_inputs({dir.string()}));
+  const Diagnosis d = run_doctor(collect_doctor_inputs({dir.string()}), fragscope::testing::doctor_options());
   ASSERT_EQ(d.ranks.size(), 2u);
   EXPECT_EQ(d.ranks[0].rank, 0);
   EXPECT_EQ(d.ranks[1].rank, 3);
@@ -160,7 +163,7 @@ TEST(Doctor, SeveralRanksGiveTheWorstRankAndTheSpread) {
 }
 
 TEST(Doctor, CurveCarriesStepsTimeAndThePhaseOfTheFailingUnit) {
-  DoctorOptions options;
+  DoctorOptions options = fragscope::testing::doctor_options();
   options.threads = 2;
   const Diagnosis d = run_doctor(collect_doctor_inputs(doctor_user_files("eval_spike")), options);
   ASSERT_EQ(d.step_marks.size(), d.step_times.size());  // 11 records, each placed by its figures
@@ -190,7 +193,8 @@ TEST(Doctor, CurveCarriesStepsTimeAndThePhaseOfTheFailingUnit) {
 }
 
 TEST(Doctor, NvidiaSmiTraceIsKeptForItsChart) {
-  const Diagnosis d = run_doctor(collect_doctor_inputs(doctor_user_files("input_bound")));
+  const Diagnosis d =
+      run_doctor(collect_doctor_inputs(doctor_user_files("input_bound")), fragscope::testing::doctor_options());
   ASSERT_EQ(d.smi_trace.size(), 442u);  // every sample of smi_trace.csv
   EXPECT_EQ(d.smi_gpu, 0);
   EXPECT_EQ(d.smi_trace.front().seconds, 0);
@@ -206,7 +210,7 @@ namespace {
 
 // Issue 16: the doctor said "the GPU is not waiting for data" with nothing that measured it.
 TEST(Doctor, AnOkVerdictClaimsOnlyWhatWasMeasured) {
-  DoctorOptions options;
+  DoctorOptions options = fragscope::testing::doctor_options();
   options.threads = 2;
   const auto snapshot = (fixtures_dir() / "fid_default" / "snapshot.pickle.zst").string();
   const Diagnosis d = run_doctor(collect_doctor_inputs({snapshot}), options);

@@ -11,6 +11,7 @@
 #include "diagnose/doctor.h"
 #include "doctor_fixture_files.h"
 #include "field_recordings.h"
+#include "../doctor_options.h"
 
 namespace fragscope::diagnose {
 namespace {
@@ -41,7 +42,7 @@ TEST(RankAssignment, SnapshotsFromTwoFoldersAreTwoRanks) {
   EXPECT_EQ(in.snapshots[1].rank, 1);
   ASSERT_FALSE(in.warnings.empty());
   EXPECT_NE(in.warnings.front().find("each folder read as one rank"), std::string::npos) << in.warnings.front();
-  DoctorOptions options;
+  DoctorOptions options = fragscope::testing::doctor_options();
   options.threads = 2;
   const Diagnosis d = run_doctor(in, options);
   EXPECT_EQ(d.ranks.size(), 2u);

@@ -20,6 +20,7 @@
 #include "field_recordings.h"
 #include "replay/prepared_trace.h"
 #include "snapshot/snapshot_reader.h"
+#include "../doctor_options.h"
 
 namespace fragscope::diagnose {
 namespace {
@@ -29,7 +30,7 @@ using fragscope::testing::last_oom;
 using fragscope::testing::read_field_snapshot;
 
 Diagnosis diagnose(const std::string& name) {
-  DoctorOptions options;
+  DoctorOptions options = fragscope::testing::doctor_options();
   options.threads = 2;
   return run_doctor(collect_doctor_inputs(field_user_files(name)), options);
 }

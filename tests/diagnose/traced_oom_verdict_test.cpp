@@ -14,6 +14,7 @@
 
 #include "diagnose/doctor.h"
 #include "field_recordings.h"
+#include "../doctor_options.h"
 
 namespace fragscope::diagnose {
 namespace {
@@ -22,7 +23,7 @@ using fragscope::testing::field_dir;
 using fragscope::testing::field_user_files;
 
 Diagnosis diagnose(const std::string& name) {
-  DoctorOptions options;
+  DoctorOptions options = fragscope::testing::doctor_options();
   options.threads = 2;
   return run_doctor(collect_doctor_inputs(field_user_files(name)), options);
 }

@@ -8,6 +8,7 @@
 
 #include "../diagnose/doctor_fixture_files.h"
 #include "diagnose/doctor.h"
+#include "../doctor_options.h"
 
 namespace fragscope::testing {
 
@@ -15,7 +16,7 @@ inline const diagnose::Diagnosis& recorded_diagnosis(const std::string& scenario
   static std::map<std::string, diagnose::Diagnosis> cache;
   auto it = cache.find(scenario);
   if (it == cache.end()) {
-    diagnose::DoctorOptions options;
+    diagnose::DoctorOptions options = fragscope::testing::doctor_options();
     options.threads = 2;
     it = cache
              .emplace(scenario,

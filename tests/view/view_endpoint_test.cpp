@@ -9,6 +9,7 @@
 #include "diagnose/doctor.h"
 #include "http_client.h"
 #include "metrics/snapshot_analysis.h"
+#include "../doctor_options.h"
 
 namespace fragscope::view {
 namespace {
@@ -155,7 +156,8 @@ TEST_F(ViewEndpointTest, WhatIfAndTheDoctorAnswerPendingThenTheirResult) {
 
   const auto doctor = wait_for("/api/doctor");
   ASSERT_EQ(doctor["state"], "done");
-  const auto direct = diagnose::run_doctor(diagnose::collect_doctor_inputs({kSnapshot}));
+  const auto direct =
+      diagnose::run_doctor(diagnose::collect_doctor_inputs({kSnapshot}), fragscope::testing::doctor_options());
   EXPECT_EQ(doctor["diagnosis"]["verdict"], std::string(diagnose::to_string(direct.verdict)));
   EXPECT_EQ(doctor["oom_event"], oom);
 }

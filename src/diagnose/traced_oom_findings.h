@@ -1,0 +1,155 @@
+#pragma once
+/// @file traced_oom_findings.h
+/// @brief What the verdict on a traced OOM found (traced_oom_verdict.h), as data: the replay at
+/// the capacity, the phase and how it was told, the projections with their margins, the rule that
+/// decided. report/traced_oom_words.h words it as evidence, trigger and what would decide it.
+///
+/// Where the words are made: the doctor's other steps read them as soon as the verdict is in (its
+/// actions quote the trigger, the evidence keeps its order among the OOM's other facts), and
+/// diagnose may not include report. So the caller of the doctor passes the wording in
+/// (DoctorOptions::word_traced_oom, normally report::traced_oom_words); the verdict fills the
+/// record, calls it once, and keeps the words it returns.
+/// Thread-safety: plain values.
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "diagnose/diagnosis.h"
+#include "diagnose/list_op_projection.h"
+
+namespace fragscope::diagnose {
+
+/// @brief The rule of traced_oom_verdict.h that decided, in the order the rules are tried.
+enum class TracedOomRule : std::uint8_t {
+  kIdealPackerFails,         ///< capacity: even perfect packing cannot serve the failing malloc
+  kListOpExceeds,            ///< capacity: an optimizer step's list op needs more than the device
+  kUnrecordedPass,           ///< undetermined: a pass the recorded steps never ran
+  kNoStepProjection,         ///< undetermined: a training step whose peak cannot be projected
+  kStepExceeds,              ///< capacity: the step projected from telemetry needs more
+  kNextStepExceeds,          ///< capacity: ... or the next one, with the gradients back
+  kStepTooClose,             ///< undetermined: within too_close_fraction below the capacity
+  kStepFits,                 ///< fragmentation (stranded: no setting of the sweep passes)
+  kProjectionMissesHistory,  ///< undetermined: the trace projection misses its own earlier units
+  kProjectedStepExceeds,     ///< capacity: the step projected from the trace, beyond its margins
+  kNextUnitMayNotFit,        ///< undetermined: it fits, a step like it with the gradients back may not
+  kLongerBatchMayNotFit,     ///< undetermined: it fits, a longer batch the trace made may not
+  kProjectedStepFits,        ///< fragmentation: a setting runs it with its margin
+  kNoSettingRunsProjected,   ///< capacity: no setting runs it even with the margin added
+  kProjectedStepTooClose,    ///< undetermined: within the projection's margins
+  kEvalExceeds,              ///< capacity: a first eval pass, projected from the training's call
+  kEvalFits,                 ///< fragmentation
+  kEvalTooClose,             ///< undetermined
+};
+
+/// @brief How the phase of the failing pass was told.
+enum class PhaseReason : std::uint8_t {
+  kCallPath,       ///< oom_phase.h decided it; PhaseClues::source says how
+  kFirstStep,      ///< no statement of the loop ran before: the run's first step (at program_frame)
+  kFirstEval,      ///< an evaluation (eval_statement) that did not run before in the trace
+  kStepRepeats,    ///< the failing unit's statement ran before: the training step repeating
+  kUnitRepeats,    ///< the program's own loop repeats below one call: training or eval repeating
+  kOtherPass,      ///< the failing pass shares no call stack with the recorded training steps
+  kProjectedUnit,  ///< the unit of the trace projection (its statement, its earlier units)
+};
+
+/// @brief What the call path and the trace's units say of the failing pass.
+struct PhaseClues {
+  std::string source;          ///< oom_phase.h's account (kCallPath)
+  std::string program_frame;   ///< kFirstStep: where the first step failed
+  std::string eval_statement;  ///< kFirstEval
+  std::string call_statement;  ///< the call path's statement (kFirstEval: below it, when it repeated)
+  bool eval_below_repeating = false;
+  std::string unit_statement;     ///< the repeating unit's (kStepRepeats, kUnitRepeats)
+  std::size_t earlier_units = 0;  ///< times it ran before in the trace
+  bool eval_units = false;        ///< kUnitRepeats: the units are eval batches
+  bool anchor_is_oom = true;      ///< kStepRepeats: false when the failing malloc has no Python frames
+};
+
+/// @brief One setting of the what-if sweep at the capacity, as the verdict names it.
+struct SweepSetting {
+  std::string conf;  ///< PYTORCH_CUDA_ALLOC_CONF ("" = defaults)
+  bool passes_oom_point = false;
+  std::uint64_t peak_reserved_bytes = 0;  ///< up to where it stopped
+};
+
+/// @brief Why StepProjection (telemetry) has no figures, when the verdict is the reason.
+enum class StepProjectionGap : std::uint8_t {
+  kNone,            ///< available, or step_projection.h's own reason
+  kNoTelemetry,     ///< no step telemetry of the failing rank
+  kPassNotInTrace,  ///< a pass the recorded steps never ran
+  kNotNeeded,       ///< the failing malloc alone does not fit
+};
+
+/// @brief The record the verdict on a traced OOM fills in, in the order it finds things.
+struct TracedOomFindings {
+  TracedOomRule rule = TracedOomRule::kUnrecordedPass;
+  std::uint64_t capacity_bytes = 0;
+  std::string capacity_source;
+  std::size_t oom_index = 0;
+  std::uint64_t request_bytes = 0;
+  std::uint64_t live_at_oom_bytes = 0;   ///< recorded, before the failing request
+  std::optional<SweepSetting> recorded;  ///< the recorded setting replayed at the capacity
+  std::optional<SweepSetting> best;      ///< the first of the sweep that passes the OOM point
+  std::size_t sweep_settings = 0;
+
+  /// The phase: `found` from the call path and the trace's units; `other_pass` when the
+  /// telemetry's projection saw a pass unlike the recorded steps; projected_unit when the
+  /// trace projection decided (it replaces the others).
+  std::string phase;  ///< the final phase_name()
+  PhaseReason found_reason = PhaseReason::kCallPath;
+  std::string found_phase;
+  bool other_pass = false;
+  bool projected_unit = false;
+  PhaseClues clues;
+  std::optional<std::size_t> optimizer_steps_done;  ///< in the trace, when they outnumber the records
+  std::size_t optimizer_steps_recorded = 0;
+  std::optional<std::string> call_site;  ///< the failing malloc's innermost frame
+  std::string call_site_statement;
+
+  /// The failing pass's statement (a pass the recorded steps never ran) and the last recorded step.
+  std::string pass_statement;
+  std::optional<std::int64_t> last_recorded_step;
+  std::optional<ListOpProjection> list_op;  ///< an optimizer step's failing list op
+
+  StepProjection step;  ///< from the telemetry
+  StepProjectionGap step_gap = StepProjectionGap::kNone;
+  TraceStepProjection trace;  ///< from the trace alone
+  bool trace_has_no_repeating_unit = false;
+  bool starts_mid_run = false;           ///< the trace starts mid-run (projected step)
+  std::int64_t max_recorded_tokens = 0;  ///< the largest recorded step's (telemetry)
+  bool longest_batch = false;            ///< the failing step has more tokens than any recorded
+
+  /// Sizes in the trace are the recorded setting's: when it rounds requests up, the live
+  /// blocks hold ×inflation what they asked for (1 when that was not taken out).
+  double inflation = 1.0;
+  std::string unrounded_conf;            ///< the best setting, which does not round (telemetry projection)
+  std::uint64_t needed_bytes = 0;        ///< what the failing pass needs at requested sizes
+  std::uint64_t most_needed_bytes = 0;   ///< an eval pass's upper estimate at requested sizes
+  std::uint64_t next_needed_bytes = 0;   ///< a step like it with the carried bytes back
+  double too_close_fraction = 0;         ///< kStepTooClose: the band below the capacity
+  double max_fit_error = 0;              ///< kProjectionMissesHistory: the error it exceeded
+  std::optional<ProjectedRun> best_run;  ///< the projected pass's least-memory setting with margin
+  bool any_relaid_start = false;         ///< some setting replayed from a re-laid start
+  /// Undetermined on a trace that starts mid-run with no earlier step to project from.
+  bool mid_run_without_projection = false;
+};
+
+/// @brief The verdict's words: evidence (in order), trigger, the phase's source, what would
+/// decide it, and the projections' reasons when the verdict supplies them.
+struct TracedOomWords {
+  std::vector<Evidence> evidence;
+  std::string trigger;
+  std::string phase_source;
+  std::vector<std::string> decide_with;
+  std::optional<std::string> step_unavailable_reason;
+  std::optional<std::string> trace_unavailable_reason;
+};
+
+/// @brief Words a record (report/traced_oom_words.h).
+using TracedOomWording = std::function<TracedOomWords(const TracedOomFindings&)>;
+
+}  // namespace fragscope::diagnose

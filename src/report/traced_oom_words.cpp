@@ -1,0 +1,517 @@
+#include "report/traced_oom_words.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "util/bytes.h"
+#include "util/job_phase.h"
+
+namespace fragscope::report {
+namespace {
+
+using diagnose::PhaseReason;
+using diagnose::TracedOomFindings;
+using diagnose::TracedOomRule;
+using diagnose::TracedOomWords;
+using diagnose::TraceStepProjection;
+
+std::string pct(double fraction) { return fmt::format("{:.1f}%", 100.0 * fraction); }
+
+/// A setting as PYTORCH_CUDA_ALLOC_CONF's value: "" for the defaults.
+std::string quoted_conf(const std::string& conf) { return conf.empty() ? "\"\"" : conf; }
+
+bool is_phase(const TracedOomFindings& f, JobPhase phase) { return f.phase == phase_name(phase); }
+
+/// How the phase was told, for `reason`.
+std::string phase_source(const TracedOomFindings& f, PhaseReason reason) {
+  const diagnose::PhaseClues& c = f.clues;
+  switch (reason) {
+    case PhaseReason::kCallPath:
+      return c.source;
+    case PhaseReason::kFirstStep:
+      return fmt::format(
+          "no statement of the program's loop ran more than once before the OOM: the run failed in "
+          "its first step (at {}), so there is no earlier step to compare with",
+          c.program_frame);
+    case PhaseReason::kFirstEval:
+      return fmt::format("the failing malloc is in an evaluation ({}) that did not run before in the trace{}",
+                         c.eval_statement,
+                         c.eval_below_repeating ? fmt::format(", below {}, which did", c.call_statement) : "");
+    case PhaseReason::kStepRepeats:
+      return fmt::format(
+          "the failing unit's statement ({}) ran {} time(s) before in the trace: the training "
+          "step repeating{}",
+          c.unit_statement, c.earlier_units,
+          c.anchor_is_oom ? "" : " (the failing malloc, on autograd's thread, has no Python frames)");
+    case PhaseReason::kUnitRepeats:
+      return fmt::format("the failing unit's statement ({}) ran {} time(s) before in the trace: {} repeating",
+                         c.unit_statement, c.earlier_units, c.eval_units ? "evaluation" : "the training step");
+    case PhaseReason::kOtherPass:
+      return "the failing pass shares no call stack with the recorded training steps";
+    case PhaseReason::kProjectedUnit:
+      return fmt::format("the failing unit's statement ({}) ran {} time(s) before in the trace: {} repeating",
+                         f.trace.unit_statement, f.trace.earlier_units,
+                         f.trace.eval_units ? "evaluation" : "the training step");
+  }
+  return c.source;
+}
+
+/// Why the step projected from telemetry has no figures.
+std::string step_unavailable_reason(const TracedOomFindings& f) {
+  switch (f.step_gap) {
+    case diagnose::StepProjectionGap::kNone:
+      return f.step.unavailable_reason;
+    case diagnose::StepProjectionGap::kNoTelemetry:
+      return "no step telemetry: the failing step's tokens and static memory are unknown";
+    case diagnose::StepProjectionGap::kPassNotInTrace:
+      return fmt::format("the {} phase's peak is not in the trace: the recorded training steps say nothing about it",
+                         f.phase);
+    case diagnose::StepProjectionGap::kNotNeeded:
+      return "not needed: the failing malloc alone does not fit";
+  }
+  return f.step.unavailable_reason;
+}
+
+/// How a setting of expandable segments was replayed from a mid-run trace, and why its margin is larger.
+std::string relaid_start_note(const TraceStepProjection& p) {
+  return fmt::format(
+      " (the trace starts mid-run: it was replayed from the live blocks the trace starts with, laid back to back as "
+      "expandable segments hold them, so it must leave {} more than the fit's margin)",
+      pct(p.relaid_start_margin));
+}
+
+std::string describe_projection(const TraceStepProjection& p) {
+  std::string rest =
+      fmt::format("{} constant, {} linear", format_bytes(p.constant_bytes), format_bytes(p.linear_bytes));
+  if (p.quadratic_bytes) rest += fmt::format(", {} quadratic", format_bytes(p.quadratic_bytes));
+  if (p.other_bytes) rest += fmt::format(", {} another power", format_bytes(p.other_bytes));
+  if (p.unfitted_bytes)
+    rest += fmt::format(", {} that no earlier unit tells (taken as linear)", format_bytes(p.unfitted_bytes));
+  return fmt::format(
+      "the failing unit's allocations up to the failing malloc match unit {} of {} (events {}–{}) call stack by "
+      "call stack ({} of {}; the failing malloc is its event {}); their sizes are ×{:.3f} its own. Its rest, "
+      "scaled by how each allocation's size follows the scale over the other units ({}), makes the failing "
+      "step peak at {} live with perfect packing",
+      p.reference_unit, p.earlier_units + 1, p.reference_first_event, p.reference_end_event - 1, p.matched_allocations,
+      p.prefix_allocations, p.aligned_event, p.scale, rest, format_bytes(p.projected_peak_bytes));
+}
+
+/// The words accumulated in the order the verdict found its facts.
+class Words {
+ public:
+  void add(std::string key, std::string text) { w.evidence.push_back({std::move(key), std::move(text)}); }
+  TracedOomWords w;
+};
+
+void word_unrecorded_pass(const TracedOomFindings& f, Words& out) {
+  TracedOomWords& w = out.w;
+  const std::uint64_t cap = f.capacity_bytes;
+  if (const auto& op = f.list_op) {
+    out.add("list_op",
+            fmt::format("the failing malloc ({}) is result {} of {} of a list op, one tensor per parameter in the "
+                        "order {} allocated them: the {} left need {}, so the op needs at least {} live",
+                        op->site, op->done + 1, op->total, op->list_site, op->total - op->done,
+                        format_bytes(op->remaining_bytes), format_bytes(op->projected_peak_bytes)));
+    if (f.rule == TracedOomRule::kListOpExceeds) {
+      out.add("projection_vs_capacity",
+              fmt::format("the optimizer step needs at least {} of live memory even with perfect packing; "
+                          "the device gives {} — short by {}",
+                          format_bytes(op->projected_peak_bytes), format_bytes(cap),
+                          format_bytes(op->projected_peak_bytes - cap)));
+      w.trigger = "an optimizer step: its state and its foreach temporaries";
+      return;
+    }
+  }
+  const std::int64_t after = f.last_recorded_step.value_or(-1);
+  w.trigger = is_phase(f, JobPhase::kOptimizer)    ? "an optimizer step allocating its state"
+              : is_phase(f, JobPhase::kCheckpoint) ? "a checkpoint save"
+              : is_phase(f, JobPhase::kEval)
+                  ? fmt::format("an eval pass ({}){}", f.pass_statement,
+                                after >= 0 ? fmt::format(" after the last recorded step ({})", after) : "")
+                  : fmt::format("a pass the recorded steps never ran ({})", f.pass_statement);
+  out.add("undecidable", fmt::format("the OOM is in {}; the trace ends at its failing malloc, so its peak is unknown. "
+                                     "That the failing malloc would fit proves nothing about the rest of the pass",
+                                     w.trigger));
+  w.decide_with = {
+      fmt::format("a snapshot across the whole {} phase: record history through it and dump from the OOM observer "
+                  "(torch._C._cuda_attach_out_of_memory_observer), or run the phase alone with history on",
+                  f.phase),
+      "the job spec (model, batch, sequence length) for `fragscope plan`, which computes the phase's peak",
+      fmt::format("one rerun of the {} phase with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True at the same memory: "
+                  "if it still fails, the verdict is capacity",
+                  f.phase)};
+}
+
+void word_training_step(const TracedOomFindings& f, Words& out) {
+  TracedOomWords& w = out.w;
+  const diagnose::StepProjection& p = f.step;
+  const std::uint64_t cap = f.capacity_bytes;
+  if (f.rule == TracedOomRule::kNoStepProjection) {
+    out.add("projection", "no projection of the failing step's peak: " + step_unavailable_reason(f));
+    w.trigger = "a training step";
+    w.decide_with = {
+        "step telemetry (steps.jsonl from the fragscope hook) of the failing rank, so the failing step's peak "
+        "can be projected from the recorded steps",
+        "one rerun with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True at the same memory"};
+    return;
+  }
+  if (f.longest_batch)
+    w.trigger = fmt::format(
+        "the longest batch of the run so far: step {} has {} tokens, {:.2f}× the largest recorded step ({} tokens)",
+        p.failing_step.value_or(0), *p.failing_tokens,
+        static_cast<double>(*p.failing_tokens) / static_cast<double>(f.max_recorded_tokens), f.max_recorded_tokens);
+  else
+    w.trigger = fmt::format("training step {}", p.failing_step.value_or(0));
+  out.add(
+      "projection",
+      fmt::format("projected peak of step {}: {} = {} static + {} activations of reference step {} scaled ×{:.3f}{} + "
+                  "{} that do not scale",
+                  p.failing_step.value_or(0), format_bytes(p.projected_peak_bytes), format_bytes(p.static_bytes),
+                  format_bytes(p.reference_transient_bytes - p.reference_constant_bytes), p.reference_step.value_or(0),
+                  p.token_ratio,
+                  p.failing_tokens && p.reference_tokens
+                      ? fmt::format(" ({} → {} tokens)", *p.reference_tokens, *p.failing_tokens)
+                      : "",
+                  format_bytes(p.reference_constant_bytes)));
+  const std::uint64_t peak = f.needed_bytes;
+  const std::uint64_t next = f.next_needed_bytes;
+  if (f.inflation > 1.01)
+    out.add("rounding",
+            fmt::format("the recorded setting rounds requests up (roundup_power2_divisions): the snapshot's live "
+                        "blocks hold ×{:.3f} the bytes they asked for; {} does not round, and at requested sizes the "
+                        "step projects to about {}",
+                        f.inflation, f.unrounded_conf, format_bytes(next)));
+  if (f.rule == TracedOomRule::kStepExceeds) {
+    out.add("projection_vs_capacity",
+            fmt::format("the step needs about {} of live memory even with perfect packing; the device gives {} — "
+                        "short by {}",
+                        format_bytes(peak), format_bytes(cap), format_bytes(peak - cap)));
+    return;
+  }
+  out.add("projection_vs_capacity",
+          fmt::format("the step's projected peak {} fits in {} ({} to spare with perfect packing)", format_bytes(peak),
+                      format_bytes(cap), format_bytes(cap - peak)));
+  if (f.rule == TracedOomRule::kNextStepExceeds) {
+    out.add("next_step",
+            fmt::format("but step {} runs without {} that the steps before it kept from one step to the next "
+                        "(gradients dropped after the optimizer step); the next steps hold them again, and a batch "
+                        "like step {}'s then needs about {}: short by {} even with perfect packing",
+                        p.failing_step.value_or(0), format_bytes(p.returning_bytes), p.failing_step.value_or(0),
+                        format_bytes(next), format_bytes(next - cap)));
+    return;
+  }
+  if (f.rule == TracedOomRule::kStepTooClose) {
+    const std::uint64_t spare = cap - next;
+    out.add("too_close",
+            fmt::format("the step would leave {} ({:.1f}% of {}) with perfect packing: closer than the projection's "
+                        "accuracy ({:.0f}%: on held-out recordings it came within 1% of the real peaks), and every "
+                        "allocator needs some room above the live bytes, so whether a setting runs the step cannot be "
+                        "told from the trace",
+                        format_bytes(spare), 100.0 * static_cast<double>(spare) / static_cast<double>(cap),
+                        format_bytes(cap), 100.0 * f.too_close_fraction));
+    w.trigger = fmt::format("training step {}, within {:.0f}% of the capacity", p.failing_step.value_or(0),
+                            100.0 * f.too_close_fraction);
+    w.decide_with = {
+        fmt::format("one rerun with PYTORCH_CUDA_ALLOC_CONF={} at the same memory: if it fails in the same step, "
+                    "the verdict is capacity",
+                    f.best && !f.best->conf.empty() ? f.best->conf : "expandable_segments:True"),
+        "or make room instead of deciding: activation checkpointing, or a smaller micro-batch with more accumulation"};
+    return;
+  }
+  if (!f.best)
+    out.add("stranded",
+            "the ideal packer fits the step but no setting of the sweep does: the trace starts with the memory "
+            "already in pieces (live blocks pinning split segments), and a setting changed from that state "
+            "inherits them");
+}
+
+/// What would decide a step projected from the trace that the margins leave open.
+std::vector<std::string> undecided_projected_step() {
+  return {
+      "one rerun with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True at the same memory: if it fails in the same "
+      "step, the verdict is capacity",
+      "a snapshot whose trace holds more steps like the failing one (a larger max_entries), so the fit can be "
+      "checked on more of them",
+      "or make room instead of deciding: activation checkpointing, or a smaller micro-batch with more accumulation"};
+}
+
+/// The fit's evidence: on how many earlier units it was checked, and the margins that follow.
+std::string describe_fit(const TraceStepProjection& p) {
+  const std::string margins = fmt::format(
+      "a setting must run it with {} of the capacity to spare, and perfect packing must "
+      "miss it by {}, to decide",
+      pct(p.margin_to_fit), pct(p.margin_to_fail));
+  if (!p.fit_error)
+    return fmt::format(
+        "no other unit allocates like unit {}, so the fit cannot be checked on the trace's own "
+        "history; {}",
+        p.reference_unit, margins);
+  return fmt::format(
+      "the fit checked on {} earlier unit{}{}: projected from unit {}, {} peak{} came within {} of "
+      "the real one{}; {}",
+      p.checked_units, p.checked_units == 1 ? "" : "s",
+      p.other_kind_units == 0 ? ""
+                              : fmt::format(" of the failing unit's kind ({} of another kind left out: they begin "
+                                            "holding other blocks, gradients or the optimizer's state)",
+                                            p.other_kind_units),
+      p.reference_unit, p.checked_units == 1 ? "its" : "their", p.checked_units == 1 ? "" : "s", pct(*p.fit_error),
+      p.checked_units == 1 ? "" : "s", margins);
+}
+
+void word_projected_step(const TracedOomFindings& f, Words& out) {
+  TracedOomWords& w = out.w;
+  const TraceStepProjection& p = f.trace;
+  const std::uint64_t cap = f.capacity_bytes;
+  out.add("phase", fmt::format("phase {}: {}", f.phase, w.phase_source));
+  out.add("projection", describe_projection(p));
+  out.add("fit", describe_fit(p));
+  if (p.over_bytes || p.under_bytes)
+    out.add("doubt", fmt::format("the projection may be up to {} high and {} low: allocations no unit tells how they "
+                                 "scale (constant to quadratic), frees without a counterpart, a reference of another "
+                                 "kind",
+                                 format_bytes(p.over_bytes), format_bytes(p.under_bytes)));
+  if (p.kind_difference_bytes)
+    out.add(
+        "reference_kind",
+        fmt::format(
+            "no earlier unit began holding what the failing one did (its blocks within 5%): "
+            "the reference began {} {} (the optimizer's state or gradients): its rest may make "
+            "{} than the failing unit's will",
+            format_bytes(p.kind_difference_bytes), p.over_bytes >= p.kind_difference_bytes ? "lower" : "higher",
+            p.over_bytes >= p.kind_difference_bytes ? "blocks the failing unit already holds, more" : "fewer blocks"));
+  if (p.unmatched_free_bytes)
+    out.add("unmatched", fmt::format("{} that the reference freed has no counterpart in the failing unit: the "
+                                     "projection keeps it",
+                                     format_bytes(p.unmatched_free_bytes)));
+  const std::string size =
+      std::abs(p.scale - 1) >= 0.02
+          ? fmt::format("its allocations ×{:.2f} those of unit {}, the most alike", p.scale, p.reference_unit)
+          : fmt::format("the size of unit {}", p.reference_unit);
+  w.trigger =
+      p.eval_units
+          ? fmt::format("unit {} of the trace's evaluation ({}), {}", p.earlier_units + 1, p.unit_statement, size)
+      : p.smaller_units == p.aligned_units && p.aligned_units > 0
+          ? fmt::format(
+                "the longest batch of the trace so far: larger than the {} earlier step(s) it aligns with ({}), {}",
+                p.aligned_units, p.unit_statement, size)
+          : fmt::format("training step {} of the trace ({}), {}", p.earlier_units + 1, p.unit_statement, size);
+  if (f.rule == TracedOomRule::kProjectionMissesHistory) {
+    out.add("fit_rejected",
+            fmt::format("the projection misses the trace's own earlier units by up to {} (more than {}): it "
+                        "does not fit its own history, so it decides nothing",
+                        pct(*p.fit_error), pct(f.max_fit_error)));
+    w.decide_with = undecided_projected_step();
+    return;
+  }
+  if (f.inflation > 1.01)
+    out.add("rounding",
+            fmt::format("the recorded setting rounds requests up: the snapshot's live blocks hold ×{:.3f} the bytes "
+                        "they asked for, so at the sizes asked for the step needs about {}",
+                        f.inflation, format_bytes(f.needed_bytes)));
+  const std::uint64_t next = f.next_needed_bytes;
+  switch (f.rule) {
+    case TracedOomRule::kProjectedStepExceeds:
+      out.add("projection_vs_capacity",
+              fmt::format("the step needs {} of live memory even with perfect packing; the device gives "
+                          "{} — short by {}, beyond the projection's margins",
+                          format_bytes(f.needed_bytes), format_bytes(cap), format_bytes(f.needed_bytes - cap)));
+      return;
+    case TracedOomRule::kNextUnitMayNotFit:
+      out.add("next_step",
+              fmt::format("the failing step itself fits, but the unit after the reference began {} higher than it "
+                          "did (what the steps after a zero_grad hold again): a batch as long as the failing one a "
+                          "step later would need about {} of the {} the device gives. Whether a later batch is that "
+                          "long is not in the trace",
+                          format_bytes(p.next_unit_extra_bytes), format_bytes(next), format_bytes(cap)));
+      w.decide_with = undecided_projected_step();
+      w.decide_with.insert(
+          w.decide_with.begin(),
+          fmt::format("the lengths of the batches still to come while the gradients are held (the rest "
+                      "of this accumulation group, then every group): the failing step itself runs under "
+                      "{}, and none as long means fragmentation; one as long needs about {} of the {} "
+                      "the device gives: capacity",
+                      f.best_run->conf.empty() ? "the recorded setting" : f.best_run->conf, format_bytes(next),
+                      format_bytes(cap)));
+      return;
+    case TracedOomRule::kLongerBatchMayNotFit:
+      out.add("longest_batch",
+              fmt::format("the failing step itself fits, but unit {} of the trace was a longer batch; one that long "
+                          "begun as the failing step began would need about {} live of the {} the device gives. "
+                          "The job makes such batches; whether the run meets one again is not in the trace",
+                          *p.longest_unit, format_bytes(p.longest_peak_bytes), format_bytes(cap)));
+      w.decide_with = undecided_projected_step();
+      return;
+    case TracedOomRule::kProjectedStepFits:
+      out.add("projection_vs_capacity",
+              fmt::format("the projected step fits: {} live at its peak with perfect packing, {} to spare of {}; "
+                          "PYTORCH_CUDA_ALLOC_CONF={} runs it with {} less memory than that{}",
+                          format_bytes(next), format_bytes(cap - std::min(cap, next)), format_bytes(cap),
+                          quoted_conf(f.best_run->conf),
+                          pct(p.margin_to_fit + (f.best_run->relaid_start ? p.relaid_start_margin : 0)),
+                          f.best_run->relaid_start ? relaid_start_note(p) : ""));
+      return;
+    case TracedOomRule::kNoSettingRunsProjected:
+      out.add("projection_vs_capacity",
+              fmt::format("the projected step needs {} live with perfect packing, but no allocator setting of the "
+                          "sweep runs it even at {} more than the {} the device gives: what a real allocator needs "
+                          "above the live bytes does not fit",
+                          format_bytes(p.projected_peak_bytes), pct(p.margin_to_fail), format_bytes(cap)));
+      return;
+    default:
+      break;
+  }
+  out.add("too_close",
+          fmt::format("the projected step needs {} live with perfect packing against {}{}: within the "
+                      "margins the projection needs ({} below, {} above) of what decides it{}",
+                      format_bytes(p.projected_peak_bytes + p.next_unit_extra_bytes), format_bytes(cap),
+                      fmt::format("; the settings that run it need more than {} less that margin", format_bytes(cap)),
+                      pct(p.margin_to_fit), pct(p.margin_to_fail),
+                      !f.starts_mid_run ? ""
+                      : f.any_relaid_start
+                          ? fmt::format(" (the trace starts mid-run: settings with expandable segments start from "
+                                        "its live blocks re-laid as they hold them and must leave {} more; the "
+                                        "others inherit the pieces the trace starts with)",
+                                        pct(p.relaid_start_margin))
+                          : " (the trace starts mid-run: a setting replayed from its "
+                            "state inherits pieces the job's start would not have made)"));
+  w.decide_with = undecided_projected_step();
+}
+
+void word_projected_eval(const TracedOomFindings& f, Words& out) {
+  TracedOomWords& w = out.w;
+  const TraceStepProjection& p = f.trace;
+  const std::uint64_t cap = f.capacity_bytes;
+  out.add("projection",
+          fmt::format("the eval batch's allocations under {} up to the failing malloc match training call {} of {} "
+                      "({}, events {}–{}) frame for frame ({} of {}; the failing malloc is its event {}); their sizes "
+                      "are ×{:.3f} the training's. The rest of that call and of the step's statements after it up to "
+                      "its backward pass, each block freed where the eval freed its like in an earlier layer ({} of "
+                      "them) or where the training freed it, else kept: the eval batch peaks at {} live with perfect "
+                      "packing; at least {} if every block whose lifetime the eval has not shown is freed at once and "
+                      "nothing runs after the call",
+                      p.shared_function, p.reference_unit, p.earlier_units, p.training_call, p.reference_first_event,
+                      p.reference_end_event - 1, p.matched_allocations, p.prefix_allocations, p.aligned_event, p.scale,
+                      p.learned_lifetimes, format_bytes(p.most_peak_bytes), format_bytes(p.least_peak_bytes)));
+  w.trigger = fmt::format("an eval pass ({}) the trace never ran before, projected from the training's {} call",
+                          p.unit_statement, p.shared_function);
+  const std::uint64_t least = f.needed_bytes;
+  const std::uint64_t upper = f.most_needed_bytes;
+  if (f.rule == TracedOomRule::kEvalExceeds) {
+    out.add("projection_vs_capacity",
+            fmt::format("the eval batch needs at least {} of live memory even with perfect packing; the "
+                        "device gives {} — short by {}, beyond the projection's {} floor",
+                        format_bytes(least), format_bytes(cap), format_bytes(least - cap), pct(p.margin_to_fail)));
+    return;
+  }
+  if (f.rule == TracedOomRule::kEvalFits) {
+    out.add("projection_vs_capacity",
+            fmt::format("the projected eval batch fits: at most {} live at its peak with perfect packing, {} "
+                        "to spare of {}; PYTORCH_CUDA_ALLOC_CONF={} runs it with {} less memory than that{}",
+                        format_bytes(upper), format_bytes(cap - std::min(cap, upper)), format_bytes(cap),
+                        quoted_conf(f.best_run->conf),
+                        pct(p.margin_to_fit + (f.best_run->relaid_start ? p.relaid_start_margin : 0)),
+                        f.best_run->relaid_start ? relaid_start_note(p) : ""));
+    return;
+  }
+  out.add("too_close",
+          fmt::format("the eval batch needs between {} and {} live with perfect packing against {}, and no "
+                      "allocator setting runs the upper estimate with {} to spare: what the eval frees in the "
+                      "layers it has not reached, and what it runs after the call, decide it",
+                      format_bytes(least), format_bytes(upper), format_bytes(cap), pct(p.margin_to_fit)));
+  w.decide_with = {
+      "one rerun of the eval pass with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True at the same memory: if it "
+      "still fails, the verdict is capacity",
+      "a snapshot whose trace holds a whole eval batch (history through an earlier eval, or the eval run alone with "
+      "history on), so the pass can be projected from the eval itself",
+      "or make room instead of deciding: a smaller eval batch (per_device_eval_batch_size), or "
+      "eval_accumulation_steps"};
+}
+
+bool is_eval_rule(TracedOomRule rule) {
+  return rule == TracedOomRule::kEvalExceeds || rule == TracedOomRule::kEvalFits ||
+         rule == TracedOomRule::kEvalTooClose;
+}
+
+bool is_unrecorded_pass_rule(TracedOomRule rule) {
+  return rule == TracedOomRule::kListOpExceeds || rule == TracedOomRule::kUnrecordedPass;
+}
+
+}  // namespace
+
+TracedOomWords traced_oom_words(const TracedOomFindings& f) {
+  Words out;
+  TracedOomWords& w = out.w;
+  const std::uint64_t cap = f.capacity_bytes;
+  out.add("capacity", fmt::format("capacity {}: {}", format_bytes(cap), f.capacity_source));
+  if (f.recorded)
+    out.add("replay_recorded",
+            fmt::format("replaying the trace under the recorded config ({}) at {} {} at the recorded OOM (event {})",
+                        f.recorded->conf.empty() ? "defaults" : f.recorded->conf, format_bytes(cap),
+                        f.recorded->passes_oom_point ? "does NOT fail" : "fails as the real run did", f.oom_index));
+  // The phase as the call path told it sits before the optimizer steps; told again from the
+  // trace's units, after them.
+  const std::string found = fmt::format("phase {}: {}", f.found_phase, phase_source(f, f.found_reason));
+  const bool revised = f.found_reason != PhaseReason::kCallPath;
+  if (!f.projected_unit && !revised) out.add("phase", found);
+  if (f.optimizer_steps_done)
+    out.add("optimizer_steps",
+            fmt::format("the trace holds {} completed optimizer steps, the telemetry records {}: the step after "
+                        "the last record finished its training work before the OOM",
+                        *f.optimizer_steps_done, f.optimizer_steps_recorded));
+  if (!f.projected_unit && revised) out.add("phase", found);
+  if (f.call_site)
+    out.add("call_site",
+            fmt::format("the failing malloc was called from {} (statement {})", *f.call_site, f.call_site_statement));
+  if (!f.projected_unit && f.other_pass)
+    out.add("phase", fmt::format("phase {}: {}", f.phase, phase_source(f, PhaseReason::kOtherPass)));
+  w.phase_source = f.projected_unit ? phase_source(f, PhaseReason::kProjectedUnit)
+                   : f.other_pass   ? phase_source(f, PhaseReason::kOtherPass)
+                                    : phase_source(f, f.found_reason);
+
+  if (f.rule == TracedOomRule::kIdealPackerFails) {
+    out.add("ideal_packer",
+            fmt::format("even the ideal packer (live bytes packed with no gaps) cannot serve the {} request at event "
+                        "{}: live bytes + request exceed {}",
+                        format_bytes(f.request_bytes), f.oom_index, format_bytes(cap)));
+    w.step_unavailable_reason = step_unavailable_reason(f);
+    return w;
+  }
+  out.add("ideal_packer",
+          fmt::format("the ideal packer serves the failing {} request at {}: {} live + the request = {}",
+                      format_bytes(f.request_bytes), format_bytes(cap), format_bytes(f.live_at_oom_bytes),
+                      format_bytes(f.live_at_oom_bytes + f.request_bytes)));
+  if (f.best)
+    out.add("replay_best",
+            fmt::format("PYTORCH_CUDA_ALLOC_CONF={} passes the recorded OOM point at the same {}, reserving at most {} "
+                        "up to it",
+                        quoted_conf(f.best->conf), format_bytes(cap), format_bytes(f.best->peak_reserved_bytes)));
+  else
+    out.add("replay_best",
+            fmt::format("no allocator config of the sweep ({} configs) passes the recorded OOM point at {}",
+                        f.sweep_settings, format_bytes(cap)));
+
+  if (f.projected_unit)
+    word_projected_step(f, out);
+  else if (is_eval_rule(f.rule))
+    word_projected_eval(f, out);
+  else if (is_unrecorded_pass_rule(f.rule))
+    word_unrecorded_pass(f, out);
+  else
+    word_training_step(f, out);
+
+  if (f.step_gap != diagnose::StepProjectionGap::kNone) w.step_unavailable_reason = step_unavailable_reason(f);
+  if (f.trace_has_no_repeating_unit)
+    w.trace_unavailable_reason = "no statement of the program's loop ran more than once before the OOM";
+  if (f.mid_run_without_projection)
+    w.decide_with.insert(
+        w.decide_with.begin(),
+        "a snapshot whose history holds a whole step like the failing one before it: this trace starts "
+        "mid-run (a ring of max_entries, or history started late) and no earlier step in it can be "
+        "projected from; a larger max_entries, or history from the run's start");
+  return w;
+}
+
+}  // namespace fragscope::report

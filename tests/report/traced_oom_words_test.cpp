@@ -1,0 +1,152 @@
+// The verdict on a traced OOM in words (report/traced_oom_words.h), from the records the doctor
+// makes of the recorded fixtures: each line states the record's own numbers, the rule that
+// decided picks the lines, and the doctor keeps the words, in order, among the OOM's other facts.
+#include "report/traced_oom_words.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "../diagnose/doctor_fixture_files.h"
+#include "diagnose/doctor.h"
+#include "../doctor_options.h"
+#include "util/bytes.h"
+
+namespace fragscope::report {
+namespace {
+
+using diagnose::Diagnosis;
+using diagnose::Evidence;
+using diagnose::TracedOomFindings;
+using diagnose::TracedOomRule;
+using diagnose::TracedOomWords;
+
+/// The doctor's diagnosis with the record its traced-OOM verdict made and the words it got.
+struct Worded {
+  TracedOomFindings findings;
+  TracedOomWords words;
+  Diagnosis diagnosis;
+};
+
+Worded diagnose_worded(std::vector<std::string> files) {
+  Worded w;
+  diagnose::DoctorOptions options = fragscope::testing::doctor_options();
+  options.threads = 2;
+  options.word_traced_oom = [&w](const TracedOomFindings& f) {
+    w.findings = f;
+    w.words = traced_oom_words(f);
+    return w.words;
+  };
+  w.diagnosis = diagnose::run_doctor(diagnose::collect_doctor_inputs(files), options);
+  return w;
+}
+
+std::vector<std::string> without_telemetry(std::vector<std::string> files) {
+  std::erase_if(files, [](const std::string& f) { return f.ends_with("steps.jsonl"); });
+  return files;
+}
+
+const Evidence& evidence(const TracedOomWords& words, const std::string& key) {
+  const auto it = std::find_if(words.evidence.begin(), words.evidence.end(),
+                               [&](const Evidence& e) { return e.key == key; });
+  if (it == words.evidence.end()) throw std::runtime_error("no evidence " + key);
+  return *it;
+}
+
+std::ptrdiff_t position(const TracedOomWords& words, const std::string& key) {
+  return std::find_if(words.evidence.begin(), words.evidence.end(), [&](const Evidence& e) { return e.key == key; }) -
+         words.evidence.begin();
+}
+
+// The doctor keeps every word as the renderer made it: the evidence after the OOM's sources,
+// before the blind spot; the trigger, the phase's source and what would decide it unchanged.
+void expect_kept(const Worded& w) {
+  const std::vector<Evidence>& all = w.diagnosis.evidence;
+  const auto first = std::find_if(all.begin(), all.end(), [](const Evidence& e) { return e.key != "oom"; });
+  ASSERT_GE(static_cast<std::size_t>(all.end() - first), w.words.evidence.size());
+  for (std::size_t i = 0; i < w.words.evidence.size(); ++i) {
+    EXPECT_EQ(first[i].key, w.words.evidence[i].key);
+    EXPECT_EQ(first[i].text, w.words.evidence[i].text);
+  }
+  EXPECT_EQ(w.diagnosis.trigger, w.words.trigger);
+  EXPECT_EQ(w.diagnosis.phase_source, w.words.phase_source);
+  EXPECT_EQ(w.diagnosis.decide_with, w.words.decide_with);
+}
+
+TEST(TracedOomWords, AStepThatFitsStatesItsProjectedPeakAgainstTheCapacity) {
+  const Worded w = diagnose_worded(fragscope::testing::doctor_user_files("frag_oom_104"));
+  const TracedOomFindings& f = w.findings;
+  ASSERT_EQ(f.rule, TracedOomRule::kStepFits);
+  ASSERT_TRUE(f.best.has_value());
+  EXPECT_EQ(evidence(w.words, "capacity").text,
+            "capacity " + format_bytes(f.capacity_bytes) + ": " + f.capacity_source);
+  EXPECT_EQ(evidence(w.words, "projection_vs_capacity").text,
+            "the step's projected peak " + format_bytes(f.needed_bytes) + " fits in " + format_bytes(f.capacity_bytes) +
+                " (" + format_bytes(f.capacity_bytes - f.needed_bytes) + " to spare with perfect packing)");
+  // The failing step is longer than every recorded one: the trigger says by how much.
+  ASSERT_TRUE(f.longest_batch);
+  EXPECT_EQ(w.words.trigger.rfind("the longest batch of the run so far: step ", 0), 0u) << w.words.trigger;
+  EXPECT_NE(w.words.trigger.find(std::to_string(f.max_recorded_tokens) + " tokens"), std::string::npos);
+  EXPECT_TRUE(w.words.decide_with.empty());
+  // The phase as the call path told it, before the call site.
+  EXPECT_EQ(f.found_reason, diagnose::PhaseReason::kCallPath);
+  EXPECT_EQ(evidence(w.words, "phase").text, "phase " + f.phase + ": " + f.clues.source);
+  EXPECT_LT(position(w.words, "phase"), position(w.words, "call_site"));
+  expect_kept(w);
+}
+
+TEST(TracedOomWords, AStepThatNeedsMoreSaysByHowMuch) {
+  const Worded w = diagnose_worded(fragscope::testing::doctor_user_files("capacity_oom"));
+  const TracedOomFindings& f = w.findings;
+  ASSERT_EQ(f.rule, TracedOomRule::kStepExceeds);
+  ASSERT_GT(f.needed_bytes, f.capacity_bytes);
+  EXPECT_NE(evidence(w.words, "projection_vs_capacity").text.find("short by " +
+                                                                   format_bytes(f.needed_bytes - f.capacity_bytes)),
+            std::string::npos);
+  EXPECT_EQ(evidence(w.words, "ideal_packer").text.rfind("the ideal packer serves the failing ", 0), 0u);
+  expect_kept(w);
+}
+
+TEST(TracedOomWords, AFirstEvalPassIsWordedFromTheTrainingCall) {
+  const Worded w = diagnose_worded(fragscope::testing::doctor_user_files("eval_spike"));
+  const TracedOomFindings& f = w.findings;
+  ASSERT_EQ(f.rule, TracedOomRule::kEvalExceeds);
+  EXPECT_EQ(f.phase, "eval");
+  EXPECT_EQ(w.words.trigger, "an eval pass (" + f.trace.unit_statement +
+                                 ") the trace never ran before, projected from the training's " +
+                                 f.trace.shared_function + " call");
+  EXPECT_NE(evidence(w.words, "projection_vs_capacity").text.find("at least " + format_bytes(f.needed_bytes)),
+            std::string::npos);
+  ASSERT_TRUE(f.optimizer_steps_done.has_value());
+  EXPECT_NE(evidence(w.words, "optimizer_steps").text.find("holds " + std::to_string(*f.optimizer_steps_done)),
+            std::string::npos);
+  expect_kept(w);
+}
+
+// Without telemetry the step is projected from the trace: the phase is told from its unit, after
+// the replays, and the fit's margins are stated in percent.
+TEST(TracedOomWords, AStepProjectedFromTheTraceStatesItsUnitAndMargins) {
+  const Worded w = diagnose_worded(without_telemetry(fragscope::testing::doctor_user_files("frag_oom_104")));
+  const TracedOomFindings& f = w.findings;
+  ASSERT_TRUE(f.projected_unit);
+  ASSERT_EQ(f.rule, TracedOomRule::kProjectedStepFits);
+  ASSERT_TRUE(f.best_run.has_value());
+  EXPECT_EQ(w.words.phase_source, "the failing unit's statement (" + f.trace.unit_statement + ") ran " +
+                                      std::to_string(f.trace.earlier_units) +
+                                      " time(s) before in the trace: the training step repeating");
+  EXPECT_EQ(std::count_if(w.words.evidence.begin(), w.words.evidence.end(),
+                          [](const Evidence& e) { return e.key == "phase"; }),
+            1);
+  EXPECT_GT(position(w.words, "phase"), position(w.words, "replay_best"));
+  EXPECT_NE(evidence(w.words, "fit").text.find(fmt::format("{:.1f}%", 100 * f.trace.margin_to_fit)),
+            std::string::npos);
+  EXPECT_NE(evidence(w.words, "projection_vs_capacity").text.find(format_bytes(f.next_needed_bytes) + " live"),
+            std::string::npos);
+  expect_kept(w);
+}
+
+}  // namespace
+}  // namespace fragscope::report
