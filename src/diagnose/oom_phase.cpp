@@ -32,14 +32,10 @@ std::optional<std::string> open_annotation(const snapshot::Snapshot& snapshot, i
   std::vector<std::string> open;
   for (const snapshot::Annotation& a : snapshot.annotations) {
     if (a.device != device || a.time_us > time_us) continue;
-    std::string_view stage, name;
-    for (const auto& [key, value] : a.fields) {
-      if (snapshot.strings.view(key) == "stage") stage = snapshot.strings.view(value);
-      if (snapshot.strings.view(key) == "name") name = snapshot.strings.view(value);
-    }
-    if (stage == "START") {
+    const std::string_view name = snapshot.strings.view(a.name);
+    if (a.stage == snapshot::AnnotationStage::kStart) {
       open.emplace_back(name);
-    } else if (stage == "END") {
+    } else if (a.stage == snapshot::AnnotationStage::kEnd) {
       const auto it = std::find(open.rbegin(), open.rend(), name);
       if (it != open.rend()) open.erase(std::next(it).base());
     }

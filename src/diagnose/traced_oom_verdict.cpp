@@ -83,15 +83,9 @@ std::optional<std::size_t> optimizer_steps_before(const snapshot::Snapshot& snap
   std::size_t ends = 0;
   bool any = false;
   for (const snapshot::Annotation& a : snap.annotations) {
-    if (a.device != device) continue;
-    std::string_view stage, name;
-    for (const auto& [key, value] : a.fields) {
-      if (snap.strings.view(key) == "stage") stage = snap.strings.view(value);
-      if (snap.strings.view(key) == "name") name = snap.strings.view(value);
-    }
-    if (!name.starts_with("Optimizer.step")) continue;
+    if (a.device != device || !snap.strings.view(a.name).starts_with("Optimizer.step")) continue;
     any = true;
-    if (stage == "END" && a.time_us <= time) ++ends;
+    if (a.stage == snapshot::AnnotationStage::kEnd && a.time_us <= time) ++ends;
   }
   if (!any) return std::nullopt;
   return ends;

@@ -4,6 +4,17 @@
 
 namespace fragscope::snapshot {
 
+void decode_annotation(Annotation& a, const StringTable& strings) {
+  std::string_view stage;
+  for (const auto& [key, value] : a.fields) {
+    if (strings.view(key) == "stage") stage = strings.view(value);
+    if (strings.view(key) == "name") a.name = value;
+  }
+  a.stage = stage == "START" ? AnnotationStage::kStart
+            : stage == "END" ? AnnotationStage::kEnd
+                             : AnnotationStage::kOther;
+}
+
 std::span<const TraceEvent> Snapshot::trace(int device) const {
   if (device < 0 || static_cast<std::size_t>(device) >= device_traces.size()) return {};
   return device_traces[static_cast<std::size_t>(device)];

@@ -85,12 +85,21 @@ struct AllocatorSettings {
   std::map<std::string, std::string> other;  ///< keys this version does not interpret, as text
 };
 
-/// @brief One `external_annotations` entry (e.g. record_function START/END).
+/// @brief What an annotation marks: a record_function range opening ("START") or closing ("END").
+enum class AnnotationStage : std::uint8_t { kOther, kStart, kEnd };
+
+/// @brief One `external_annotations` entry (e.g. record_function START/END). `stage` and `name`
+/// are decoded from `fields` once, when the snapshot is read (decode_annotation).
 struct Annotation {
   int device = 0;
+  AnnotationStage stage = AnnotationStage::kOther;  ///< its "stage" field
   std::int64_t time_us = 0;
+  StringId name = 0;                                  ///< its "name" field ("" when it has none)
   std::vector<std::pair<StringId, StringId>> fields;  ///< every other key → value as text
 };
+
+/// @brief Sets a.stage and a.name from a.fields (the last "stage" and "name" keys).
+void decode_annotation(Annotation& a, const StringTable& strings);
 
 /// @brief A device's trace. Huge pages: it is the largest array of a snapshot, written once.
 using TraceEventList = std::vector<TraceEvent, HugePageAllocator<TraceEvent>>;

@@ -103,6 +103,7 @@ void SnapshotBuilder::read_annotations(Machine& m, Value list) {
         a.fields.emplace_back(
             key, v.kind() == Kind::kString ? static_cast<StringId>(v.payload()) : out_.strings.intern(text_of(m, v)));
     }
+    decode_annotation(a, out_.strings);
     out_.annotations.push_back(std::move(a));
   }
 }

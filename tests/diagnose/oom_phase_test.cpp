@@ -84,6 +84,7 @@ HandBuiltSnapshot with_annotations(
     a.time_us = time;
     a.fields = {{h.snap.strings.intern("stage"), h.snap.strings.intern(stage)},
                 {h.snap.strings.intern("name"), h.snap.strings.intern(name)}};
+    snapshot::decode_annotation(a, h.snap.strings);
     h.snap.annotations.push_back(a);
   }
   return h;

@@ -2,6 +2,8 @@
 // device and the last OOM entry; on the recordings, the OOM index is truth.json's.
 #include "snapshot/snapshot.h"
 
+#include <string>
+
 #include <gtest/gtest.h>
 
 #include "../fixture_snapshots.h"
@@ -45,6 +47,29 @@ TEST(Snapshot, LastOomIndexIsTheLastOomEntry) {
   EXPECT_EQ(last_oom_index(h.snap, 1), std::nullopt);
   h.event(1, TraceAction::kAlloc, 1, 512);
   EXPECT_EQ(last_oom_index(h.snap, 1), std::nullopt);
+}
+
+// eval_spike records torch.optim's Optimizer.step ranges: each annotation's stage and name are
+// its fields', decoded once when the snapshot was read, and every range that opened closed.
+TEST(Snapshot, RecordedAnnotationsAreDecodedWhenRead) {
+  const Snapshot& snap = testing::fixture_snapshot(testing::fixtures_dir() / "eval_spike" / "snapshot.pickle.zst");
+  std::size_t starts = 0, ends = 0;
+  for (const Annotation& a : snap.annotations) {
+    std::string stage, name;
+    for (const auto& [key, value] : a.fields) {
+      if (snap.strings.view(key) == "stage") stage = snap.strings.view(value);
+      if (snap.strings.view(key) == "name") name = snap.strings.view(value);
+    }
+    EXPECT_EQ(snap.strings.view(a.name), name);
+    EXPECT_EQ(a.stage, stage == "START" ? AnnotationStage::kStart
+                       : stage == "END" ? AnnotationStage::kEnd
+                                        : AnnotationStage::kOther);
+    if (!name.starts_with("Optimizer.step")) continue;
+    starts += a.stage == AnnotationStage::kStart;
+    ends += a.stage == AnnotationStage::kEnd;
+  }
+  EXPECT_GT(starts, 0u);
+  EXPECT_EQ(starts, ends);
 }
 
 class RecordedSnapshot : public ::testing::TestWithParam<testing::EndStateFixture> {};

@@ -68,6 +68,11 @@ TEST(SnapshotTopLevel, AnnotationsKeepTheirDeviceTimeAndFields) {
   EXPECT_EQ(s.strings.view(s.annotations[1].fields[0].first), "stage");
   EXPECT_EQ(s.strings.view(s.annotations[1].fields[0].second), "END");
   EXPECT_EQ(s.strings.view(s.annotations[1].fields[2].second), "2");  // a value that is not a str, as text
+  // Stage and name are decoded as the snapshot is read.
+  EXPECT_EQ(s.annotations[0].stage, AnnotationStage::kStart);
+  EXPECT_EQ(s.annotations[1].stage, AnnotationStage::kEnd);
+  EXPECT_EQ(s.strings.view(s.annotations[0].name), "eval");
+  EXPECT_EQ(s.strings.view(s.annotations[1].name), "eval");
 }
 
 TEST(SnapshotTopLevel, DeviceTracesMayShareTheirEntries) {
