@@ -11,7 +11,8 @@
 /// training step →
 /// its projected peak (at requested sizes when the recorded setting rounds up and the best does
 /// not) above the capacity, or the next step's with the gradients it gets back above it →
-/// capacity; within 2% below it → undetermined; below → fragmentation.
+/// capacity; within 2% below it → undetermined; below → fragmentation. Every rule, those of a
+/// step or eval pass projected from the trace alone included: TracedOomRule (traced_oom_findings.h).
 /// Thread-safety: runs the what-if sweep on options.threads threads; call it from one.
 
 #include <cstddef>
@@ -34,12 +35,15 @@ struct TraceChoice {
   std::optional<std::size_t> map_oom_index;  ///< the same entry in `map`'s trace
 };
 
-/// @brief Decides the OOM at trace.oom_index, filling d's capacity, what-if lines, phase,
-/// projection, trigger, evidence and (when undetermined) what would decide it.
+/// @brief Decides the OOM at trace.oom_index, filling d's capacity, what-if lines, phase and
+/// projections; what it found goes into a TracedOomFindings (traced_oom_findings.h), which
+/// options.word_traced_oom words as d's trigger, evidence and (when undetermined) what would
+/// decide it.
 /// `telemetry` (may be null) is the failing rank's step records; `curve` the recorded
 /// reserved/allocated curve of trace.replay's trace.
 /// REQUIRES: trace.replay and trace.oom_index are set; d.oom_context is set.
-/// @throws InputError when the trace cannot be replayed.
+/// @throws InputError when the trace cannot be replayed; std::logic_error without
+/// options.word_traced_oom.
 Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemetry, const RecordedCurve& curve,
                          const DoctorOptions& options, Diagnosis& d);
 

@@ -99,28 +99,25 @@ std::string describe_projection(const TraceStepProjection& p) {
       p.prefix_allocations, p.aligned_event, p.scale, rest, format_bytes(p.projected_peak_bytes));
 }
 
-/// The words accumulated in the order the verdict found its facts.
-class Words {
- public:
-  void add(std::string key, std::string text) { w.evidence.push_back({std::move(key), std::move(text)}); }
-  TracedOomWords w;
-};
+/// Appends one line of evidence: the words keep the order in which the verdict found its facts.
+void add(TracedOomWords& w, std::string key, std::string text) {
+  w.evidence.push_back({std::move(key), std::move(text)});
+}
 
-void word_unrecorded_pass(const TracedOomFindings& f, Words& out) {
-  TracedOomWords& w = out.w;
+void word_unrecorded_pass(const TracedOomFindings& f, TracedOomWords& w) {
   const std::uint64_t cap = f.capacity_bytes;
   if (const auto& op = f.list_op) {
-    out.add("list_op",
-            fmt::format("the failing malloc ({}) is result {} of {} of a list op, one tensor per parameter in the "
-                        "order {} allocated them: the {} left need {}, so the op needs at least {} live",
-                        op->site, op->done + 1, op->total, op->list_site, op->total - op->done,
-                        format_bytes(op->remaining_bytes), format_bytes(op->projected_peak_bytes)));
+    add(w, "list_op",
+        fmt::format("the failing malloc ({}) is result {} of {} of a list op, one tensor per parameter in the "
+                    "order {} allocated them: the {} left need {}, so the op needs at least {} live",
+                    op->site, op->done + 1, op->total, op->list_site, op->total - op->done,
+                    format_bytes(op->remaining_bytes), format_bytes(op->projected_peak_bytes)));
     if (f.rule == TracedOomRule::kListOpExceeds) {
-      out.add("projection_vs_capacity",
-              fmt::format("the optimizer step needs at least {} of live memory even with perfect packing; "
-                          "the device gives {} — short by {}",
-                          format_bytes(op->projected_peak_bytes), format_bytes(cap),
-                          format_bytes(op->projected_peak_bytes - cap)));
+      add(w, "projection_vs_capacity",
+          fmt::format("the optimizer step needs at least {} of live memory even with perfect packing; "
+                      "the device gives {} — short by {}",
+                      format_bytes(op->projected_peak_bytes), format_bytes(cap),
+                      format_bytes(op->projected_peak_bytes - cap)));
       w.trigger = "an optimizer step: its state and its foreach temporaries";
       return;
     }
@@ -132,9 +129,10 @@ void word_unrecorded_pass(const TracedOomFindings& f, Words& out) {
                   ? fmt::format("an eval pass ({}){}", f.pass_statement,
                                 after >= 0 ? fmt::format(" after the last recorded step ({})", after) : "")
                   : fmt::format("a pass the recorded steps never ran ({})", f.pass_statement);
-  out.add("undecidable", fmt::format("the OOM is in {}; the trace ends at its failing malloc, so its peak is unknown. "
-                                     "That the failing malloc would fit proves nothing about the rest of the pass",
-                                     w.trigger));
+  add(w, "undecidable",
+      fmt::format("the OOM is in {}; the trace ends at its failing malloc, so its peak is unknown. "
+                  "That the failing malloc would fit proves nothing about the rest of the pass",
+                  w.trigger));
   w.decide_with = {
       fmt::format("a snapshot across the whole {} phase: record history through it and dump from the OOM observer "
                   "(torch._C._cuda_attach_out_of_memory_observer), or run the phase alone with history on",
@@ -145,12 +143,11 @@ void word_unrecorded_pass(const TracedOomFindings& f, Words& out) {
                   f.phase)};
 }
 
-void word_training_step(const TracedOomFindings& f, Words& out) {
-  TracedOomWords& w = out.w;
+void word_training_step(const TracedOomFindings& f, TracedOomWords& w) {
   const diagnose::StepProjection& p = f.step;
   const std::uint64_t cap = f.capacity_bytes;
   if (f.rule == TracedOomRule::kNoStepProjection) {
-    out.add("projection", "no projection of the failing step's peak: " + step_unavailable_reason(f));
+    add(w, "projection", "no projection of the failing step's peak: " + step_unavailable_reason(f));
     w.trigger = "a training step";
     w.decide_with = {
         "step telemetry (steps.jsonl from the fragscope hook) of the failing rank, so the failing step's peak "
@@ -165,8 +162,7 @@ void word_training_step(const TracedOomFindings& f, Words& out) {
         static_cast<double>(*p.failing_tokens) / static_cast<double>(f.max_recorded_tokens), f.max_recorded_tokens);
   else
     w.trigger = fmt::format("training step {}", p.failing_step.value_or(0));
-  out.add(
-      "projection",
+  add(w, "projection",
       fmt::format("projected peak of step {}: {} = {} static + {} activations of reference step {} scaled ×{:.3f}{} + "
                   "{} that do not scale",
                   p.failing_step.value_or(0), format_bytes(p.projected_peak_bytes), format_bytes(p.static_bytes),
@@ -179,39 +175,39 @@ void word_training_step(const TracedOomFindings& f, Words& out) {
   const std::uint64_t peak = f.needed_bytes;
   const std::uint64_t next = f.next_needed_bytes;
   if (f.inflation > 1.01)
-    out.add("rounding",
-            fmt::format("the recorded setting rounds requests up (roundup_power2_divisions): the snapshot's live "
-                        "blocks hold ×{:.3f} the bytes they asked for; {} does not round, and at requested sizes the "
-                        "step projects to about {}",
-                        f.inflation, f.unrounded_conf, format_bytes(next)));
+    add(w, "rounding",
+        fmt::format("the recorded setting rounds requests up (roundup_power2_divisions): the snapshot's live "
+                    "blocks hold ×{:.3f} the bytes they asked for; {} does not round, and at requested sizes the "
+                    "step projects to about {}",
+                    f.inflation, f.unrounded_conf, format_bytes(next)));
   if (f.rule == TracedOomRule::kStepExceeds) {
-    out.add("projection_vs_capacity",
-            fmt::format("the step needs about {} of live memory even with perfect packing; the device gives {} — "
-                        "short by {}",
-                        format_bytes(peak), format_bytes(cap), format_bytes(peak - cap)));
+    add(w, "projection_vs_capacity",
+        fmt::format("the step needs about {} of live memory even with perfect packing; the device gives {} — "
+                    "short by {}",
+                    format_bytes(peak), format_bytes(cap), format_bytes(peak - cap)));
     return;
   }
-  out.add("projection_vs_capacity",
-          fmt::format("the step's projected peak {} fits in {} ({} to spare with perfect packing)", format_bytes(peak),
-                      format_bytes(cap), format_bytes(cap - peak)));
+  add(w, "projection_vs_capacity",
+      fmt::format("the step's projected peak {} fits in {} ({} to spare with perfect packing)", format_bytes(peak),
+                  format_bytes(cap), format_bytes(cap - peak)));
   if (f.rule == TracedOomRule::kNextStepExceeds) {
-    out.add("next_step",
-            fmt::format("but step {} runs without {} that the steps before it kept from one step to the next "
-                        "(gradients dropped after the optimizer step); the next steps hold them again, and a batch "
-                        "like step {}'s then needs about {}: short by {} even with perfect packing",
-                        p.failing_step.value_or(0), format_bytes(p.returning_bytes), p.failing_step.value_or(0),
-                        format_bytes(next), format_bytes(next - cap)));
+    add(w, "next_step",
+        fmt::format("but step {} runs without {} that the steps before it kept from one step to the next "
+                    "(gradients dropped after the optimizer step); the next steps hold them again, and a batch "
+                    "like step {}'s then needs about {}: short by {} even with perfect packing",
+                    p.failing_step.value_or(0), format_bytes(p.returning_bytes), p.failing_step.value_or(0),
+                    format_bytes(next), format_bytes(next - cap)));
     return;
   }
   if (f.rule == TracedOomRule::kStepTooClose) {
     const std::uint64_t spare = cap - next;
-    out.add("too_close",
-            fmt::format("the step would leave {} ({:.1f}% of {}) with perfect packing: closer than the projection's "
-                        "accuracy ({:.0f}%: on held-out recordings it came within 1% of the real peaks), and every "
-                        "allocator needs some room above the live bytes, so whether a setting runs the step cannot be "
-                        "told from the trace",
-                        format_bytes(spare), 100.0 * static_cast<double>(spare) / static_cast<double>(cap),
-                        format_bytes(cap), 100.0 * f.too_close_fraction));
+    add(w, "too_close",
+        fmt::format("the step would leave {} ({:.1f}% of {}) with perfect packing: closer than the projection's "
+                    "accuracy ({:.0f}%: on held-out recordings it came within 1% of the real peaks), and every "
+                    "allocator needs some room above the live bytes, so whether a setting runs the step cannot be "
+                    "told from the trace",
+                    format_bytes(spare), 100.0 * static_cast<double>(spare) / static_cast<double>(cap),
+                    format_bytes(cap), 100.0 * f.too_close_fraction));
     w.trigger = fmt::format("training step {}, within {:.0f}% of the capacity", p.failing_step.value_or(0),
                             100.0 * f.too_close_fraction);
     w.decide_with = {
@@ -222,10 +218,10 @@ void word_training_step(const TracedOomFindings& f, Words& out) {
     return;
   }
   if (!f.best)
-    out.add("stranded",
-            "the ideal packer fits the step but no setting of the sweep does: the trace starts with the memory "
-            "already in pieces (live blocks pinning split segments), and a setting changed from that state "
-            "inherits them");
+    add(w, "stranded",
+        "the ideal packer fits the step but no setting of the sweep does: the trace starts with the memory "
+        "already in pieces (live blocks pinning split segments), and a setting changed from that state "
+        "inherits them");
 }
 
 /// What would decide a step projected from the trace that the margins leave open.
@@ -261,21 +257,20 @@ std::string describe_fit(const TraceStepProjection& p) {
       p.checked_units == 1 ? "" : "s", margins);
 }
 
-void word_projected_step(const TracedOomFindings& f, Words& out) {
-  TracedOomWords& w = out.w;
+void word_projected_step(const TracedOomFindings& f, TracedOomWords& w) {
   const TraceStepProjection& p = f.trace;
   const std::uint64_t cap = f.capacity_bytes;
-  out.add("phase", fmt::format("phase {}: {}", f.phase, w.phase_source));
-  out.add("projection", describe_projection(p));
-  out.add("fit", describe_fit(p));
+  add(w, "phase", fmt::format("phase {}: {}", f.phase, w.phase_source));
+  add(w, "projection", describe_projection(p));
+  add(w, "fit", describe_fit(p));
   if (p.over_bytes || p.under_bytes)
-    out.add("doubt", fmt::format("the projection may be up to {} high and {} low: allocations no unit tells how they "
-                                 "scale (constant to quadratic), frees without a counterpart, a reference of another "
-                                 "kind",
-                                 format_bytes(p.over_bytes), format_bytes(p.under_bytes)));
+    add(w, "doubt",
+        fmt::format("the projection may be up to {} high and {} low: allocations no unit tells how they "
+                    "scale (constant to quadratic), frees without a counterpart, a reference of another "
+                    "kind",
+                    format_bytes(p.over_bytes), format_bytes(p.under_bytes)));
   if (p.kind_difference_bytes)
-    out.add(
-        "reference_kind",
+    add(w, "reference_kind",
         fmt::format(
             "no earlier unit began holding what the failing one did (its blocks within 5%): "
             "the reference began {} {} (the optimizer's state or gradients): its rest may make "
@@ -283,9 +278,10 @@ void word_projected_step(const TracedOomFindings& f, Words& out) {
             format_bytes(p.kind_difference_bytes), p.over_bytes >= p.kind_difference_bytes ? "lower" : "higher",
             p.over_bytes >= p.kind_difference_bytes ? "blocks the failing unit already holds, more" : "fewer blocks"));
   if (p.unmatched_free_bytes)
-    out.add("unmatched", fmt::format("{} that the reference freed has no counterpart in the failing unit: the "
-                                     "projection keeps it",
-                                     format_bytes(p.unmatched_free_bytes)));
+    add(w, "unmatched",
+        fmt::format("{} that the reference freed has no counterpart in the failing unit: the "
+                    "projection keeps it",
+                    format_bytes(p.unmatched_free_bytes)));
   const std::string size =
       std::abs(p.scale - 1) >= 0.02
           ? fmt::format("its allocations ×{:.2f} those of unit {}, the most alike", p.scale, p.reference_unit)
@@ -299,33 +295,33 @@ void word_projected_step(const TracedOomFindings& f, Words& out) {
                 p.aligned_units, p.unit_statement, size)
           : fmt::format("training step {} of the trace ({}), {}", p.earlier_units + 1, p.unit_statement, size);
   if (f.rule == TracedOomRule::kProjectionMissesHistory) {
-    out.add("fit_rejected",
-            fmt::format("the projection misses the trace's own earlier units by up to {} (more than {}): it "
-                        "does not fit its own history, so it decides nothing",
-                        pct(*p.fit_error), pct(f.max_fit_error)));
+    add(w, "fit_rejected",
+        fmt::format("the projection misses the trace's own earlier units by up to {} (more than {}): it "
+                    "does not fit its own history, so it decides nothing",
+                    pct(*p.fit_error), pct(f.max_fit_error)));
     w.decide_with = undecided_projected_step();
     return;
   }
   if (f.inflation > 1.01)
-    out.add("rounding",
-            fmt::format("the recorded setting rounds requests up: the snapshot's live blocks hold ×{:.3f} the bytes "
-                        "they asked for, so at the sizes asked for the step needs about {}",
-                        f.inflation, format_bytes(f.needed_bytes)));
+    add(w, "rounding",
+        fmt::format("the recorded setting rounds requests up: the snapshot's live blocks hold ×{:.3f} the bytes "
+                    "they asked for, so at the sizes asked for the step needs about {}",
+                    f.inflation, format_bytes(f.needed_bytes)));
   const std::uint64_t next = f.next_needed_bytes;
   switch (f.rule) {
     case TracedOomRule::kProjectedStepExceeds:
-      out.add("projection_vs_capacity",
-              fmt::format("the step needs {} of live memory even with perfect packing; the device gives "
-                          "{} — short by {}, beyond the projection's margins",
-                          format_bytes(f.needed_bytes), format_bytes(cap), format_bytes(f.needed_bytes - cap)));
+      add(w, "projection_vs_capacity",
+          fmt::format("the step needs {} of live memory even with perfect packing; the device gives "
+                      "{} — short by {}, beyond the projection's margins",
+                      format_bytes(f.needed_bytes), format_bytes(cap), format_bytes(f.needed_bytes - cap)));
       return;
     case TracedOomRule::kNextUnitMayNotFit:
-      out.add("next_step",
-              fmt::format("the failing step itself fits, but the unit after the reference began {} higher than it "
-                          "did (what the steps after a zero_grad hold again): a batch as long as the failing one a "
-                          "step later would need about {} of the {} the device gives. Whether a later batch is that "
-                          "long is not in the trace",
-                          format_bytes(p.next_unit_extra_bytes), format_bytes(next), format_bytes(cap)));
+      add(w, "next_step",
+          fmt::format("the failing step itself fits, but the unit after the reference began {} higher than it "
+                      "did (what the steps after a zero_grad hold again): a batch as long as the failing one a "
+                      "step later would need about {} of the {} the device gives. Whether a later batch is that "
+                      "long is not in the trace",
+                      format_bytes(p.next_unit_extra_bytes), format_bytes(next), format_bytes(cap)));
       w.decide_with = undecided_projected_step();
       w.decide_with.insert(
           w.decide_with.begin(),
@@ -337,90 +333,89 @@ void word_projected_step(const TracedOomFindings& f, Words& out) {
                       format_bytes(cap)));
       return;
     case TracedOomRule::kLongerBatchMayNotFit:
-      out.add("longest_batch",
-              fmt::format("the failing step itself fits, but unit {} of the trace was a longer batch; one that long "
-                          "begun as the failing step began would need about {} live of the {} the device gives. "
-                          "The job makes such batches; whether the run meets one again is not in the trace",
-                          *p.longest_unit, format_bytes(p.longest_peak_bytes), format_bytes(cap)));
+      add(w, "longest_batch",
+          fmt::format("the failing step itself fits, but unit {} of the trace was a longer batch; one that long "
+                      "begun as the failing step began would need about {} live of the {} the device gives. "
+                      "The job makes such batches; whether the run meets one again is not in the trace",
+                      *p.longest_unit, format_bytes(p.longest_peak_bytes), format_bytes(cap)));
       w.decide_with = undecided_projected_step();
       return;
     case TracedOomRule::kProjectedStepFits:
-      out.add("projection_vs_capacity",
-              fmt::format("the projected step fits: {} live at its peak with perfect packing, {} to spare of {}; "
-                          "PYTORCH_CUDA_ALLOC_CONF={} runs it with {} less memory than that{}",
-                          format_bytes(next), format_bytes(cap - std::min(cap, next)), format_bytes(cap),
-                          quoted_conf(f.best_run->conf),
-                          pct(p.margin_to_fit + (f.best_run->relaid_start ? p.relaid_start_margin : 0)),
-                          f.best_run->relaid_start ? relaid_start_note(p) : ""));
+      add(w, "projection_vs_capacity",
+          fmt::format("the projected step fits: {} live at its peak with perfect packing, {} to spare of {}; "
+                      "PYTORCH_CUDA_ALLOC_CONF={} runs it with {} less memory than that{}",
+                      format_bytes(next), format_bytes(cap - std::min(cap, next)), format_bytes(cap),
+                      quoted_conf(f.best_run->conf),
+                      pct(p.margin_to_fit + (f.best_run->relaid_start ? p.relaid_start_margin : 0)),
+                      f.best_run->relaid_start ? relaid_start_note(p) : ""));
       return;
     case TracedOomRule::kNoSettingRunsProjected:
-      out.add("projection_vs_capacity",
-              fmt::format("the projected step needs {} live with perfect packing, but no allocator setting of the "
-                          "sweep runs it even at {} more than the {} the device gives: what a real allocator needs "
-                          "above the live bytes does not fit",
-                          format_bytes(p.projected_peak_bytes), pct(p.margin_to_fail), format_bytes(cap)));
+      add(w, "projection_vs_capacity",
+          fmt::format("the projected step needs {} live with perfect packing, but no allocator setting of the "
+                      "sweep runs it even at {} more than the {} the device gives: what a real allocator needs "
+                      "above the live bytes does not fit",
+                      format_bytes(p.projected_peak_bytes), pct(p.margin_to_fail), format_bytes(cap)));
       return;
     default:
       break;
   }
-  out.add("too_close",
-          fmt::format("the projected step needs {} live with perfect packing against {}{}: within the "
-                      "margins the projection needs ({} below, {} above) of what decides it{}",
-                      format_bytes(p.projected_peak_bytes + p.next_unit_extra_bytes), format_bytes(cap),
-                      fmt::format("; the settings that run it need more than {} less that margin", format_bytes(cap)),
-                      pct(p.margin_to_fit), pct(p.margin_to_fail),
-                      !f.starts_mid_run ? ""
-                      : f.any_relaid_start
-                          ? fmt::format(" (the trace starts mid-run: settings with expandable segments start from "
-                                        "its live blocks re-laid as they hold them and must leave {} more; the "
-                                        "others inherit the pieces the trace starts with)",
-                                        pct(p.relaid_start_margin))
-                          : " (the trace starts mid-run: a setting replayed from its "
-                            "state inherits pieces the job's start would not have made)"));
+  add(w, "too_close",
+      fmt::format("the projected step needs {} live with perfect packing against {}{}: within the "
+                  "margins the projection needs ({} below, {} above) of what decides it{}",
+                  format_bytes(p.projected_peak_bytes + p.next_unit_extra_bytes), format_bytes(cap),
+                  fmt::format("; the settings that run it need more than {} less that margin", format_bytes(cap)),
+                  pct(p.margin_to_fit), pct(p.margin_to_fail),
+                  !f.starts_mid_run ? ""
+                  : f.any_relaid_start
+                      ? fmt::format(" (the trace starts mid-run: settings with expandable segments start from "
+                                    "its live blocks re-laid as they hold them and must leave {} more; the "
+                                    "others inherit the pieces the trace starts with)",
+                                    pct(p.relaid_start_margin))
+                      : " (the trace starts mid-run: a setting replayed from its "
+                        "state inherits pieces the job's start would not have made)"));
   w.decide_with = undecided_projected_step();
 }
 
-void word_projected_eval(const TracedOomFindings& f, Words& out) {
-  TracedOomWords& w = out.w;
+void word_projected_eval(const TracedOomFindings& f, TracedOomWords& w) {
   const TraceStepProjection& p = f.trace;
   const std::uint64_t cap = f.capacity_bytes;
-  out.add("projection",
-          fmt::format("the eval batch's allocations under {} up to the failing malloc match training call {} of {} "
-                      "({}, events {}–{}) frame for frame ({} of {}; the failing malloc is its event {}); their sizes "
-                      "are ×{:.3f} the training's. The rest of that call and of the step's statements after it up to "
-                      "its backward pass, each block freed where the eval freed its like in an earlier layer ({} of "
-                      "them) or where the training freed it, else kept: the eval batch peaks at {} live with perfect "
-                      "packing; at least {} if every block whose lifetime the eval has not shown is freed at once and "
-                      "nothing runs after the call",
-                      p.shared_function, p.reference_unit, p.earlier_units, p.training_call, p.reference_first_event,
-                      p.reference_end_event - 1, p.matched_allocations, p.prefix_allocations, p.aligned_event, p.scale,
-                      p.learned_lifetimes, format_bytes(p.most_peak_bytes), format_bytes(p.least_peak_bytes)));
+  add(w, "projection",
+      fmt::format("the eval batch's allocations under {} up to the failing malloc match training call {} of {} "
+                  "({}, events {}–{}) frame for frame ({} of {}; the failing malloc is its event {}); their sizes "
+                  "are ×{:.3f} the training's. The rest of that call and of the step's statements after it up to "
+                  "its backward pass, each block freed where the eval freed its like in an earlier layer ({} of "
+                  "them) or where the training freed it, else kept: the eval batch peaks at {} live with perfect "
+                  "packing; at least {} if every block whose lifetime the eval has not shown is freed at once and "
+                  "nothing runs after the call",
+                  p.shared_function, p.reference_unit, p.earlier_units, p.training_call, p.reference_first_event,
+                  p.reference_end_event - 1, p.matched_allocations, p.prefix_allocations, p.aligned_event, p.scale,
+                  p.learned_lifetimes, format_bytes(p.most_peak_bytes), format_bytes(p.least_peak_bytes)));
   w.trigger = fmt::format("an eval pass ({}) the trace never ran before, projected from the training's {} call",
                           p.unit_statement, p.shared_function);
   const std::uint64_t least = f.needed_bytes;
   const std::uint64_t upper = f.most_needed_bytes;
   if (f.rule == TracedOomRule::kEvalExceeds) {
-    out.add("projection_vs_capacity",
-            fmt::format("the eval batch needs at least {} of live memory even with perfect packing; the "
-                        "device gives {} — short by {}, beyond the projection's {} floor",
-                        format_bytes(least), format_bytes(cap), format_bytes(least - cap), pct(p.margin_to_fail)));
+    add(w, "projection_vs_capacity",
+        fmt::format("the eval batch needs at least {} of live memory even with perfect packing; the "
+                    "device gives {} — short by {}, beyond the projection's {} floor",
+                    format_bytes(least), format_bytes(cap), format_bytes(least - cap), pct(p.margin_to_fail)));
     return;
   }
   if (f.rule == TracedOomRule::kEvalFits) {
-    out.add("projection_vs_capacity",
-            fmt::format("the projected eval batch fits: at most {} live at its peak with perfect packing, {} "
-                        "to spare of {}; PYTORCH_CUDA_ALLOC_CONF={} runs it with {} less memory than that{}",
-                        format_bytes(upper), format_bytes(cap - std::min(cap, upper)), format_bytes(cap),
-                        quoted_conf(f.best_run->conf),
-                        pct(p.margin_to_fit + (f.best_run->relaid_start ? p.relaid_start_margin : 0)),
-                        f.best_run->relaid_start ? relaid_start_note(p) : ""));
+    add(w, "projection_vs_capacity",
+        fmt::format("the projected eval batch fits: at most {} live at its peak with perfect packing, {} "
+                    "to spare of {}; PYTORCH_CUDA_ALLOC_CONF={} runs it with {} less memory than that{}",
+                    format_bytes(upper), format_bytes(cap - std::min(cap, upper)), format_bytes(cap),
+                    quoted_conf(f.best_run->conf),
+                    pct(p.margin_to_fit + (f.best_run->relaid_start ? p.relaid_start_margin : 0)),
+                    f.best_run->relaid_start ? relaid_start_note(p) : ""));
     return;
   }
-  out.add("too_close",
-          fmt::format("the eval batch needs between {} and {} live with perfect packing against {}, and no "
-                      "allocator setting runs the upper estimate with {} to spare: what the eval frees in the "
-                      "layers it has not reached, and what it runs after the call, decide it",
-                      format_bytes(least), format_bytes(upper), format_bytes(cap), pct(p.margin_to_fit)));
+  add(w, "too_close",
+      fmt::format("the eval batch needs between {} and {} live with perfect packing against {}, and no "
+                  "allocator setting runs the upper estimate with {} to spare: what the eval frees in the "
+                  "layers it has not reached, and what it runs after the call, decide it",
+                  format_bytes(least), format_bytes(upper), format_bytes(cap), pct(p.margin_to_fit)));
   w.decide_with = {
       "one rerun of the eval pass with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True at the same memory: if it "
       "still fails, the verdict is capacity",
@@ -442,65 +437,64 @@ bool is_unrecorded_pass_rule(TracedOomRule rule) {
 }  // namespace
 
 TracedOomWords traced_oom_words(const TracedOomFindings& f) {
-  Words out;
-  TracedOomWords& w = out.w;
+  TracedOomWords w;
   const std::uint64_t cap = f.capacity_bytes;
-  out.add("capacity", fmt::format("capacity {}: {}", format_bytes(cap), f.capacity_source));
+  add(w, "capacity", fmt::format("capacity {}: {}", format_bytes(cap), f.capacity_source));
   if (f.recorded)
-    out.add("replay_recorded",
-            fmt::format("replaying the trace under the recorded config ({}) at {} {} at the recorded OOM (event {})",
-                        f.recorded->conf.empty() ? "defaults" : f.recorded->conf, format_bytes(cap),
-                        f.recorded->passes_oom_point ? "does NOT fail" : "fails as the real run did", f.oom_index));
+    add(w, "replay_recorded",
+        fmt::format("replaying the trace under the recorded config ({}) at {} {} at the recorded OOM (event {})",
+                    f.recorded->conf.empty() ? "defaults" : f.recorded->conf, format_bytes(cap),
+                    f.recorded->passes_oom_point ? "does NOT fail" : "fails as the real run did", f.oom_index));
   // The phase as the call path told it sits before the optimizer steps; told again from the
   // trace's units, after them.
   const std::string found = fmt::format("phase {}: {}", f.found_phase, phase_source(f, f.found_reason));
   const bool revised = f.found_reason != PhaseReason::kCallPath;
-  if (!f.projected_unit && !revised) out.add("phase", found);
+  if (!f.projected_unit && !revised) add(w, "phase", found);
   if (f.optimizer_steps_done)
-    out.add("optimizer_steps",
-            fmt::format("the trace holds {} completed optimizer steps, the telemetry records {}: the step after "
-                        "the last record finished its training work before the OOM",
-                        *f.optimizer_steps_done, f.optimizer_steps_recorded));
-  if (!f.projected_unit && revised) out.add("phase", found);
+    add(w, "optimizer_steps",
+        fmt::format("the trace holds {} completed optimizer steps, the telemetry records {}: the step after "
+                    "the last record finished its training work before the OOM",
+                    *f.optimizer_steps_done, f.optimizer_steps_recorded));
+  if (!f.projected_unit && revised) add(w, "phase", found);
   if (f.call_site)
-    out.add("call_site",
-            fmt::format("the failing malloc was called from {} (statement {})", *f.call_site, f.call_site_statement));
+    add(w, "call_site",
+        fmt::format("the failing malloc was called from {} (statement {})", *f.call_site, f.call_site_statement));
   if (!f.projected_unit && f.other_pass)
-    out.add("phase", fmt::format("phase {}: {}", f.phase, phase_source(f, PhaseReason::kOtherPass)));
+    add(w, "phase", fmt::format("phase {}: {}", f.phase, phase_source(f, PhaseReason::kOtherPass)));
   w.phase_source = f.projected_unit ? phase_source(f, PhaseReason::kProjectedUnit)
                    : f.other_pass   ? phase_source(f, PhaseReason::kOtherPass)
                                     : phase_source(f, f.found_reason);
 
   if (f.rule == TracedOomRule::kIdealPackerFails) {
-    out.add("ideal_packer",
-            fmt::format("even the ideal packer (live bytes packed with no gaps) cannot serve the {} request at event "
-                        "{}: live bytes + request exceed {}",
-                        format_bytes(f.request_bytes), f.oom_index, format_bytes(cap)));
+    add(w, "ideal_packer",
+        fmt::format("even the ideal packer (live bytes packed with no gaps) cannot serve the {} request at event "
+                    "{}: live bytes + request exceed {}",
+                    format_bytes(f.request_bytes), f.oom_index, format_bytes(cap)));
     w.step_unavailable_reason = step_unavailable_reason(f);
     return w;
   }
-  out.add("ideal_packer",
-          fmt::format("the ideal packer serves the failing {} request at {}: {} live + the request = {}",
-                      format_bytes(f.request_bytes), format_bytes(cap), format_bytes(f.live_at_oom_bytes),
-                      format_bytes(f.live_at_oom_bytes + f.request_bytes)));
+  add(w, "ideal_packer",
+      fmt::format("the ideal packer serves the failing {} request at {}: {} live + the request = {}",
+                  format_bytes(f.request_bytes), format_bytes(cap), format_bytes(f.live_at_oom_bytes),
+                  format_bytes(f.live_at_oom_bytes + f.request_bytes)));
   if (f.best)
-    out.add("replay_best",
-            fmt::format("PYTORCH_CUDA_ALLOC_CONF={} passes the recorded OOM point at the same {}, reserving at most {} "
-                        "up to it",
-                        quoted_conf(f.best->conf), format_bytes(cap), format_bytes(f.best->peak_reserved_bytes)));
+    add(w, "replay_best",
+        fmt::format("PYTORCH_CUDA_ALLOC_CONF={} passes the recorded OOM point at the same {}, reserving at most {} "
+                    "up to it",
+                    quoted_conf(f.best->conf), format_bytes(cap), format_bytes(f.best->peak_reserved_bytes)));
   else
-    out.add("replay_best",
-            fmt::format("no allocator config of the sweep ({} configs) passes the recorded OOM point at {}",
-                        f.sweep_settings, format_bytes(cap)));
+    add(w, "replay_best",
+        fmt::format("no allocator config of the sweep ({} configs) passes the recorded OOM point at {}",
+                    f.sweep_settings, format_bytes(cap)));
 
   if (f.projected_unit)
-    word_projected_step(f, out);
+    word_projected_step(f, w);
   else if (is_eval_rule(f.rule))
-    word_projected_eval(f, out);
+    word_projected_eval(f, w);
   else if (is_unrecorded_pass_rule(f.rule))
-    word_unrecorded_pass(f, out);
+    word_unrecorded_pass(f, w);
   else
-    word_training_step(f, out);
+    word_training_step(f, w);
 
   if (f.step_gap != diagnose::StepProjectionGap::kNone) w.step_unavailable_reason = step_unavailable_reason(f);
   if (f.trace_has_no_repeating_unit)

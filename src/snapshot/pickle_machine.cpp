@@ -1,5 +1,6 @@
-// One concept needs this length: the pickle VM. Its opcode dispatch, the dict-body fast path and the
-// stack, memo and object helpers they inline share one file: split, the hot loop loses its inlining.
+// One concept needs this length: the pickle VM. Its opcode dispatch, the dict-body fast path, the
+// stack, memo and object helpers they inline, and a part's run (parallel_reader.h), which reads its
+// trace entries through that same fast path, share one file: split, the hot loops lose their inlining.
 #include "snapshot/pickle_machine.h"
 
 #include <bit>
