@@ -739,12 +739,21 @@ Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemet
         units.eval && !units.eval_statement.empty() ? units.eval_statement : call_path.statement, steps, d);
   const Verdict verdict =
       judge_training_step(snap, trace.device, prepared.recorded_config, best, cap, telemetry, steps, d);
-  if (verdict == Verdict::kUndetermined && prepared.starts_mid_run && !d.trace_projection.available)
-    d.decide_with.insert(
-        d.decide_with.begin(),
-        "a snapshot whose history holds a whole step like the failing one before it: this trace starts "
-        "mid-run (a ring of max_entries, or history started late) and no earlier step in it can be "
-        "projected from; a larger max_entries, or history from the run's start");
+  if (verdict == Verdict::kUndetermined && prepared.starts_mid_run && !d.trace_projection.available) {
+    if (const auto& events = d.trace_projection.cut_unit_events)  // two whole steps, the failing one's start
+      d.decide_with.insert(
+          d.decide_with.begin(),
+          fmt::format("a snapshot whose history holds two whole steps before the failing one (one to project "
+                      "from, one to check the fit on): {}; _record_memory_history(max_entries={}) at least, or "
+                      "history from the run's start",
+                      d.trace_projection.unavailable_reason, (3 * *events + 999) / 1000 * 1000));
+    else
+      d.decide_with.insert(
+          d.decide_with.begin(),
+          "a snapshot whose history holds a whole step like the failing one before it: this trace starts "
+          "mid-run (a ring of max_entries, or history started late) and no earlier step in it can be "
+          "projected from; a larger max_entries, or history from the run's start");
+  }
   return verdict;
 }
 
