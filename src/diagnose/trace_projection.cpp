@@ -26,6 +26,7 @@ using Pairs = AlignedPairs;
 constexpr std::size_t kMaxEdits = 1500;               // insertions + deletions two units may differ by
 constexpr std::size_t kMaxUnits = 24;                 // earlier units looked at, newest first
 constexpr double kMinMatchedShare = 0.9;              // of the prefix's bytes, to align
+constexpr std::size_t kMinOverlapShare = 4;           // a cut unit's tail: 1/4 of the prefix's allocations at least
 constexpr double kLeast = 0.02;                       // |log scale| below this: the same scale
 constexpr double kMaxExponent = 2.0;                  // sizes grow at most with the scale squared
 constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
@@ -419,10 +420,12 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
       std::uint64_t matched = 0, overlap = 0;  // the failing unit's bytes from the record's start on
       if (tail) {
         for (const auto& pair : *tail) matched += trace[failing.allocs[pair.second]].size;
-        for (std::size_t j = tail->front().second; j < failing.allocs.size(); ++j) overlap += trace[failing.allocs[j]].size;
+        for (std::size_t j = tail->front().second; j < failing.allocs.size(); ++j)
+          overlap += trace[failing.allocs[j]].size;
       }
       // The overlap must be a quarter of the failing prefix at least, and aligned like a unit.
-      if (tail && tail->front().second > 0 && (failing.allocs.size() - tail->front().second) * 4 >= failing.allocs.size() &&
+      if (tail && tail->front().second > 0 &&
+          (failing.allocs.size() - tail->front().second) * kMinOverlapShare >= failing.allocs.size() &&
           static_cast<double>(matched) >= kMinMatchedShare * static_cast<double>(overlap)) {
         const std::size_t head_events = failing.allocs[tail->front().second] - failing.first;
         p.cut_unit_events = unit[0].end - unit[0].first + head_events;
