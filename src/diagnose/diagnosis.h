@@ -123,6 +123,9 @@ struct TraceStepProjection {
   std::size_t aligned_event = 0;  ///< the reference's allocation matched with the failing malloc
   std::size_t prefix_allocations = 0;   ///< the failing unit's, up to the failing malloc
   std::size_t matched_allocations = 0;  ///< of them, matched with the reference's
+  /// Unavailable because a ring or a late history start cut the trace's only earlier unit: the
+  /// trace events a whole unit takes (its record plus the failing unit's head that it lost).
+  std::optional<std::size_t> cut_unit_events;
   double scale = 1.0;  ///< the failing unit's allocation sizes / the reference's
   std::size_t aligned_units = 0;  ///< earlier units its prefix aligned with (any kind)
   std::size_t smaller_units = 0;  ///< of them, those the failing unit is larger than (by 2%)

@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "diagnose/sequence_alignment.h"
 #include "diagnose/size_scale.h"
 #include "util/bytes.h"
@@ -24,6 +26,7 @@ using Pairs = AlignedPairs;
 constexpr std::size_t kMaxEdits = 1500;               // insertions + deletions two units may differ by
 constexpr std::size_t kMaxUnits = 24;                 // earlier units looked at, newest first
 constexpr double kMinMatchedShare = 0.9;              // of the prefix's bytes, to align
+constexpr std::size_t kMinOverlapShare = 4;           // a cut unit's tail: 1/4 of the prefix's allocations at least
 constexpr double kLeast = 0.02;                       // |log scale| below this: the same scale
 constexpr double kMaxExponent = 2.0;                  // sizes grow at most with the scale squared
 constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
@@ -114,6 +117,41 @@ std::optional<Pairs> align_units(std::span<const snapshot::TraceEvent> trace, co
                (a_stacks[i] != 0 || compatible_sizes(trace[a[i]].size, trace[b[j]].size, scale));
       },
       kMaxEdits);
+}
+
+/// The failing unit's prefix aligned, from its end, with a unit whose record a ring or a late
+/// history start cut (the trace's first): only its tail is in the trace, so the two are matched
+/// backwards from the failing malloc (each counterpart of its call stack in `candidate` tried,
+/// the most bytes matched kept) and the failing unit's head before the first pair has none.
+/// Returns pairs in ascending order, the failing malloc's last.
+std::optional<Pairs> align_cut_unit(std::span<const snapshot::TraceEvent> trace, const Unit& candidate,
+                                    std::size_t window, const Unit& failing, double& scale) {
+  const std::size_t n = failing.allocs.size();
+  std::vector<std::size_t> b(failing.allocs.rbegin(), failing.allocs.rend());
+  std::vector<std::uint32_t> b_stacks(failing.stacks.rbegin(), failing.stacks.rend());
+  std::optional<Pairs> best;
+  std::uint64_t best_bytes = 0;
+  for (std::size_t c = std::min(window, candidate.allocs.size()); c-- > 0;) {
+    if (candidate.stacks[c] != failing.stacks.back()) continue;
+    std::vector<std::size_t> a(candidate.allocs.rend() - static_cast<std::ptrdiff_t>(c + 1), candidate.allocs.rend());
+    std::vector<std::uint32_t> a_stacks(candidate.stacks.rend() - static_cast<std::ptrdiff_t>(c + 1),
+                                        candidate.stacks.rend());
+    double s = 1.0;
+    const auto reversed = align_units(trace, a, a_stacks, a.size(), b, b_stacks, n, s);
+    if (!reversed || reversed->empty() || reversed->front() != std::pair<std::uint32_t, std::uint32_t>{0, 0}) continue;
+    std::uint64_t bytes = 0;
+    Pairs pairs;
+    for (auto it = reversed->rbegin(); it != reversed->rend(); ++it) {
+      pairs.emplace_back(static_cast<std::uint32_t>(c - it->first), static_cast<std::uint32_t>(n - 1 - it->second));
+      bytes += trace[failing.allocs[pairs.back().second]].size;
+    }
+    if (!best || bytes > best_bytes) {
+      best = std::move(pairs);
+      best_bytes = bytes;
+      scale = s;
+    }
+  }
+  return best;
 }
 
 /// One exponent estimate per (allocation of the reference, unit that told it).
@@ -373,6 +411,30 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
     p.unavailable_reason =
         "no earlier unit allocates like the failing one up to the failing malloc (or what it allocated "
         "so far, none of it 1 MiB or more, does not tell its size)";
+    // A ring or a late history start may have cut the trace's first unit: its tail, aligned
+    // backwards from the failing malloc, tells where its record begins and how long a whole
+    // unit is (its record, and the failing unit's head before that point).
+    if (prepared.starts_mid_run && first_unit == 0 && unit.size() == 2 && failing.stacks.back() != 0) {
+      double scale = 1.0;
+      const auto tail = align_cut_unit(trace, unit[0], unit[0].allocs.size(), failing, scale);
+      std::uint64_t matched = 0, overlap = 0;  // the failing unit's bytes from the record's start on
+      if (tail) {
+        for (const auto& pair : *tail) matched += trace[failing.allocs[pair.second]].size;
+        for (std::size_t j = tail->front().second; j < failing.allocs.size(); ++j)
+          overlap += trace[failing.allocs[j]].size;
+      }
+      // The overlap must be a quarter of the failing prefix at least, and aligned like a unit.
+      if (tail && tail->front().second > 0 &&
+          (failing.allocs.size() - tail->front().second) * kMinOverlapShare >= failing.allocs.size() &&
+          static_cast<double>(matched) >= kMinMatchedShare * static_cast<double>(overlap)) {
+        const std::size_t head_events = failing.allocs[tail->front().second] - failing.first;
+        p.cut_unit_events = unit[0].end - unit[0].first + head_events;
+        p.unavailable_reason = fmt::format(
+            "the trace's only earlier unit lost its head to the trace's start: its record (events {}-{}) begins "
+            "where the failing unit's allocation {} of {} is, so whole, a unit takes about {} trace events",
+            unit[0].first, unit[0].end - 1, tail->front().second + 1, failing.allocs.size(), *p.cut_unit_events);
+      }
+    }
     return out;
   }
   const Unit& ref = unit[*reference];

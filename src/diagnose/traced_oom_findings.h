@@ -136,6 +136,9 @@ struct TracedOomFindings {
   bool any_relaid_start = false;         ///< some setting replayed from a re-laid start
   /// Undetermined on a trace that starts mid-run with no earlier step to project from.
   bool mid_run_without_projection = false;
+  /// ... whose only earlier step a ring cut (TraceStepProjection::cut_unit_events): the
+  /// max_entries of a history that holds two whole steps before the failing one.
+  std::optional<std::size_t> max_entries_for_two_steps;
 };
 
 /// @brief The verdict's words: evidence (in order), trigger, the phase's source, what would

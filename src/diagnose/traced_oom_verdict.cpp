@@ -445,6 +445,10 @@ Verdict decide_traced_oom(const TraceChoice& trace, const TelemetryInput* teleme
   const Verdict verdict = judge_training_step(snap, trace.device, prepared.recorded_config, best, telemetry, steps, f);
   if (verdict == Verdict::kFragmentation && !best) d.setting_fixes_it = false;
   f.mid_run_without_projection = verdict == Verdict::kUndetermined && prepared.starts_mid_run && !f.trace.available;
+  // Two whole steps before the failing one (one to project from, one to check the fit on) and
+  // the failing one's start, rounded up to a thousand entries.
+  if (f.mid_run_without_projection && f.trace.cut_unit_events)
+    f.max_entries_for_two_steps = (3 * *f.trace.cut_unit_events + 999) / 1000 * 1000;
   return verdict;
 }
 

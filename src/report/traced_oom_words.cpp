@@ -499,7 +499,14 @@ TracedOomWords traced_oom_words(const TracedOomFindings& f) {
   if (f.step_gap != diagnose::StepProjectionGap::kNone) w.step_unavailable_reason = step_unavailable_reason(f);
   if (f.trace_has_no_repeating_unit)
     w.trace_unavailable_reason = "no statement of the program's loop ran more than once before the OOM";
-  if (f.mid_run_without_projection)
+  if (f.max_entries_for_two_steps)
+    w.decide_with.insert(
+        w.decide_with.begin(),
+        fmt::format("a snapshot whose history holds two whole steps before the failing one (one to project "
+                    "from, one to check the fit on): {}; _record_memory_history(max_entries={}) at least, or "
+                    "history from the run's start",
+                    f.trace.unavailable_reason, *f.max_entries_for_two_steps));
+  else if (f.mid_run_without_projection)
     w.decide_with.insert(
         w.decide_with.begin(),
         "a snapshot whose history holds a whole step like the failing one before it: this trace starts "

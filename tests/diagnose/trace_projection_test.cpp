@@ -228,5 +228,79 @@ TEST(ProjectedFromOneUnit, MissesTheRealPeakByLessThanTheUncheckedMargin) {
   EXPECT_GE(near, 250u);
 }
 
+// A ring that cut the step before the failing one (field ring_edge): the doctor cannot project
+// from a step whose head is lost, and says how long a whole step is, from the cut step's tail
+// aligned backwards from the failing malloc. Measured on every complete recording of the
+// fixtures, tests/data/heldout and tests/data/field: its last training unit taken as failing at
+// its first allocation of 1 MiB or more past the middle, the trace cut a quarter, half and three
+// quarters into the unit before; where the estimate is made, it lies within 0.8..1.25 of that
+// unit's real length in events (its start to the next unit's).
+TEST(CutUnit, TheLengthOfAWholeUnitIsEstimatedFromItsTail) {
+  std::vector<std::filesystem::path> recordings;
+  for (const auto& f : fragscope::testing::snapshot_fixtures())
+    if (f.name != "big") recordings.push_back(f.snapshot);
+  const auto root = std::filesystem::path(FRAGSCOPE_SOURCE_DIR) / "tests" / "data";
+  for (const char* folder : {"heldout", "field"})
+    for (const auto& entry : std::filesystem::directory_iterator(root / folder))
+      for (const char* file : {"snapshot.pickle.gz", "oom_snapshot.pickle.gz"})
+        if (std::filesystem::exists(entry.path() / file)) recordings.push_back(entry.path() / file);
+  std::size_t estimated = 0, cuts = 0;
+  double lowest = 1e9, highest = 0;
+  for (const auto& path : recordings) {
+    const snapshot::Snapshot whole = snapshot::read_snapshot_file(path.string());
+    if (whole.device_traces.empty() || whole.trace(0).empty()) continue;
+    if (replay::prepare_trace(whole, 0, path.string()).starts_mid_run) continue;
+    const auto trace = whole.trace(0);
+    std::size_t anchor = trace.size() - 1;
+    while (anchor > 0 && !(trace[anchor].action == snapshot::TraceAction::kAlloc && trace[anchor].stack != 0 &&
+                           !python_frames(whole, trace[anchor].stack).empty()))
+      --anchor;
+    const TraceUnits units = find_trace_units(whole, 0, anchor);
+    if (units.eval || units.starts.size() < 3) continue;
+    const std::size_t k = units.starts.size() - 2;  // the last complete unit: the failing one's place
+    std::size_t failing = units.starts[k] + (units.iteration_ends[k] - units.starts[k]) / 2;
+    while (failing < units.iteration_ends[k] &&
+           !(trace[failing].action == snapshot::TraceAction::kAlloc && trace[failing].size >= (1u << 20) &&
+             trace[failing].stack != 0 && !python_frames(whole, trace[failing].stack).empty()))
+      ++failing;
+    if (failing >= units.iteration_ends[k]) continue;
+    const std::size_t real = units.starts[k] - units.starts[k - 1];
+    for (const double at : {0.25, 0.5, 0.75}) {
+      snapshot::Snapshot snap = snapshot::read_snapshot_file(path.string());
+      const auto cut = units.starts[k - 1] + static_cast<std::size_t>(at * static_cast<double>(real));
+      auto& events = snap.device_traces[0];
+      events.erase(events.begin(), events.begin() + static_cast<std::ptrdiff_t>(cut));
+      const replay::PreparedTrace prepared = replay::prepare_trace(snap, 0, path.string());
+      const TraceUnits cut_units = find_trace_units(snap, 0, failing - cut);
+      if (!prepared.starts_mid_run || cut_units.starts.size() != 2) continue;
+      const ProjectedStep step =
+          project_step_from_trace(prepared, snap, 0, walk_recorded_curve(snap, 0), failing - cut, cut_units);
+      ++cuts;
+      if (getenv("CUT_TRACE"))
+        std::cout << path.parent_path().filename() << " " << at << " available " << step.figures.available << " "
+                  << step.figures.unavailable_reason << "\n";
+      if (!step.figures.cut_unit_events) continue;
+      const double ratio = static_cast<double>(*step.figures.cut_unit_events) / static_cast<double>(real);
+      EXPECT_GT(ratio, 0.8) << path << " cut " << at;
+      EXPECT_LT(ratio, 1.25) << path << " cut " << at;
+      lowest = std::min(lowest, ratio);
+      highest = std::max(highest, ratio);
+      ++estimated;
+    }
+  }
+  std::cout << cuts << " cuts, " << estimated << " estimated: estimate / real length " << lowest << ".." << highest
+            << "\n";
+  EXPECT_GE(cuts, 20u);
+}
+
+TEST(CutUnit, RingEdgeSaysHowManyEntriesWouldHoldTwoWholeSteps) {
+  const Diagnosis d = diagnose("ring_edge");
+  EXPECT_EQ(to_string(d.verdict), "undetermined");
+  ASSERT_TRUE(d.trace_projection.cut_unit_events.has_value());
+  EXPECT_NEAR(static_cast<double>(*d.trace_projection.cut_unit_events), 5146, 50);
+  ASSERT_FALSE(d.decide_with.empty());
+  EXPECT_NE(d.decide_with.front().find("max_entries=16000"), std::string::npos) << d.decide_with.front();
+}
+
 }  // namespace
 }  // namespace fragscope::diagnose

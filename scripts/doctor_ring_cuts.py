@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""The doctor on every labelled OOM recording as a ring buffer or a late history start would
+have left it: the trace's first 25%, 50%, 75% and 90% of events dropped (the snapshot's
+segments, the state at the dump, stay as they are). Each cut must get the recording's label or
+`undetermined`, never the other verdict.
+
+    scripts/doctor_ring_cuts.py [BINARY]     (default build/src/cli/fragscope)
+
+Prints one line per cut (recording, share cut, label, verdict, right / undetermined / WRONG) and
+the totals; exit status 1 when any verdict is wrong. The fixtures' and held-out recordings' OOM
+message (meta.json) becomes a log as in scripts/doctor_scoreboard.sh; telemetry is left out.
+"""
+import gzip
+import json
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build/src/cli/fragscope")
+FIXTURES = os.environ.get("FRAGSCOPE_FIXTURES", os.path.join(ROOT, "..", "shared", "fixtures"))
+CUTS = (0.25, 0.5, 0.75, 0.9)
+
+
+def load(path):
+    if path.endswith(".zst"):
+        data = subprocess.run(["zstd", "-dc", path], check=True, capture_output=True).stdout
+        return pickle.loads(data)
+    with gzip.open(path) as f:
+        return pickle.load(f)
+
+
+def recordings():
+    """(name, snapshot, log or None, meta.json or None, label)"""
+    field = os.path.join(ROOT, "tests/data/field")
+    for name in sorted(os.listdir(field)):
+        truth = os.path.join(field, name, "truth.json")
+        snap = os.path.join(field, name, "oom_snapshot.pickle.gz")
+        if os.path.exists(truth) and os.path.exists(snap) and "label" in json.load(open(truth)):
+            yield "field/" + name, snap, os.path.join(field, name, "train.log"), None, json.load(open(truth))["label"]
+    for folder, label_file, snap_name in ((FIXTURES, "truth.json", "snapshot.pickle.zst"),
+                                          (os.path.join(ROOT, "tests/data/heldout"), "label.json",
+                                           "snapshot.pickle.gz")):
+        for name in sorted(os.listdir(folder)):
+            label_path = os.path.join(folder, name, label_file)
+            snap = os.path.join(folder, name, snap_name)
+            if not (os.path.exists(label_path) and os.path.exists(snap)):
+                continue
+            label = json.load(open(label_path))
+            if label.get("outcome") == "oom":
+                yield name, snap, None, os.path.join(folder, name, "meta.json"), label["label"]
+
+
+def main():
+    counts = {"right": 0, "undetermined": 0, "WRONG": 0}
+    with tempfile.TemporaryDirectory() as scratch:
+        for name, snap_path, log, meta, label in recordings():
+            snap = load(snap_path)
+            if log is None:
+                message = json.load(open(meta)).get("oom_message")
+                log = os.path.join(scratch, "train.log")
+                with open(log, "w") as f:
+                    f.write(f"torch.OutOfMemoryError: {message}\n" if isinstance(message, str) else "")
+            trace = snap["device_traces"][0]
+            whole = list(trace)
+            for share in CUTS:
+                snap["device_traces"][0] = whole[int(share * len(whole)):]
+                cut = os.path.join(scratch, "snapshot.pickle.gz")
+                with gzip.open(cut, "wb", compresslevel=1) as f:
+                    pickle.dump(snap, f, protocol=4)
+                run = subprocess.run([BIN, "doctor", "--json", "--quiet", cut, log], capture_output=True, text=True)
+                try:
+                    verdict = json.loads(run.stdout)["verdict"]
+                except (ValueError, KeyError):
+                    verdict = "error: " + run.stderr.strip()[:200]
+                mark = "right" if verdict == label else "undetermined" if verdict == "undetermined" else "WRONG"
+                counts[mark] += 1
+                print(f"{name}\t{int(share * 100)}%\t{label}\t{verdict}\t{mark}", flush=True)
+    print(f"{sum(counts.values())} cuts: {counts['right']} right, {counts['undetermined']} undetermined, "
+          f"{counts['WRONG']} wrong")
+    return 1 if counts["WRONG"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
