@@ -4,7 +4,10 @@ have left it: the trace's first 25%, 50%, 75% and 90% of events dropped (the sna
 segments, the state at the dump, stay as they are). Each cut must get the recording's label or
 `undetermined`, never the other verdict.
 
-    scripts/doctor_ring_cuts.py [BINARY]     (default build/src/cli/fragscope)
+    scripts/doctor_ring_cuts.py [BINARY] [--keep DIR]     (default build/src/cli/fragscope)
+
+--keep DIR writes each cut's `doctor --json` to DIR/<recording>-<share>.json (to classify why
+the undetermined ones are undetermined).
 
 Prints one line per cut (recording, share cut, label, verdict, right / undetermined / WRONG) and
 the totals; exit status 1 when any verdict is wrong. The fixtures' and held-out recordings' OOM
@@ -19,7 +22,12 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build/src/cli/fragscope")
+ARGS = sys.argv[1:]
+KEEP = None
+if "--keep" in ARGS:
+    KEEP = ARGS[ARGS.index("--keep") + 1]
+    del ARGS[ARGS.index("--keep"):ARGS.index("--keep") + 2]
+BIN = ARGS[0] if ARGS else os.path.join(ROOT, "build/src/cli/fragscope")
 FIXTURES = os.environ.get("FRAGSCOPE_FIXTURES", os.path.join(ROOT, "..", "shared", "fixtures"))
 CUTS = (0.25, 0.5, 0.75, 0.9)
 
@@ -71,6 +79,10 @@ def main():
                 with gzip.open(cut, "wb", compresslevel=1) as f:
                     pickle.dump(snap, f, protocol=4)
                 run = subprocess.run([BIN, "doctor", "--json", "--quiet", cut, log], capture_output=True, text=True)
+                if KEEP:
+                    os.makedirs(KEEP, exist_ok=True)
+                    with open(os.path.join(KEEP, f"{name.replace('/', '_')}-{int(share * 100)}.json"), "w") as f:
+                        f.write(run.stdout)
                 try:
                     verdict = json.loads(run.stdout)["verdict"]
                 except (ValueError, KeyError):
