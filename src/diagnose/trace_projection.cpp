@@ -658,6 +658,9 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
   p.over_bytes += p.unmatched_free_bytes + static_cast<std::uint64_t>(peak - peak_low);
   p.under_bytes += static_cast<std::uint64_t>(peak_high - peak);
   p.available = true;
+  out.peak_at_factor = [trace, ref, fit, failing, scale = p.scale](double factor) {
+    return projected_peak(trace, ref, fit, kNone, scale * factor, failing);
+  };
   return out;
 }
 

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "diagnose/batch_headroom.h"
 #include "diagnose/eval_projection.h"
 #include "diagnose/list_op_projection.h"
 #include "diagnose/memory_advice.h"
@@ -369,6 +370,20 @@ Verdict judge_projected_step(ProjectedStep& step, const std::vector<replay::What
         "a snapshot whose trace holds more steps like the failing one (a larger max_entries), so the fit can be "
         "checked on more of them",
         "or make room instead of deciding: activation checkpointing, or a smaller micro-batch with more accumulation"};
+    // How much larger a batch must be to need more than the device (at the sizes asked for).
+    const auto limit = [&](double margin) {
+      return static_cast<std::uint64_t>(static_cast<double>(cap) * (1 + margin) * inflation);
+    };
+    const auto at_capacity = exceeding_batch_factor(step, limit(0));
+    const auto beyond_margins = exceeding_batch_factor(step, limit(p.margin_to_fail));
+    if (at_capacity && beyond_margins && !p.eval_units)
+      d.decide_with.insert(
+          d.decide_with.begin(),
+          fmt::format("the sizes of the batches still to come (the log's or the dataset's sequence lengths, batch "
+                      "or image sizes): the failing step projects to {} live with perfect packing of the {} the "
+                      "device gives; a batch ×{:.2f} its size would need more, and one ×{:.2f} more beyond the "
+                      "projection's margins: if the run meets one, the verdict is capacity",
+                      format_bytes(p.projected_peak_bytes), format_bytes(cap), *at_capacity, *beyond_margins));
     return Verdict::kUndetermined;
   };
   if (p.fit_error && *p.fit_error > kMaxFitError) {
