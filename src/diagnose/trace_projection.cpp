@@ -376,9 +376,10 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
     return std::abs(u.blocks_at_start - v.blocks_at_start) <= tolerance;
   };
   const auto same_kind = [&](const Unit& u) { return alike(u, failing); };
-  // A mid-run trace's first unit may have lost its head to the trace's start: it is no whole
-  // step to project from or to check the fit on (field lit_edge cut at 50%: its tail, checked
-  // as a step, missed by 40%); its allocations still tell how sizes follow the scale.
+  // A mid-run trace's first unit may have lost its head to the trace's start: its peak is not a
+  // whole step's, to check the fit on (field lit_edge cut at 50%: its tail, checked as a step,
+  // missed by 40%); its allocations still tell how sizes follow the scale. (It may still be
+  // the reference, when the failing prefix aligns with what is left of it.)
   const bool first_cut = prepared.starts_mid_run && first_unit == 0 && !units.first_unit_whole;
   const std::uint64_t prefix_bytes = bytes_of(trace, failing.allocs);
   std::optional<std::size_t> reference;
@@ -386,7 +387,7 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
   std::size_t aligned_position = 0;
   bool reference_of_its_kind = false;
   double longest_scale = 1.0;  // the failing unit's sizes against the longest unit's
-  for (std::size_t k = unit.size() - 1; k-- > (first_cut ? 1 : 0);) {  // newest first: ties go to the most recent
+  for (std::size_t k = unit.size() - 1; k-- > 0;) {  // newest first: ties go to the most recent
     const Unit& candidate = unit[k];
     const std::size_t window = std::min(candidate.allocs.size(), failing.allocs.size() * 5 / 4 + 64);
     double scale = 1.0;
