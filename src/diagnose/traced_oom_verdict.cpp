@@ -622,12 +622,23 @@ Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemet
   }
   const TraceUnits units = find_trace_units(snap, trace.device, oom_index);
   d.memory_advice = memory_advice(snap, trace.device, oom_index, units, cap);
-  if (!units.repeats() && !units.eval && !phase.repeats_step && d.in_phase(JobPhase::kUnknown) &&
-      !units.program_frame.empty()) {
-    d.phase_source = fmt::format(
-        "no statement of the program's loop ran more than once before the OOM: the run failed in "
-        "its first step (at {}), so there is no earlier step to compare with",
-        units.program_frame);
+  // No statement of the loop ran twice: a run that failed in its first step, or a history that
+  // began mid-run after the step before had run its forward pass (a ring, a late start).
+  const bool no_earlier_step = !units.repeats() && !units.eval && !phase.repeats_step &&
+                               d.in_phase(JobPhase::kUnknown) && !units.program_frame.empty();
+  // What a history needs to hold two whole steps and the failing one's head, when this one holds
+  // the end of one step and the head of the next: three times its events, if its steps are alike.
+  const std::size_t longer_history = (3 * (oom_index + 1) + 999) / 1000 * 1000;
+  if (no_earlier_step) {
+    d.phase_source =
+        prepared.starts_mid_run
+            ? fmt::format("no statement of the program's loop ran more than once in the trace, which starts "
+                          "mid-run (a ring of max_entries, or history started late): it holds the failing step's "
+                          "head (at {}) and none of an earlier step's, so there is no earlier step to compare with",
+                          units.program_frame)
+            : fmt::format("no statement of the program's loop ran more than once before the OOM: the run failed "
+                          "in its first step (at {}), so there is no earlier step to compare with",
+                          units.program_frame);
     std::erase_if(d.evidence, [](const Evidence& e) { return e.key == "phase"; });
     d.add_evidence("phase", fmt::format("phase {}: {}", d.phase, d.phase_source));
   }
@@ -748,10 +759,20 @@ Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemet
     }
     d.trace_projection = std::move(step.figures);
   }
-  if (!phase.repeats_step || d.projection.different_pass)
-    return judge_unrecorded_pass(
+  if (!phase.repeats_step || d.projection.different_pass) {
+    const Verdict verdict = judge_unrecorded_pass(
         snap, trace.device, curve, oom_index, cap,
         units.eval && !units.eval_statement.empty() ? units.eval_statement : call_path.statement, steps, d);
+    if (verdict == Verdict::kUndetermined && no_earlier_step && prepared.starts_mid_run)
+      d.decide_with.insert(
+          d.decide_with.begin(),
+          fmt::format("a snapshot whose history holds two whole steps before the failing one (one to project "
+                      "from, one to check the fit on): this trace holds {} events, the end of the step before "
+                      "and the failing step's head, so a step takes about that many or more if its steps are "
+                      "alike; _record_memory_history(max_entries={}) at least, or history from the run's start",
+                      oom_index + 1, longer_history));
+    return verdict;
+  }
   const Verdict verdict =
       judge_training_step(snap, trace.device, prepared.recorded_config, best, cap, telemetry, steps, d);
   if (verdict == Verdict::kUndetermined && prepared.starts_mid_run && !d.trace_projection.available) {
@@ -765,9 +786,11 @@ Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemet
     else
       d.decide_with.insert(
           d.decide_with.begin(),
-          "a snapshot whose history holds a whole step like the failing one before it: this trace starts "
-          "mid-run (a ring of max_entries, or history started late) and no earlier step in it can be "
-          "projected from; a larger max_entries, or history from the run's start");
+          fmt::format("a snapshot whose history holds a whole step like the failing one before it: this trace "
+                      "starts mid-run (a ring of max_entries, or history started late) and no earlier step in it "
+                      "can be projected from; max_entries={} at least (this trace holds {} events), or history "
+                      "from the run's start",
+                      longer_history, oom_index + 1));
   }
   return verdict;
 }

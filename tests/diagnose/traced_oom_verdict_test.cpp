@@ -150,6 +150,21 @@ TEST(FieldVerdicts, AHeadlessFirstUnitIsNotCheckedAndAValidationEndsTheStep) {
   EXPECT_GE(d.trace_projection.checked_units, 2u);
 }
 
+// torch.compile (field cmp_edge) with its trace's first half dropped: the trace holds the end of
+// the step before (its backward pass, its optimizer step) and the failing step's head, and no
+// statement of the loop ran twice. The phase said "the run failed in its first step", which is
+// not so, and what would decide it was a snapshot "across the whole unknown phase"; it says the
+// trace starts mid-run and asks for a history of three times its 2802 events.
+TEST(FieldVerdicts, AMidRunTraceWithoutAnEarlierStepAsksForAHistoryThreeTimesAsLong) {
+  const Diagnosis d = diagnose_cut("cmp_edge", 0.5);
+  EXPECT_EQ(d.verdict, Verdict::kUndetermined);
+  EXPECT_EQ(d.phase_source.find("first step"), std::string::npos) << d.phase_source;
+  EXPECT_NE(d.phase_source.find("starts mid-run"), std::string::npos) << d.phase_source;
+  ASSERT_FALSE(d.decide_with.empty());
+  EXPECT_NE(d.decide_with.front().find("this trace holds 2802 events"), std::string::npos) << d.decide_with.front();
+  EXPECT_NE(d.decide_with.front().find("max_entries=9000"), std::string::npos) << d.decide_with.front();
+}
+
 // FSDP2 from mid-run (field fs2_edge, label capacity: its rerun under expandable segments passed
 // the failing step 4 and failed in step 5). Step 4 is the largest the trace holds (×1.2 step 3)
 // and projects to 22.62 GiB of the 23.08 the device gives, which the rerun reached to the byte
