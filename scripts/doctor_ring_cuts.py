@@ -4,10 +4,15 @@ have left it: the trace's first 25%, 50%, 75% and 90% of events dropped (the sna
 segments, the state at the dump, stay as they are). Each cut must get the recording's label or
 `undetermined`, never the other verdict.
 
-    scripts/doctor_ring_cuts.py [BINARY]     (default build/src/cli/fragscope)
+    scripts/doctor_ring_cuts.py [BINARY] [--keep DIR]     (default build/src/cli/fragscope)
 
-Prints one line per cut (recording, share cut, label, verdict, right / undetermined / WRONG) and
-the totals; exit status 1 when any verdict is wrong. The fixtures' and held-out recordings' OOM
+--keep DIR writes each cut's `doctor --json` to DIR/<recording>-<share>.json (to classify why
+the undetermined ones are undetermined).
+
+Prints one line per cut (recording, share cut, label, verdict, right / undetermined / WRONG; for
+an undetermined one, why: the projection's `too_close` / `next_step` / `longest_batch` /
+`fit_rejected` with its fit checked or not, or why no projection was made), the totals, and the
+undetermined cuts counted by why; exit status 1 when any verdict is wrong. The fixtures' and held-out recordings' OOM
 message (meta.json) becomes a log as in scripts/doctor_scoreboard.sh; telemetry is left out.
 """
 import gzip
@@ -19,7 +24,12 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build/src/cli/fragscope")
+ARGS = sys.argv[1:]
+KEEP = None
+if "--keep" in ARGS:
+    KEEP = ARGS[ARGS.index("--keep") + 1]
+    del ARGS[ARGS.index("--keep"):ARGS.index("--keep") + 2]
+BIN = ARGS[0] if ARGS else os.path.join(ROOT, "build/src/cli/fragscope")
 FIXTURES = os.environ.get("FRAGSCOPE_FIXTURES", os.path.join(ROOT, "..", "shared", "fixtures"))
 CUTS = (0.25, 0.5, 0.75, 0.9)
 
@@ -53,8 +63,21 @@ def recordings():
                 yield name, snap, None, os.path.join(folder, name, "meta.json"), label["label"]
 
 
+def why_undetermined(report):
+    """The reason an undetermined cut gives, from its doctor --json."""
+    projection = report.get("trace_projection") or {}
+    keys = [e.get("key") for e in report.get("evidence", [])]
+    if projection.get("available"):
+        rules = [k for k in ("fit_rejected", "next_step", "longest_batch", "too_close") if k in keys]
+        checked = "fit unchecked" if projection.get("fit_error") is None else "fit checked"
+        return f"projected: {'/'.join(rules) or '-'}, {checked}"
+    reason = projection.get("reason") or "-"
+    return f"no projection ({report.get('phase', '-')}): {reason.split(' (')[0].split(':')[0]}"
+
+
 def main():
     counts = {"right": 0, "undetermined": 0, "WRONG": 0}
+    reasons = {}
     with tempfile.TemporaryDirectory() as scratch:
         for name, snap_path, log, meta, label in recordings():
             snap = load(snap_path)
@@ -71,15 +94,25 @@ def main():
                 with gzip.open(cut, "wb", compresslevel=1) as f:
                     pickle.dump(snap, f, protocol=4)
                 run = subprocess.run([BIN, "doctor", "--json", "--quiet", cut, log], capture_output=True, text=True)
+                if KEEP:
+                    os.makedirs(KEEP, exist_ok=True)
+                    with open(os.path.join(KEEP, f"{name.replace('/', '_')}-{int(share * 100)}.json"), "w") as f:
+                        f.write(run.stdout)
                 try:
-                    verdict = json.loads(run.stdout)["verdict"]
+                    report = json.loads(run.stdout)
+                    verdict = report["verdict"]
                 except (ValueError, KeyError):
-                    verdict = "error: " + run.stderr.strip()[:200]
+                    report, verdict = {}, "error: " + run.stderr.strip()[:200]
                 mark = "right" if verdict == label else "undetermined" if verdict == "undetermined" else "WRONG"
                 counts[mark] += 1
-                print(f"{name}\t{int(share * 100)}%\t{label}\t{verdict}\t{mark}", flush=True)
+                why = why_undetermined(report) if mark == "undetermined" else ""
+                if why:
+                    reasons.setdefault(why, []).append(f"{name} {int(share * 100)}%")
+                print(f"{name}\t{int(share * 100)}%\t{label}\t{verdict}\t{mark}\t{why}", flush=True)
     print(f"{sum(counts.values())} cuts: {counts['right']} right, {counts['undetermined']} undetermined, "
           f"{counts['WRONG']} wrong")
+    for why, cuts in sorted(reasons.items(), key=lambda item: -len(item[1])):
+        print(f"{len(cuts):4d}  {why}: {', '.join(cuts[:4])}{', ...' if len(cuts) > 4 else ''}")
     return 1 if counts["WRONG"] else 0
 
 

@@ -13,6 +13,7 @@ namespace {
 /// the replay held. `factor` scales the device: its cudaMalloc limit and any memory-fraction cap.
 bool runs_at(const replay::PreparedTrace& trace, const replay::WhatIfConfig& config, const replay::Capacity& capacity,
              double factor, std::uint64_t& memory_bytes) {
+  if (factor <= 0) return false;  // a margin of the whole capacity or more: nothing runs with it
   replay::ReplayOptions options = replay::replay_options_for(capacity);
   const auto scaled = [&](std::uint64_t bytes) {
     return static_cast<std::uint64_t>(static_cast<double>(bytes) * factor);

@@ -59,6 +59,15 @@ void note_older_blocks(Unit& u, std::span<const snapshot::TraceEvent> trace,
   }
 }
 
+/// Allocated bytes before the trace's first event (a mid-run trace starts with live blocks).
+std::uint64_t level_before_trace(std::span<const snapshot::TraceEvent> trace, const RecordedCurve& curve) {
+  if (trace.empty() || curve.allocated.empty()) return 0;
+  const snapshot::TraceEvent& first = trace.front();
+  if (first.action == TraceAction::kAlloc) return curve.allocated[0] - std::min(curve.allocated[0], first.size);
+  if (first.action == TraceAction::kFreeCompleted) return curve.allocated[0] + first.size;
+  return curve.allocated[0];
+}
+
 /// Ratio of b's sizes to a's over matched allocations (size_scale.h).
 double size_scale(std::span<const snapshot::TraceEvent> trace, const std::vector<std::size_t>& a,
                   const std::vector<std::size_t>& b, const Pairs& pairs) {
@@ -335,7 +344,7 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
       // forward after a backward unit) run at another size, and belong to the next unit.
       if (next + 1 < count && next < units.iteration_ends.size()) u.end = std::min(u.end, units.iteration_ends[next]);
       u.blocks_at_start = live_blocks;
-      u.start_level = i > 0 ? curve.allocated[i - 1] : 0;
+      u.start_level = i > 0 ? curve.allocated[i - 1] : level_before_trace(trace, curve);
       note_older_blocks(u, trace, live);
       ++next;
     }
@@ -367,6 +376,11 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
     return std::abs(u.blocks_at_start - v.blocks_at_start) <= tolerance;
   };
   const auto same_kind = [&](const Unit& u) { return alike(u, failing); };
+  // A mid-run trace's first unit may have lost its head to the trace's start: its peak is not a
+  // whole step's, to check the fit on (field lit_edge cut at 50%: its tail, checked as a step,
+  // missed by 40%); its allocations still tell how sizes follow the scale. (It may still be
+  // the reference, when the failing prefix aligns with what is left of it.)
+  const bool first_cut = prepared.starts_mid_run && first_unit == 0 && !units.first_unit_whole;
   const std::uint64_t prefix_bytes = bytes_of(trace, failing.allocs);
   std::optional<std::size_t> reference;
   Pairs reference_pairs;  // (position in reference, position in failing)
@@ -461,7 +475,8 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
       matched_other += trace[unit[k].allocs[j]].size;
     }
     if (static_cast<double>(matched_ref) >= kMinMatchedShare * static_cast<double>(bytes_of(trace, ref.allocs)) &&
-        static_cast<double>(matched_other) >= kMinMatchedShare * static_cast<double>(bytes_of(trace, unit[k].allocs)))
+        static_cast<double>(matched_other) >= kMinMatchedShare * static_cast<double>(bytes_of(trace, unit[k].allocs)) &&
+        !(first_cut && k == 0))  // its sizes tell exponents; its peak, without its head, checks nothing
       checks.emplace_back(k, scale);
     if (std::abs(std::log(scale)) < kLeast) continue;
     for (const auto& [i, j] : *pairs) {
@@ -644,6 +659,9 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
   p.over_bytes += p.unmatched_free_bytes + static_cast<std::uint64_t>(peak - peak_low);
   p.under_bytes += static_cast<std::uint64_t>(peak_high - peak);
   p.available = true;
+  out.peak_at_factor = [trace, ref, fit, failing, scale = p.scale](double factor) {
+    return projected_peak(trace, ref, fit, kNone, scale * factor, failing);
+  };
   return out;
 }
 

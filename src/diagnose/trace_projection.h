@@ -38,6 +38,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 
 #include "diagnose/diagnosis.h"
 #include "diagnose/recorded_curve.h"
@@ -52,6 +53,11 @@ struct ProjectedStep {
   TraceStepProjection figures;        ///< runs and uncertainty left for the caller to fill
   replay::PreparedTrace trace;        ///< recorded ops to the failing malloc, then the projected rest
   std::size_t projected_from_op = 0;  ///< index in trace.ops of the failing malloc, now served
+  /// The live peak of a step like the failing one with every size `factor` × the failing unit's
+  /// (as each follows the scale in the fit), begun as the failing unit began and projected from
+  /// the reference as a whole (at 1, close to the peak of `trace` with perfect packing); empty
+  /// when not projected. Reads the snapshot's trace: valid while the snapshot lives.
+  std::function<std::uint64_t(double factor)> peak_at_factor;
 };
 
 /// @brief The failing malloc served, and where the synthetic operations after it end their

@@ -129,7 +129,9 @@ TraceUnits find_trace_units(const snapshot::Snapshot& snapshot, int device, std:
   units.depth = best_depth;
   units.statement = describe_frame(snapshot, anchor[best_depth - 1]);
   previous = 0;
+  units.first_unit_whole = false;
   visit_all([&](std::size_t i, std::size_t shared) {
+    if (shared < best_depth && units.starts.empty()) units.first_unit_whole = true;
     if (shared >= best_depth && previous < best_depth) units.starts.push_back(i);
     if (shared < best_depth && previous >= best_depth) units.ends.push_back(i);
     previous = shared;
@@ -144,12 +146,27 @@ TraceUnits find_trace_units(const snapshot::Snapshot& snapshot, int device, std:
            frame.line != snapshot::Frame::kUnknownLine && unit_frame.line != snapshot::Frame::kUnknownLine &&
            frame.line < unit_frame.line;
   };
+  // An evaluation inside a training unit's iteration (Lightning's validation in `advance`, HF's
+  // `_maybe_log_save_evaluate` after a step) is another pass: it ends the training step.
+  std::unordered_map<StackId, bool> evaluates;
+  const auto in_evaluation = [&](StackId stack) {
+    auto [it, added] = evaluates.try_emplace(stack, false);
+    if (added)
+      for (const FrameId f : frames(stack)) {
+        const snapshot::Frame& frame = snapshot.stacks.frame(f);
+        it->second = it->second || (torch_path(snapshot.strings.view(frame.filename)).empty() &&
+                                    names_evaluation(snapshot.strings.view(frame.name)));
+      }
+    return it->second;
+  };
   for (std::size_t u = 0; u + 1 < units.starts.size(); ++u) {
     std::size_t end = units.starts[u + 1];
     for (std::size_t i = units.starts[u] + 1; i < end; ++i) {
       if (trace[i].action != TraceAction::kAlloc || trace[i].stack == 0) continue;
       const Relation r = relation(trace[i].stack);
-      if (r.counts && r.shared + 1 == best_depth && earlier_statement(trace[i].stack)) end = i;
+      if ((r.counts && r.shared + 1 == best_depth && earlier_statement(trace[i].stack)) ||
+          (!units.eval && in_evaluation(trace[i].stack)))
+        end = i;
     }
     units.iteration_ends.push_back(end);
   }

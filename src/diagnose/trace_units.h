@@ -21,7 +21,8 @@
 /// Each episode starts a unit; the failing unit is the last. An earlier unit ends where the
 /// loop's next iteration begins: at the next unit, or before, at an allocation of an earlier
 /// statement of the same loop body (same function, a lower line), such as the next step's
-/// forward when the unit is a backward statement; the next step belongs to the next unit.
+/// forward when the unit is a backward statement; the next step belongs to the next unit. An
+/// allocation in evaluation (a function naming it outside torch) ends a training unit too.
 /// Thread-safety: a pure function.
 
 #include <cstddef>
@@ -54,7 +55,12 @@ struct TraceUnits {
   /// With `eval`: the statement that entered evaluation (the frame calling the shallowest one
   /// that names it): "trainer.py:1883 in _run_epoch".
   std::string eval_statement;
-  /// Where each earlier unit's iteration of the loop ended (see the file comment).
+  /// The program allocated outside the unit's statement before the first unit began: that unit
+  /// began in the trace. False when the trace's first allocations are already the unit's (a
+  /// ring or a late history start may have cut its head).
+  bool first_unit_whole = true;
+  /// Where each earlier unit's iteration of the loop ended (see the file comment), or where an
+  /// evaluation inside it began (another pass).
   std::vector<std::size_t> iteration_ends;
   /// @brief The failing unit has earlier occurrences in the trace.
   bool repeats() const { return starts.size() >= 2; }

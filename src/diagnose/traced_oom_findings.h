@@ -60,6 +60,7 @@ enum class PhaseReason : std::uint8_t {
 struct PhaseClues {
   std::string source;          ///< oom_phase.h's account (kCallPath)
   std::string program_frame;   ///< kFirstStep: where the first step failed
+  bool starts_mid_run = false;  ///< kFirstStep: ... or, the trace starting mid-run, the first step it holds
   std::string eval_statement;  ///< kFirstEval
   std::string call_statement;  ///< the call path's statement (kFirstEval: below it, when it repeated)
   bool eval_below_repeating = false;
@@ -136,6 +137,13 @@ struct TracedOomFindings {
   bool any_relaid_start = false;         ///< some setting replayed from a re-laid start
   /// Undetermined on a trace that starts mid-run with no earlier step to project from.
   bool mid_run_without_projection = false;
+  /// ... a pass the steps never ran, on a trace that starts mid-run and holds no earlier step:
+  /// the end of the step before and the failing one's head (PhaseReason::kFirstStep).
+  bool mid_run_first_pass = false;
+  /// A projected step: the least factor of its batch whose step needs more than the device with
+  /// perfect packing, and more than that beyond the projection's margins (batch_headroom.h).
+  std::optional<double> batch_factor_at_capacity;
+  std::optional<double> batch_factor_beyond_margins;
   /// ... whose only earlier step a ring cut (TraceStepProjection::cut_unit_events): the
   /// max_entries of a history that holds two whole steps before the failing one.
   std::optional<std::size_t> max_entries_for_two_steps;

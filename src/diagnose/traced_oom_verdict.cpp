@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "diagnose/batch_headroom.h"
 #include "diagnose/eval_projection.h"
 #include "diagnose/list_op_projection.h"
 #include "diagnose/memory_advice.h"
@@ -207,6 +208,13 @@ Verdict judge_projected_step(ProjectedStep& step, const std::vector<replay::What
   const double lower = static_cast<double>(cap) * (1 - p.margin_to_fit);
   const auto peak = static_cast<double>(p.projected_peak_bytes);
   const double next = peak + static_cast<double>(p.next_unit_extra_bytes);
+  // How much larger a batch must be to need more than the device (at the sizes asked for), for
+  // what would decide a step the margins leave open.
+  const auto limit = [&](double margin) {
+    return static_cast<std::uint64_t>(static_cast<double>(cap) * (1 + margin) * inflation);
+  };
+  f.batch_factor_at_capacity = exceeding_batch_factor(step, limit(0));
+  f.batch_factor_beyond_margins = exceeding_batch_factor(step, limit(p.margin_to_fail));
   if (p.fit_error && *p.fit_error > kMaxFitError) {
     f.rule = TracedOomRule::kProjectionMissesHistory;
     f.max_fit_error = kMaxFitError;
@@ -281,13 +289,14 @@ Verdict judge_projected_eval(ProjectedStep& step, const std::vector<replay::What
 
 /// The phase, told again from the trace's units where the call path saw less: at most one
 /// revision applies (their conditions exclude each other).
-void revise_phase(const TraceUnits& units, const OomCallPath& call_path, OomPhase& phase, Diagnosis& d,
-                  TracedOomFindings& f) {
+void revise_phase(const TraceUnits& units, const OomCallPath& call_path, bool starts_mid_run, OomPhase& phase,
+                  Diagnosis& d, TracedOomFindings& f) {
   PhaseClues& c = f.clues;
   if (!units.repeats() && !units.eval && !phase.repeats_step && d.in_phase(JobPhase::kUnknown) &&
       !units.program_frame.empty()) {
     f.found_reason = PhaseReason::kFirstStep;
     c.program_frame = units.program_frame;
+    c.starts_mid_run = starts_mid_run;
   }
   if (units.eval && !units.repeats() && !d.in_phase(JobPhase::kEval)) {
     // The statement that repeated (a trainer's train(), holding its steps and its evals) is not
@@ -377,7 +386,7 @@ Verdict decide_traced_oom(const TraceChoice& trace, const TelemetryInput* teleme
   f.clues.call_statement = call_path.statement;
   f.clues.unit_statement = units.statement;
   f.clues.earlier_units = units.starts.empty() ? 0 : units.starts.size() - 1;
-  revise_phase(units, call_path, phase, d, f);
+  revise_phase(units, call_path, prepared.starts_mid_run, phase, d, f);
   if (call_path.has_stack) {
     f.call_site = call_path.innermost;
     f.call_site_statement = units.repeats() ? units.statement : call_path.statement;
@@ -440,7 +449,11 @@ Verdict decide_traced_oom(const TraceChoice& trace, const TelemetryInput* teleme
   }
   if (!phase.repeats_step || f.step.different_pass) {
     f.pass_statement = units.eval && !units.eval_statement.empty() ? units.eval_statement : call_path.statement;
-    return judge_unrecorded_pass(snap, trace.device, curve, oom_index, steps, d.in_phase(JobPhase::kOptimizer), f);
+    const Verdict verdict =
+        judge_unrecorded_pass(snap, trace.device, curve, oom_index, steps, d.in_phase(JobPhase::kOptimizer), f);
+    f.mid_run_first_pass = verdict == Verdict::kUndetermined && f.found_reason == PhaseReason::kFirstStep &&
+                           prepared.starts_mid_run;
+    return verdict;
   }
   const Verdict verdict = judge_training_step(snap, trace.device, prepared.recorded_config, best, telemetry, steps, f);
   if (verdict == Verdict::kFragmentation && !best) d.setting_fixes_it = false;

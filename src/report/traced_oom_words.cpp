@@ -32,6 +32,12 @@ std::string phase_source(const TracedOomFindings& f, PhaseReason reason) {
     case PhaseReason::kCallPath:
       return c.source;
     case PhaseReason::kFirstStep:
+      if (c.starts_mid_run)
+        return fmt::format(
+            "no statement of the program's loop ran more than once in the trace, which starts mid-run (a ring "
+            "of max_entries, or history started late): it holds the failing step's head (at {}) and none of an "
+            "earlier step's, so there is no earlier step to compare with",
+            c.program_frame);
       return fmt::format(
           "no statement of the program's loop ran more than once before the OOM: the run failed in "
           "its first step (at {}), so there is no earlier step to compare with",
@@ -224,15 +230,30 @@ void word_training_step(const TracedOomFindings& f, TracedOomWords& w) {
         "inherits them");
 }
 
-/// What would decide a step projected from the trace that the margins leave open.
-std::vector<std::string> undecided_projected_step() {
-  return {
+/// What would decide a step projected from the trace that the margins leave open: first, when the
+/// batches vary, how much larger one must be to need more than the device.
+std::vector<std::string> undecided_projected_step(const TracedOomFindings& f) {
+  std::vector<std::string> decide_with = {
       "one rerun with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True at the same memory: if it fails in the same "
       "step, the verdict is capacity",
       "a snapshot whose trace holds more steps like the failing one (a larger max_entries), so the fit can be "
       "checked on more of them",
       "or make room instead of deciding: activation checkpointing, or a smaller micro-batch with more accumulation"};
+  if (f.batch_factor_at_capacity && f.batch_factor_beyond_margins && !f.trace.eval_units)
+    decide_with.insert(
+        decide_with.begin(),
+        fmt::format("the sizes of the batches still to come (the log's or the dataset's sequence lengths, batch "
+                    "or image sizes): the failing step projects to {} live with perfect packing of the {} the "
+                    "device gives; a batch ×{:.2f} its size would need more, and one ×{:.2f} more beyond the "
+                    "projection's margins: if the run meets one, the verdict is capacity",
+                    format_bytes(f.trace.projected_peak_bytes), format_bytes(f.capacity_bytes),
+                    *f.batch_factor_at_capacity, *f.batch_factor_beyond_margins));
+  return decide_with;
 }
+
+/// The entries of a history that holds two whole steps and the failing one's head, when this one
+/// holds the end of one step and the head of the next: three times its events, if steps are alike.
+std::size_t longer_history_entries(const TracedOomFindings& f) { return (3 * (f.oom_index + 1) + 999) / 1000 * 1000; }
 
 /// The fit's evidence: on how many earlier units it was checked, and the margins that follow.
 std::string describe_fit(const TraceStepProjection& p) {
@@ -299,7 +320,7 @@ void word_projected_step(const TracedOomFindings& f, TracedOomWords& w) {
         fmt::format("the projection misses the trace's own earlier units by up to {} (more than {}): it "
                     "does not fit its own history, so it decides nothing",
                     pct(*p.fit_error), pct(f.max_fit_error)));
-    w.decide_with = undecided_projected_step();
+    w.decide_with = undecided_projected_step(f);
     return;
   }
   if (f.inflation > 1.01)
@@ -322,7 +343,7 @@ void word_projected_step(const TracedOomFindings& f, TracedOomWords& w) {
                       "step later would need about {} of the {} the device gives. Whether a later batch is that "
                       "long is not in the trace",
                       format_bytes(p.next_unit_extra_bytes), format_bytes(next), format_bytes(cap)));
-      w.decide_with = undecided_projected_step();
+      w.decide_with = undecided_projected_step(f);
       w.decide_with.insert(
           w.decide_with.begin(),
           fmt::format("the lengths of the batches still to come while the gradients are held (the rest "
@@ -338,7 +359,7 @@ void word_projected_step(const TracedOomFindings& f, TracedOomWords& w) {
                       "begun as the failing step began would need about {} live of the {} the device gives. "
                       "The job makes such batches; whether the run meets one again is not in the trace",
                       *p.longest_unit, format_bytes(p.longest_peak_bytes), format_bytes(cap)));
-      w.decide_with = undecided_projected_step();
+      w.decide_with = undecided_projected_step(f);
       return;
     case TracedOomRule::kProjectedStepFits:
       add(w, "projection_vs_capacity",
@@ -373,7 +394,7 @@ void word_projected_step(const TracedOomFindings& f, TracedOomWords& w) {
                                     pct(p.relaid_start_margin))
                       : " (the trace starts mid-run: a setting replayed from its "
                         "state inherits pieces the job's start would not have made)"));
-  w.decide_with = undecided_projected_step();
+  w.decide_with = undecided_projected_step(f);
 }
 
 void word_projected_eval(const TracedOomFindings& f, TracedOomWords& w) {
@@ -509,9 +530,19 @@ TracedOomWords traced_oom_words(const TracedOomFindings& f) {
   else if (f.mid_run_without_projection)
     w.decide_with.insert(
         w.decide_with.begin(),
-        "a snapshot whose history holds a whole step like the failing one before it: this trace starts "
-        "mid-run (a ring of max_entries, or history started late) and no earlier step in it can be "
-        "projected from; a larger max_entries, or history from the run's start");
+        fmt::format("a snapshot whose history holds a whole step like the failing one before it: this trace "
+                    "starts mid-run (a ring of max_entries, or history started late) and no earlier step in it "
+                    "can be projected from; max_entries={} at least (this trace holds {} events), or history "
+                    "from the run's start",
+                    longer_history_entries(f), f.oom_index + 1));
+  else if (f.mid_run_first_pass)
+    w.decide_with.insert(
+        w.decide_with.begin(),
+        fmt::format("a snapshot whose history holds two whole steps before the failing one (one to project "
+                    "from, one to check the fit on): this trace holds {} events, the end of the step before "
+                    "and the failing step's head, so a step takes about that many or more if its steps are "
+                    "alike; _record_memory_history(max_entries={}) at least, or history from the run's start",
+                    f.oom_index + 1, longer_history_entries(f)));
   return w;
 }
 

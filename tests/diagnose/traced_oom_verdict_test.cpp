@@ -124,6 +124,62 @@ TEST(FieldVerdicts, ABackwardOomsPhaseNamesTheProgramsStatement) {
 // A ring of 6,000 entries holds the failing step and the end of the one before: nothing to
 // project from. The phase names the program's forward line, not the launcher's frame (the job
 // ran under runpy, as `python -m` runs one), and a longer history is what would decide it.
+/// The doctor on `name`'s user files with the trace's first `share` of events dropped, as a ring
+/// or a late history start leaves it (scripts/doctor_ring_cuts.py).
+Diagnosis diagnose_cut(const std::string& name, double share) {
+  DoctorInputs inputs = collect_doctor_inputs(field_user_files(name));
+  SnapshotInput& s = inputs.snapshots.at(0);
+  auto& events = s.snapshot.device_traces.at(static_cast<std::size_t>(s.device));
+  const auto cut = static_cast<std::size_t>(share * static_cast<double>(events.size()));
+  events.erase(events.begin(), events.begin() + static_cast<std::ptrdiff_t>(cut));
+  s.oom_index = *s.oom_index - cut;
+  DoctorOptions options = fragscope::testing::doctor_options();
+  options.threads = 2;
+  return run_doctor(std::move(inputs), options);
+}
+
+// Lightning (field lit_edge) with its trace's first half dropped: the trace's first unit lost its
+// head, and the unit the failing step is projected from ran Lightning's validation in its
+// iteration. Checked on that headless tail, and with the validation in the step, the fit missed
+// its own history by 40.6% (undetermined); the tail is not checked, the validation ends the step,
+// the fit matches 3 units to 0.0%, and the step is decided fragmentation, its label.
+TEST(FieldVerdicts, AHeadlessFirstUnitIsNotCheckedAndAValidationEndsTheStep) {
+  const Diagnosis d = diagnose_cut("lit_edge", 0.5);
+  EXPECT_EQ(d.verdict, Verdict::kFragmentation);
+  ASSERT_TRUE(d.trace_projection.fit_error.has_value());
+  EXPECT_LT(*d.trace_projection.fit_error, 0.005);
+  EXPECT_GE(d.trace_projection.checked_units, 2u);
+}
+
+// torch.compile (field cmp_edge) with its trace's first half dropped: the trace holds the end of
+// the step before (its backward pass, its optimizer step) and the failing step's head, and no
+// statement of the loop ran twice. The phase said "the run failed in its first step", which is
+// not so, and what would decide it was a snapshot "across the whole unknown phase"; it says the
+// trace starts mid-run and asks for a history of three times its 2802 events.
+TEST(FieldVerdicts, AMidRunTraceWithoutAnEarlierStepAsksForAHistoryThreeTimesAsLong) {
+  const Diagnosis d = diagnose_cut("cmp_edge", 0.5);
+  EXPECT_EQ(d.verdict, Verdict::kUndetermined);
+  EXPECT_EQ(d.phase_source.find("first step"), std::string::npos) << d.phase_source;
+  EXPECT_NE(d.phase_source.find("starts mid-run"), std::string::npos) << d.phase_source;
+  ASSERT_FALSE(d.decide_with.empty());
+  EXPECT_NE(d.decide_with.front().find("this trace holds 2802 events"), std::string::npos) << d.decide_with.front();
+  EXPECT_NE(d.decide_with.front().find("max_entries=9000"), std::string::npos) << d.decide_with.front();
+}
+
+// FSDP2 from mid-run (field fs2_edge, label capacity: its rerun under expandable segments passed
+// the failing step 4 and failed in step 5). Step 4 is the largest the trace holds (×1.2 step 3)
+// and projects to 22.62 GiB of the 23.08 the device gives, which the rerun reached to the byte
+// (max_memory_allocated 24291063808): the trace cannot show capacity. What would decide it is
+// named first: a batch ×1.03 as large needs more than the device (the calibration run, the same
+// batches without a budget, peaked 0.4% above the capacity), ×1.13 beyond the fit's margins.
+TEST(FieldVerdicts, AStepThatFitsSaysHowMuchLargerABatchMustBeToNotFit) {
+  const Diagnosis d = diagnose("fs2_edge");
+  EXPECT_EQ(d.verdict, Verdict::kUndetermined);
+  ASSERT_FALSE(d.decide_with.empty());
+  EXPECT_NE(d.decide_with.front().find("a batch ×1.03 its size would need more, and one ×1.13"), std::string::npos)
+      << d.decide_with.front();
+}
+
 TEST(FieldVerdicts, ARingShorterThanTwoStepsAsksForALongerHistory) {
   const Diagnosis d = diagnose("ring_edge");
   EXPECT_EQ(d.verdict, Verdict::kUndetermined);
