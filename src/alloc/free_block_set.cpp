@@ -16,6 +16,10 @@ void FreeBlockSet::insert_inside(std::vector<Entry>& entries, const Entry& entry
 }
 
 void FreeBlockSet::erase_inside(std::vector<Entry>& entries, std::uint64_t size, std::uint64_t address) {
+  if (entries.front().size == size && entries.front().address() == address) {
+    entries.erase(entries.begin());
+    return;
+  }
   // The handle is unknown: search with the highest packed key of this address.
   const std::size_t pos = free_block_set_detail::prefix_length(
       entries.data(), entries.size(),
