@@ -143,7 +143,8 @@ bool CachingAllocator::alloc_block(Request& r, bool is_retry) {
 
 FRAGSCOPE_HOT_INLINE bool CachingAllocator::should_split(const Block& b, std::uint64_t size) const {
   const std::uint64_t remaining = b.size - size;
-  if (pools_[b.pool].small || config_.expandable_segments) return remaining >= kMinBlockSize;
+  // b's pool is small exactly when the rounded request is (malloc picks the pool by it).
+  if (pool_of(size) == PoolKind::kSmall || config_.expandable_segments) return remaining >= kMinBlockSize;
   return size < config_.max_split_size && remaining > kSmallSize;
 }
 
