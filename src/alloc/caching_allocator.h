@@ -172,4 +172,30 @@ class CachingAllocator final : public AllocatorModel {
   AllocatorStats stats_;
 };
 
+// Called a few times per malloc and free: inline.
+
+inline BlockHandle CachingAllocator::new_block(const Block& init) {
+  if (!spare_handles_.empty()) {
+    const BlockHandle h = spare_handles_.back();
+    spare_handles_.pop_back();
+    blocks_[h] = init;
+    return h;
+  }
+  blocks_.push_back(init);
+  return static_cast<BlockHandle>(blocks_.size() - 1);
+}
+
+inline void CachingAllocator::drop_block(BlockHandle h) { spare_handles_.push_back(h); }
+
+inline void CachingAllocator::insert_free(BlockHandle h) {
+  Block& b = blocks_[h];
+  Pool& pool = pools_[b.pool];
+  b.gc_count_base = pool.get_free_blocks_call_count;
+  pool.blocks.insert(b.size, b.address, h);
+}
+
+inline void CachingAllocator::erase_free(BlockHandle h) {
+  pools_[blocks_[h].pool].blocks.erase(blocks_[h].size, blocks_[h].address);
+}
+
 }  // namespace fragscope::alloc

@@ -118,6 +118,12 @@ class FreeBlockSet {
     return (log2 << kSubBits) | sub;
   }
   Iterator first_from(std::uint32_t cls) const;  // first entry of the first class ≥ cls
+  // The rare paths, out of line so that the inlined fast paths stay small: an insert above the
+  // class's lowest entry, an erase of any but the lowest, a best fit inside the class.
+  static void insert_inside(std::vector<Entry>& entries, const Entry& entry);
+  static void erase_inside(std::vector<Entry>& entries, std::uint64_t size, std::uint64_t address);
+  Iterator lower_bound_inside(std::uint32_t cls, std::uint64_t size) const;
+  [[noreturn]] static void throw_out_of_range();
   std::uint32_t last_before(std::uint32_t cls) const;  // last non-empty class < cls
   void mark(std::uint32_t cls, bool nonempty) {
     const std::uint64_t bit = 1ull << (cls % 64);
@@ -130,7 +136,8 @@ class FreeBlockSet {
 };
 
 
-// Hot paths, inline: a replay calls them a few times per trace event.
+// Hot paths, inline: a replay calls them a few times per trace event; their rare cases are in
+// free_block_set.cpp.
 
 namespace free_block_set_detail {
 
@@ -164,24 +171,15 @@ inline auto after_key(Key key) {
 
 inline void FreeBlockSet::insert(std::uint64_t size, std::uint64_t address, BlockHandle block) {
   using free_block_set_detail::key_of;
-  if (address >= (1ull << 48) || block > kHandleMask) {
-    throw std::length_error("FreeBlockSet: address or block handle out of range");
-  }
+  if (address >= (1ull << 48) || block > kHandleMask) [[unlikely]] throw_out_of_range();
   const std::uint32_t cls = class_of(size);
   std::vector<Entry>& entries = classes_[cls];
   const Entry entry{size, pack(address, block)};
-  // Most inserts land at either end of their class (a replay of big: 3 in 4), so look there
-  // before searching.
-  const free_block_set_detail::Key key = key_of(size, entry.packed);
-  if (entries.empty() || key < key_of(entries.back().size, entries.back().packed)) {
+  // Most inserts land at the low end of their class (the vector's back): no search, no move.
+  if (entries.empty() || key_of(size, entry.packed) < key_of(entries.back().size, entries.back().packed)) {
     entries.push_back(entry);
   } else {
-    const std::size_t pos =
-        key > key_of(entries.front().size, entries.front().packed)
-            ? 0
-            : free_block_set_detail::prefix_length(entries.data(), entries.size(),
-                                                   free_block_set_detail::after_key(key));
-    entries.insert(entries.begin() + static_cast<std::ptrdiff_t>(pos), entry);
+    insert_inside(entries, entry);
   }
   mark(cls, true);
   ++count_;
@@ -190,19 +188,10 @@ inline void FreeBlockSet::insert(std::uint64_t size, std::uint64_t address, Bloc
 inline void FreeBlockSet::erase(std::uint64_t size, std::uint64_t address) {
   const std::uint32_t cls = class_of(size);
   std::vector<Entry>& entries = classes_[cls];
-  auto is_target = [&](const Entry& e) { return e.size == size && e.address() == address; };
-  if (!entries.empty() && is_target(entries.back())) {
+  if (!entries.empty() && entries.back().size == size && entries.back().address() == address) {
     entries.pop_back();  // the lowest (size, address) of its class: a third of all erases
   } else {
-    // The handle is unknown: search with the highest packed key of this address.
-    const std::size_t pos = free_block_set_detail::prefix_length(
-        entries.data(), entries.size(),
-        free_block_set_detail::after_key(
-            free_block_set_detail::key_of(size, pack(address, 0) | kHandleMask)));
-    if (pos == entries.size() || !is_target(entries[pos])) {
-      throw std::logic_error("FreeBlockSet::erase of a block that is not free");
-    }
-    entries.erase(entries.begin() + static_cast<std::ptrdiff_t>(pos));
+    erase_inside(entries, size, address);
   }
   --count_;
   if (entries.empty()) mark(cls, false);
@@ -222,11 +211,19 @@ inline FreeBlockSet::Iterator FreeBlockSet::lower_bound(std::uint64_t size) cons
   // its last element. Most lookups (7 in 10 on big) find none in their class, and most others
   // find all of it: both show at the ends.
   if (entries.empty() || entries.front().size < size) return first_from(cls + 1);
-  const auto n = static_cast<std::uint32_t>(entries.size());
   if (entries.back().size >= size) return {this, cls, 0};
-  const auto fits = static_cast<std::uint32_t>(free_block_set_detail::prefix_length(
-      entries.data(), n, [size](const Entry& e) { return e.size >= size; }));
-  return {this, cls, n - fits};
+  return lower_bound_inside(cls, size);
+}
+
+inline FreeBlockSet::Iterator FreeBlockSet::first_from(std::uint32_t cls) const {
+  if (cls >= kClasses) return end();
+  std::uint32_t word = cls / 64;
+  std::uint64_t bits = nonempty_[word] & (~0ull << (cls % 64));
+  while (bits == 0) {
+    if (++word == kWords) return end();
+    bits = nonempty_[word];
+  }
+  return {this, word * 64 + static_cast<std::uint32_t>(std::countr_zero(bits)), 0};
 }
 
 }  // namespace fragscope::alloc

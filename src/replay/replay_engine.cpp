@@ -1,7 +1,6 @@
 #include "replay/replay_engine.h"
 
 #include <algorithm>
-#include <limits>
 #include <memory>
 #include <type_traits>
 
@@ -78,12 +77,17 @@ bool same_segment_events(std::vector<alloc::SegmentEvent>& simulated,
   return true;
 }
 
-/// The replay loop, compiled once per model type so that its calls are direct (the models are
-/// final): this loop runs tens of millions of times per second.
-template <typename Model>
+/// The replay loop, compiled per model type so that its calls are direct (the models are
+/// final), and per kRecords: whether this replay records more than its result (the self-check,
+/// the timeline). Most replays (whatif's sweeps, the capacity bisection, the benchmarks) record
+/// neither, and their loop carries no test for them: this loop runs tens of millions of times
+/// per second.
+template <typename Model, bool kRecords>
 ReplayResult replay_through(Model& model, alloc::DeviceMemory& device, const PreparedTrace& trace,
                             const ReplayOptions& options) {
-  const bool self_check = options.self_check && std::is_same_v<Model, alloc::CachingAllocator>;
+  const bool self_check =
+      kRecords && options.self_check && std::is_same_v<Model, alloc::CachingAllocator>;
+  const bool timeline_on = kRecords && options.timeline_points > 0;
   std::vector<alloc::SegmentEvent> simulated;
   std::vector<alloc::SegmentEvent> recorded;
   if (self_check) model.set_segment_log(&simulated);
@@ -109,29 +113,19 @@ ReplayResult replay_through(Model& model, alloc::DeviceMemory& device, const Pre
     }
   }
 
-  TimelineBuilder timeline(trace.ops.size(), options.timeline_points);
+  TimelineBuilder timeline(trace.ops.size(), kRecords ? options.timeline_points : 0);
   const std::vector<Op>& ops = trace.ops;
   std::uint32_t hints_begin = 0;
   std::uint32_t segments_begin = 0;
   bool stop = false;
   bool hints_offered = false;
-  const bool timeline_on = options.timeline_points > 0;
-  std::size_t replayed = 0;
   const std::vector<CapacityStep>& steps = options.capacity_steps;
-  constexpr std::uint32_t kNoStep = std::numeric_limits<std::uint32_t>::max();
   std::size_t next_step = 0;
-  std::uint32_t next_step_at = steps.empty() ? kNoStep : steps[0].from_trace_index;
   ProgressCounter* const progress = options.progress;
   constexpr std::size_t kProgressBatch = std::size_t{1} << 16;  // a few milliseconds of replay
 
-  for (std::size_t i = 0; i < ops.size() && !stop; ++i) {
-    const Op& op = ops[i];
-    if (op.trace_index >= next_step_at) [[unlikely]] {
-      while (next_step < steps.size() && steps[next_step].from_trace_index <= op.trace_index) {
-        device.set_capacity(steps[next_step++].bytes);
-      }
-      next_step_at = next_step < steps.size() ? steps[next_step].from_trace_index : kNoStep;
-    }
+  // Replays `op`; false when the replay stops after it.
+  auto replay_op = [&](const Op& op) {
     switch (op.kind) {
       case OpKind::kAlloc:
       case OpKind::kOom:
@@ -146,6 +140,10 @@ ReplayResult replay_through(Model& model, alloc::DeviceMemory& device, const Pre
           if (op.kind == OpKind::kCaughtOom) break;  // the floor: what the run needed, as it ran
         }
         const BlockHandle h = model.malloc(op.size, op.stream, op.pool);
+        if (op.kind == OpKind::kAlloc && h != kNoBlock) [[likely]] {
+          handles[op.slot] = h;
+          break;
+        }
         if (op.kind == OpKind::kCaughtOom) {
           // The caller catches the OutOfMemoryError and goes on. Served here, the memory is used
           // and given back by that caller before the trace goes on: freed at once.
@@ -168,11 +166,9 @@ ReplayResult replay_through(Model& model, alloc::DeviceMemory& device, const Pre
           // Past a recorded OOM the trace goes on with the failed step's clean-up; past any
           // other failure it assumes a block this replay does not have.
           stop = !recorded_oom;
-        } else if (recorded_oom) {
+        } else {
           result.passed_recorded_oom = true;
           stop = true;
-        } else {
-          handles[op.slot] = h;
         }
         break;
       }
@@ -203,11 +199,38 @@ ReplayResult replay_through(Model& model, alloc::DeviceMemory& device, const Pre
     }
     hints_begin = op.hint_end;
     segments_begin = op.segment_end;
-    if (timeline_on) timeline.observe(i, op.trace_index, stats.reserved_bytes, stats.allocated_bytes);
-    ++replayed;
-    if (replayed % kProgressBatch == 0 && progress != nullptr) progress->add(kProgressBatch);
+    return !stop;
+  };
+
+  // The ops run in stretches that end at the next capacity step or after a progress batch, so
+  // that the loop over one stretch tests neither.
+  std::size_t i = 0;
+  while (i < ops.size() && !stop) {
+    while (next_step < steps.size() && steps[next_step].from_trace_index <= ops[i].trace_index) {
+      device.set_capacity(steps[next_step++].bytes);
+    }
+    std::size_t end = std::min(ops.size(), i + kProgressBatch);
+    if (next_step < steps.size()) {
+      const std::uint32_t step_at = steps[next_step].from_trace_index;
+      end = static_cast<std::size_t>(
+          std::find_if(ops.begin() + static_cast<std::ptrdiff_t>(i),
+                       ops.begin() + static_cast<std::ptrdiff_t>(end),
+                       [step_at](const Op& op) { return op.trace_index >= step_at; }) -
+          ops.begin());
+    }
+    const std::size_t begin = i;
+    for (; i < end;) {
+      const Op& op = ops[i++];
+      const bool go_on = replay_op(op);
+      if constexpr (kRecords) {
+        if (timeline_on) timeline.observe(i - 1, op.trace_index, stats.reserved_bytes, stats.allocated_bytes);
+      }
+      if (!go_on) break;
+    }
+    if (progress != nullptr) progress->add(i - begin);
   }
-  if (progress != nullptr) progress->add(ops.size() - replayed / kProgressBatch * kProgressBatch);
+  const std::size_t replayed = i;
+  if (progress != nullptr) progress->add(ops.size() - replayed);
   timeline.finish();
   result.ops_replayed = replayed;
   if (replayed) result.last_trace_index = ops[replayed - 1].trace_index;
@@ -220,7 +243,13 @@ ReplayResult replay_through(Model& model, alloc::DeviceMemory& device, const Pre
   return result;
 }
 
-
+template <typename Model>
+ReplayResult replay_through(Model& model, alloc::DeviceMemory& device, const PreparedTrace& trace,
+                            const ReplayOptions& options) {
+  const bool records = options.self_check || options.timeline_points > 0;
+  return records ? replay_through<Model, true>(model, device, trace, options)
+                 : replay_through<Model, false>(model, device, trace, options);
+}
 
 }  // namespace
 
