@@ -11,8 +11,8 @@
 
 #include <fmt/format.h>
 
-#include "diagnose/sequence_alignment.h"
 #include "diagnose/size_scale.h"
+#include "diagnose/unit_alignment.h"
 #include "util/bytes.h"
 
 namespace fragscope::diagnose {
@@ -23,7 +23,6 @@ using replay::OpKind;
 using snapshot::TraceAction;
 using Pairs = AlignedPairs;
 
-constexpr std::size_t kMaxEdits = 1500;               // insertions + deletions two units may differ by
 constexpr std::size_t kMaxUnits = 24;                 // earlier units looked at, newest first
 constexpr double kMinMatchedShare = 0.9;              // of the prefix's bytes, to align
 constexpr std::size_t kMinOverlapShare = 4;           // a cut unit's tail: 1/4 of the prefix's allocations at least
@@ -68,99 +67,10 @@ std::uint64_t level_before_trace(std::span<const snapshot::TraceEvent> trace, co
   return curve.allocated[0];
 }
 
-/// Ratio of b's sizes to a's over matched allocations (size_scale.h).
-double size_scale(std::span<const snapshot::TraceEvent> trace, const std::vector<std::size_t>& a,
-                  const std::vector<std::size_t>& b, const Pairs& pairs) {
-  return diagnose::size_scale(
-      pairs, [&](std::size_t i) { return trace[a[i]].size; }, [&](std::size_t j) { return trace[b[j]].size; });
-}
-
 std::uint64_t bytes_of(std::span<const snapshot::TraceEvent> trace, const std::vector<std::size_t>& events) {
   std::uint64_t sum = 0;
   for (const std::size_t i : events) sum += trace[i].size;
   return sum;
-}
-
-/// True when two sizes can be the same allocation in units whose sizes differ by `scale`:
-/// equal, or in the ratio scale or scale² (within 1%); small ones always (rounding).
-bool compatible_sizes(std::uint64_t a, std::uint64_t b, double scale) {
-  if (std::max(a, b) < kScaleMinBytes) return true;
-  if (a == 0 || b == 0) return false;
-  const double r = std::log(static_cast<double>(b) / static_cast<double>(a));
-  const double s = std::log(scale);
-  return std::abs(r) < 0.01 || std::abs(r - s) < 0.01 || std::abs(r - 2 * s) < 0.01;
-}
-
-/// The first `na` allocations of `a` aligned with the first `nb` of `b`, by call stack.
-/// Allocations without frames (autograd's backward pass when only Python stacks were
-/// recorded) are aligned by size too: the framed ones alone give the units' scale, then a
-/// frame-less pair must have sizes equal or in the ratio of that scale or its square. `scale`
-/// receives b's sizes / a's.
-std::optional<Pairs> align_units(std::span<const snapshot::TraceEvent> trace, const std::vector<std::size_t>& a,
-                                 const std::vector<std::uint32_t>& a_stacks, std::size_t na,
-                                 const std::vector<std::size_t>& b, const std::vector<std::uint32_t>& b_stacks,
-                                 std::size_t nb, double& scale) {
-  std::vector<std::size_t> framed_a, framed_b;  // positions of allocations with frames
-  for (std::size_t i = 0; i < na; ++i)
-    if (a_stacks[i] != 0) framed_a.push_back(i);
-  for (std::size_t j = 0; j < nb; ++j)
-    if (b_stacks[j] != 0) framed_b.push_back(j);
-  if (framed_a.size() == na && framed_b.size() == nb) {
-    auto pairs = align_sequences(
-        na, nb, [&](std::size_t i, std::size_t j) { return a_stacks[i] == b_stacks[j]; }, kMaxEdits);
-    if (pairs) scale = size_scale(trace, a, b, *pairs);
-    return pairs;
-  }
-  const auto framed = align_sequences(
-      framed_a.size(), framed_b.size(),
-      [&](std::size_t i, std::size_t j) { return a_stacks[framed_a[i]] == b_stacks[framed_b[j]]; }, kMaxEdits);
-  if (!framed || framed->empty()) return std::nullopt;
-  Pairs positions;
-  for (const auto& [i, j] : *framed)
-    positions.emplace_back(static_cast<std::uint32_t>(framed_a[i]), static_cast<std::uint32_t>(framed_b[j]));
-  scale = size_scale(trace, a, b, positions);
-  return align_sequences(
-      na, nb,
-      [&](std::size_t i, std::size_t j) {
-        return a_stacks[i] == b_stacks[j] &&
-               (a_stacks[i] != 0 || compatible_sizes(trace[a[i]].size, trace[b[j]].size, scale));
-      },
-      kMaxEdits);
-}
-
-/// The failing unit's prefix aligned, from its end, with a unit whose record a ring or a late
-/// history start cut (the trace's first): only its tail is in the trace, so the two are matched
-/// backwards from the failing malloc (each counterpart of its call stack in `candidate` tried,
-/// the most bytes matched kept) and the failing unit's head before the first pair has none.
-/// Returns pairs in ascending order, the failing malloc's last.
-std::optional<Pairs> align_cut_unit(std::span<const snapshot::TraceEvent> trace, const Unit& candidate,
-                                    std::size_t window, const Unit& failing, double& scale) {
-  const std::size_t n = failing.allocs.size();
-  std::vector<std::size_t> b(failing.allocs.rbegin(), failing.allocs.rend());
-  std::vector<std::uint32_t> b_stacks(failing.stacks.rbegin(), failing.stacks.rend());
-  std::optional<Pairs> best;
-  std::uint64_t best_bytes = 0;
-  for (std::size_t c = std::min(window, candidate.allocs.size()); c-- > 0;) {
-    if (candidate.stacks[c] != failing.stacks.back()) continue;
-    std::vector<std::size_t> a(candidate.allocs.rend() - static_cast<std::ptrdiff_t>(c + 1), candidate.allocs.rend());
-    std::vector<std::uint32_t> a_stacks(candidate.stacks.rend() - static_cast<std::ptrdiff_t>(c + 1),
-                                        candidate.stacks.rend());
-    double s = 1.0;
-    const auto reversed = align_units(trace, a, a_stacks, a.size(), b, b_stacks, n, s);
-    if (!reversed || reversed->empty() || reversed->front() != std::pair<std::uint32_t, std::uint32_t>{0, 0}) continue;
-    std::uint64_t bytes = 0;
-    Pairs pairs;
-    for (auto it = reversed->rbegin(); it != reversed->rend(); ++it) {
-      pairs.emplace_back(static_cast<std::uint32_t>(c - it->first), static_cast<std::uint32_t>(n - 1 - it->second));
-      bytes += trace[failing.allocs[pairs.back().second]].size;
-    }
-    if (!best || bytes > best_bytes) {
-      best = std::move(pairs);
-      best_bytes = bytes;
-      scale = s;
-    }
-  }
-  return best;
 }
 
 /// One exponent estimate per (allocation of the reference, unit that told it).
@@ -430,7 +340,8 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
     // unit is (its record, and the failing unit's head before that point).
     if (prepared.starts_mid_run && first_unit == 0 && unit.size() == 2 && failing.stacks.back() != 0) {
       double scale = 1.0;
-      const auto tail = align_cut_unit(trace, unit[0], unit[0].allocs.size(), failing, scale);
+      const auto tail = align_cut_unit(trace, unit[0].allocs, unit[0].stacks, unit[0].allocs.size(),
+                                       failing.allocs, failing.stacks, scale);
       std::uint64_t matched = 0, overlap = 0;  // the failing unit's bytes from the record's start on
       if (tail) {
         for (const auto& pair : *tail) matched += trace[failing.allocs[pair.second]].size;

@@ -3,6 +3,8 @@
 // meta.json and truth.json are never handed to the doctor; the OOM message of meta.json is
 // written into a temporary training log, as the job would have printed it.
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -34,13 +36,19 @@ inline std::vector<std::string> doctor_user_files_in(const std::filesystem::path
   }
   const auto meta = read_json(dir / "meta.json");
   if (meta.contains("oom_message") && meta["oom_message"].is_string()) {
+    // Test processes run in parallel and rewrite the same log: each writes its own and renames
+    // it over the shared name, so no reader ever sees it half written.
     const fs::path log = doctor_scratch_dir() / (scenario + "-train.log");
-    std::ofstream out(log);
-    out << "step 0 loss 10.43\n"
-        << "Traceback (most recent call last):\n"
-        << "  File \"train.py\", line 136, in run\n"
-        << "    loss = model(input_ids=ids, labels=ids).loss / args.ga\n"
-        << "torch.OutOfMemoryError: " << meta["oom_message"].get<std::string>() << "\n";
+    const fs::path written = log.string() + "." + std::to_string(::getpid());
+    {
+      std::ofstream out(written);
+      out << "step 0 loss 10.43\n"
+          << "Traceback (most recent call last):\n"
+          << "  File \"train.py\", line 136, in run\n"
+          << "    loss = model(input_ids=ids, labels=ids).loss / args.ga\n"
+          << "torch.OutOfMemoryError: " << meta["oom_message"].get<std::string>() << "\n";
+    }
+    fs::rename(written, log);
     files.push_back(log.string());
   }
   std::sort(files.begin(), files.end());
