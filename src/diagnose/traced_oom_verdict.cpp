@@ -188,6 +188,17 @@ void mark_projected_runs(const std::vector<ProjectedRun>& runs, std::vector<What
       if (run.conf == line.conf) line.runs_projected_step = run.runs;
 }
 
+/// How much larger a batch must be than the projected step's to need more than the device (at the
+/// sizes asked for), at the capacity and beyond the projection's margins: what would decide a step
+/// the margins leave open.
+void note_batch_headroom(const ProjectedStep& step, std::uint64_t cap, double inflation, TracedOomFindings& f) {
+  const auto limit = [&](double margin) {
+    return static_cast<std::uint64_t>(static_cast<double>(cap) * (1 + margin) * inflation);
+  };
+  f.batch_factor_at_capacity = exceeding_batch_factor(step, limit(0));
+  f.batch_factor_beyond_margins = exceeding_batch_factor(step, limit(step.figures.margin_to_fail));
+}
+
 /// The failing step projected from the trace alone (trace_projection.h), replayed at the
 /// capacity: capacity when even perfect packing exceeds it by more than the projection's
 /// margins (set_margins), fragmentation when a setting runs it with its margin, undetermined
@@ -208,13 +219,6 @@ Verdict judge_projected_step(ProjectedStep& step, const std::vector<replay::What
   const double lower = static_cast<double>(cap) * (1 - p.margin_to_fit);
   const auto peak = static_cast<double>(p.projected_peak_bytes);
   const double next = peak + static_cast<double>(p.next_unit_extra_bytes);
-  // How much larger a batch must be to need more than the device (at the sizes asked for), for
-  // what would decide a step the margins leave open.
-  const auto limit = [&](double margin) {
-    return static_cast<std::uint64_t>(static_cast<double>(cap) * (1 + margin) * inflation);
-  };
-  f.batch_factor_at_capacity = exceeding_batch_factor(step, limit(0));
-  f.batch_factor_beyond_margins = exceeding_batch_factor(step, limit(p.margin_to_fail));
   if (p.fit_error && *p.fit_error > kMaxFitError) {
     f.rule = TracedOomRule::kProjectionMissesHistory;
     f.max_fit_error = kMaxFitError;
@@ -421,6 +425,8 @@ Verdict decide_traced_oom(const TraceChoice& trace, const TelemetryInput* teleme
       ProjectedStep step = project_step_from_trace(prepared, snap, trace.device, curve, oom_index, units);
       if (step.figures.available) {
         const Verdict verdict = judge_projected_step(step, configs, capacity, inflation, options, call_path, d, f);
+        if (verdict == Verdict::kUndetermined)
+          note_batch_headroom(step, capacity.effective_bytes().value_or(0), inflation, f);
         f.phase = d.phase;
         f.trace = std::move(step.figures);
         return verdict;
