@@ -29,7 +29,8 @@ class ChunkedSource final : public ByteSource {
     const std::size_t n = std::min(sizes_[turn_++ % sizes_.size()], bytes_.size() - pos_);
     // Scribble over the previous chunk: a reader that kept it past this call reads garbage.
     std::fill(held_.begin(), held_.end(), std::uint8_t{0xee});
-    held_.assign(bytes_.begin() + static_cast<std::ptrdiff_t>(pos_), bytes_.begin() + static_cast<std::ptrdiff_t>(pos_ + n));
+    held_.assign(bytes_.begin() + static_cast<std::ptrdiff_t>(pos_),
+                 bytes_.begin() + static_cast<std::ptrdiff_t>(pos_ + n));
     pos_ += n;
     return held_;
   }

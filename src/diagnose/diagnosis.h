@@ -251,6 +251,9 @@ struct Diagnosis {
   /// Fragmentation only: some allocator setting of the sweep passes the OOM point. False when
   /// the ideal packer fits but every setting inherits pieces the trace starts with.
   bool setting_fixes_it = true;
+  /// Capacity only: told by expandable segments failing at the same malloc when replayed from the
+  /// job's start (the ideal packer would serve it; the rest of the pass is not projected).
+  bool expandable_fails_at_oom = false;
 
   std::optional<double> data_wait_fraction;         ///< Σ wait / Σ (wait + compute), all steps
   std::optional<double> steady_data_wait_fraction;  ///< the same without the warm-up step

@@ -242,8 +242,24 @@ void describe_rank_spread(Diagnosis& d, std::optional<int> waiting) {
   d.rank_spread = spread;
 }
 
+/// A snapshot given without a trace of its OOM: no entries at all (history not recording when the
+/// OOM came: started later, or stopped), or entries without an `oom` one (dumped before it, or stopped).
+std::string snapshot_without_oom_trace(const DoctorInputs& in) {
+  for (const SnapshotInput& s : in.snapshots) {
+    if (s.oom_index) continue;
+    return s.snapshot.trace(s.device).empty()
+               ? fmt::format("{} holds the allocator's blocks but no trace entries: history was not recording "
+                             "when the OOM came (_record_memory_history started after it, or was stopped)",
+                             s.path)
+               : fmt::format("{}'s trace holds no `oom` entry: it was dumped before the OOM, or history was "
+                             "stopped before it",
+                             s.path);
+  }
+  return "";
+}
+
 /// An OOM known only from messages / stats: decide what the numbers can prove.
-Verdict judge_oom_without_trace(Diagnosis& d) {
+Verdict judge_oom_without_trace(const DoctorInputs& in, Diagnosis& d) {
   const OomContext& c = *d.oom_context;
   d.phase = phase_name(JobPhase::kUnknown);
   d.phase_source = "no trace with call stacks and no telemetry phase";
@@ -258,6 +274,7 @@ Verdict judge_oom_without_trace(Diagnosis& d) {
     return Verdict::kCapacity;
   }
   d.add_evidence("undecidable", "without a trace the doctor cannot replay the run or project the failing step");
+  if (const std::string why = snapshot_without_oom_trace(in); !why.empty()) d.add_evidence("no_trace", why);
   d.decide_with = {
       "a snapshot with history of the failing rank (_record_memory_history(stacks=\"python\") before training; "
       "_dump_snapshot in the except handler)",
@@ -427,7 +444,7 @@ Diagnosis run_doctor(const DoctorInputs& in, const DoctorOptions& options) {
         d.capacity_bytes = *d.oom_context->reserved_bytes + *d.oom_context->driver_free_bytes;
         d.capacity_source = "the OOM message: reserved by PyTorch + free on the device";
       }
-      d.verdict = judge_oom_without_trace(d);
+      d.verdict = judge_oom_without_trace(in, d);
     }
     if (const std::string line = blind_spot_line(*d.oom_context); !line.empty()) d.add_evidence("blind_spot", line);
   } else {
@@ -477,9 +494,11 @@ Diagnosis run_doctor(const DoctorInputs& in, const DoctorOptions& options) {
 
   switch (d.verdict) {
     case Verdict::kCapacity:
-      d.headline = fmt::format("The job needs more memory than the device gives it{}; no allocator setting fixes it.",
+      d.headline = fmt::format("The job needs more memory than the device gives it{}; {}.",
                                d.phase.empty() || d.in_phase(JobPhase::kUnknown) ? ""
-                                                                                   : " in its " + d.phase + " phase");
+                                                                                   : " in its " + d.phase + " phase",
+                               d.expandable_fails_at_oom ? "expandable segments fail at the same malloc"
+                                                         : "no allocator setting fixes it");
       break;
     case Verdict::kFragmentation:
       d.headline = d.setting_fixes_it

@@ -211,7 +211,10 @@ void capacity(Diagnosis& d) {
   }
   const Needs n = needs_of(d);
   d.do_not.push_back({"Do not expect an allocator setting to fix it", "",
-                      n.known
+                      d.expandable_fails_at_oom
+                          ? "replayed from the job's start at the same memory, expandable segments fail at the same "
+                            "malloc as the run did, and no setting is shown to run the rest of the pass"
+                      : n.known
                           ? fmt::format("with perfect packing (no fragmentation at all) the steps still need about {}, "
                                         "more than the {} the device gives",
                                         format_bytes(n.needed), format_bytes(d.capacity_bytes.value_or(0)))

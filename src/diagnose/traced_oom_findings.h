@@ -26,6 +26,7 @@ namespace fragscope::diagnose {
 /// @brief The rule of traced_oom_verdict.h that decided, in the order the rules are tried.
 enum class TracedOomRule : std::uint8_t {
   kIdealPackerFails,         ///< capacity: even perfect packing cannot serve the failing malloc
+  kExpandableFailsAtOom,     ///< capacity: from the job's start, expandable segments cannot serve it either
   kListOpExceeds,            ///< capacity: an optimizer step's list op needs more than the device
   kUnrecordedPass,           ///< undetermined: a pass the recorded steps never ran
   kNoStepProjection,         ///< undetermined: a training step whose peak cannot be projected
@@ -96,6 +97,7 @@ struct TracedOomFindings {
   std::optional<SweepSetting> recorded;  ///< the recorded setting replayed at the capacity
   std::optional<SweepSetting> best;      ///< the first of the sweep that passes the OOM point
   std::size_t sweep_settings = 0;
+  std::uint64_t expandable_reserved_bytes = 0;  ///< kExpandableFailsAtOom: reserved where it failed
 
   /// The phase: `found` from the call path and the trace's units; `other_pass` when the
   /// telemetry's projection saw a pass unlike the recorded steps; projected_unit when the

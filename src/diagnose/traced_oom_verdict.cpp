@@ -92,6 +92,13 @@ std::optional<std::size_t> optimizer_steps_before(const snapshot::Snapshot& snap
   return ends;
 }
 
+/// The sweep's row for expandable segments alone (the setting an OOM's label is rerun under).
+const replay::WhatIfRow* expandable_row(const replay::WhatIfReport& report) {
+  for (const replay::WhatIfRow& row : report.rows)
+    if (row.config.conf == "expandable_segments:True" && row.at_capacity) return &row;
+  return nullptr;
+}
+
 /// The first setting (least reserved up to the OOM point first) that runs the projected pass with its margin.
 std::optional<ProjectedRun> best_projected_run(const std::vector<WhatIfLine>& whatif,
                                                const std::vector<ProjectedRun>& runs) {
@@ -415,9 +422,24 @@ Verdict decide_traced_oom(const TraceChoice& trace, const TelemetryInput* teleme
     return Verdict::kCapacity;
   }
 
+  const double inflation = rounds_up(prepared.recorded_config) ? rounding_inflation(snap, trace.device) : 1.0;
+  // The experiment that labels an OOM, replayed: the same job from its start under expandable
+  // segments at the same memory. When that cannot serve the failing malloc either, the rerun
+  // fails where the run did, whatever the rest of the pass needs. Sizes rounded up by the
+  // recorded setting would overstate what it asks for, and a trace that starts mid-run keeps
+  // the pieces the run had before it.
+  if (const replay::WhatIfRow* expandable = expandable_row(report);
+      expandable && !expandable->passes_oom_point() && !prepared.starts_mid_run && inflation <= 1.01) {
+    f.expandable_reserved_bytes = expandable->at_capacity->stats.peak_reserved_bytes;
+    f.step = StepProjection{};
+    f.step_gap = StepProjectionGap::kNotNeeded;
+    f.rule = TracedOomRule::kExpandableFailsAtOom;
+    d.expandable_fails_at_oom = true;
+    return Verdict::kCapacity;
+  }
+
   // Without telemetry that projects the step, the trace's own repeating units may.
   const bool telemetry_projects = telemetry && phase.repeats_step && !f.step.different_pass && f.step.available;
-  const double inflation = rounds_up(prepared.recorded_config) ? rounding_inflation(snap, trace.device) : 1.0;
   std::vector<replay::WhatIfConfig> configs;
   for (const replay::WhatIfRow& row : report.rows) configs.push_back(row.config);
   if (!telemetry_projects) {

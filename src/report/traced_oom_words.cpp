@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -76,7 +77,9 @@ std::string step_unavailable_reason(const TracedOomFindings& f) {
       return fmt::format("the {} phase's peak is not in the trace: the recorded training steps say nothing about it",
                          f.phase);
     case diagnose::StepProjectionGap::kNotNeeded:
-      return "not needed: the failing malloc alone does not fit";
+      return f.rule == TracedOomRule::kExpandableFailsAtOom
+                 ? "not needed: from the job's start, expandable segments cannot serve the failing malloc"
+                 : "not needed: the failing malloc alone does not fit";
   }
   return f.step.unavailable_reason;
 }
@@ -87,6 +90,19 @@ std::string relaid_start_note(const TraceStepProjection& p) {
       " (the trace starts mid-run: it was replayed from the live blocks the trace starts with, laid back to back as "
       "expandable segments hold them, so it must leave {} more than the fit's margin)",
       pct(p.relaid_start_margin));
+}
+
+/// A projected pass that a setting runs with its margin: "<subject> N live at its peak ..., M to spare of C;
+/// PYTORCH_CUDA_ALLOC_CONF=X runs it with K less memory than that".
+std::string projected_pass_fits(std::string_view subject, std::uint64_t peak, const TracedOomFindings& f) {
+  const TraceStepProjection& p = f.trace;
+  const std::uint64_t cap = f.capacity_bytes;
+  return fmt::format("{} {} live at its peak with perfect packing, {} to spare of {}; PYTORCH_CUDA_ALLOC_CONF={} "
+                     "runs it with {} less memory than that{}",
+                     subject, format_bytes(peak), format_bytes(cap - std::min(cap, peak)), format_bytes(cap),
+                     quoted_conf(f.best_run->conf),
+                     pct(p.margin_to_fit + (f.best_run->relaid_start ? p.relaid_start_margin : 0)),
+                     f.best_run->relaid_start ? relaid_start_note(p) : "");
 }
 
 std::string describe_projection(const TraceStepProjection& p) {
@@ -362,13 +378,7 @@ void word_projected_step(const TracedOomFindings& f, TracedOomWords& w) {
       w.decide_with = undecided_projected_step(f);
       return;
     case TracedOomRule::kProjectedStepFits:
-      add(w, "projection_vs_capacity",
-          fmt::format("the projected step fits: {} live at its peak with perfect packing, {} to spare of {}; "
-                      "PYTORCH_CUDA_ALLOC_CONF={} runs it with {} less memory than that{}",
-                      format_bytes(next), format_bytes(cap - std::min(cap, next)), format_bytes(cap),
-                      quoted_conf(f.best_run->conf),
-                      pct(p.margin_to_fit + (f.best_run->relaid_start ? p.relaid_start_margin : 0)),
-                      f.best_run->relaid_start ? relaid_start_note(p) : ""));
+      add(w, "projection_vs_capacity", projected_pass_fits("the projected step fits:", next, f));
       return;
     case TracedOomRule::kNoSettingRunsProjected:
       add(w, "projection_vs_capacity",
@@ -423,13 +433,7 @@ void word_projected_eval(const TracedOomFindings& f, TracedOomWords& w) {
     return;
   }
   if (f.rule == TracedOomRule::kEvalFits) {
-    add(w, "projection_vs_capacity",
-        fmt::format("the projected eval batch fits: at most {} live at its peak with perfect packing, {} "
-                    "to spare of {}; PYTORCH_CUDA_ALLOC_CONF={} runs it with {} less memory than that{}",
-                    format_bytes(upper), format_bytes(cap - std::min(cap, upper)), format_bytes(cap),
-                    quoted_conf(f.best_run->conf),
-                    pct(p.margin_to_fit + (f.best_run->relaid_start ? p.relaid_start_margin : 0)),
-                    f.best_run->relaid_start ? relaid_start_note(p) : ""));
+    add(w, "projection_vs_capacity", projected_pass_fits("the projected eval batch fits: at most", upper, f));
     return;
   }
   add(w, "too_close",
@@ -508,6 +512,15 @@ TracedOomWords traced_oom_words(const TracedOomFindings& f) {
         fmt::format("no allocator config of the sweep ({} configs) passes the recorded OOM point at {}",
                     f.sweep_settings, format_bytes(cap)));
 
+  if (f.rule == TracedOomRule::kExpandableFailsAtOom) {
+    add(w, "expandable_fails",
+        fmt::format("replayed from the job's start under PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True at the same "
+                    "{}, the job fails too, at or before the failing malloc ({} reserved): a rerun under it fails "
+                    "where this run did, and no other setting is shown to run the rest of the pass",
+                    format_bytes(cap), format_bytes(f.expandable_reserved_bytes)));
+    w.step_unavailable_reason = step_unavailable_reason(f);
+    return w;
+  }
   if (f.projected_unit)
     word_projected_step(f, w);
   else if (is_eval_rule(f.rule))

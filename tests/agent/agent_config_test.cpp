@@ -74,8 +74,9 @@ TEST(AgentConfigTest, MistakesAreOneLineErrorsNamingTheKey) {
   EXPECT_EQ(error_of("[thresholds]\nfragmentation = 0.3\n"), "agent.toml: thresholds.fragmentation: unknown key");
   EXPECT_EQ(error_of("[thresholds]\nhbm_used_ratio = 90\n"),
             "agent.toml: thresholds.hbm_used_ratio: must be a number in [0, 1]");
-  EXPECT_EQ(error_of("[actions.log]\nrules = [\"oom\"]\n"),
-            "agent.toml: actions.log.rules: unknown rule 'oom' (rules: fragmentation, alloc_retries, hbm_used, data_wait)");
+  EXPECT_EQ(
+      error_of("[actions.log]\nrules = [\"oom\"]\n"),
+      "agent.toml: actions.log.rules: unknown rule 'oom' (rules: fragmentation, alloc_retries, hbm_used, data_wait)");
   EXPECT_EQ(error_of("[actions.drain]\nenabled = true\n"),
             "agent.toml: actions.drain.command: is required when drain is enabled");
   EXPECT_EQ(error_of("[actions]\ndry_run = \"yes\"\n"), "agent.toml: actions.dry_run: must be true or false");

@@ -122,7 +122,8 @@ TEST(NodeMetricsTest, BuildInfoNamesTheVersionAndRevision) {
 TEST(NodeMetricsTest, GpuSeriesAndAgentState) {
   AgentStatus status;
   status.alerts_by_rule[static_cast<std::size_t>(Rule::kHbmUsed)] = 1;
-  status.actions[static_cast<std::size_t>(ActionKind::kCheckpoint)][static_cast<std::size_t>(ActionOutcome::kDryRun)] = 3;
+  status.actions[static_cast<std::size_t>(ActionKind::kCheckpoint)][static_cast<std::size_t>(ActionOutcome::kDryRun)] =
+      3;
   const std::string text = render(sample_view(), status);
   EXPECT_NE(text.find("fragscope_nvml_up 1\n"), std::string::npos) << text;
   EXPECT_NE(text.find(R"(fragscope_gpu_memory_used_bytes{gpu="1"} 143000000000)"), std::string::npos);

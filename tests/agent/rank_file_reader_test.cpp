@@ -48,7 +48,8 @@ class RankFileReaderTest : public ::testing::Test {
   }
 
   void overwrite(const std::filesystem::path& path, const std::vector<char>& bytes) {
-    std::ofstream(path, std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    std::ofstream(path, std::ios::binary | std::ios::trunc)
+        .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   }
 
   TempDir dir_;

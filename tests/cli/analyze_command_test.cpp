@@ -39,7 +39,8 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, AnalyzeJson, ::testing::ValuesIn(testing::sna
                          [](const auto& info) { return info.param.name; });
 
 TEST(AnalyzeText, ExplainsTheFragmentationOomOfTheBundledExample) {
-  const auto r = run_fragscope({"analyze", std::string(FRAGSCOPE_SOURCE_DIR) + "/examples/frag_oom_104/snapshot.pickle.zst"});
+  const auto r =
+      run_fragscope({"analyze", std::string(FRAGSCOPE_SOURCE_DIR) + "/examples/frag_oom_104/snapshot.pickle.zst"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const char* line : {
            "reserved                 38.64 GiB  in 524 segments, 716 blocks",
@@ -84,8 +85,8 @@ TEST(AnalyzeErrors, HostileFileExits2AndExecutesNothing) {
 TEST(AnalyzeErrors, WrongFlagsExit2) {
   EXPECT_EQ(run_fragscope({"analyze"}).exit_code, 2);
   EXPECT_EQ(run_fragscope({"analyze", "x", "--bogus"}).exit_code, 2);
-  const auto r = run_fragscope({"analyze", std::string(FRAGSCOPE_SOURCE_DIR) + "/examples/frag_oom_104/snapshot.pickle.zst",
-                                "--device", "3"});
+  const auto r = run_fragscope(
+      {"analyze", std::string(FRAGSCOPE_SOURCE_DIR) + "/examples/frag_oom_104/snapshot.pickle.zst", "--device", "3"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("no segments or trace for device 3"), std::string::npos) << r.err;
 }

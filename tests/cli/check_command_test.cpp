@@ -75,7 +75,8 @@ std::string fixture(const char* scenario, const char* file) { return (kFixtures 
 }  // namespace
 
 TEST_F(CheckCommand, InputBoundFailsWithExitOne) {
-  const CommandResult r = run({"check", fixture("input_bound", "steps.jsonl"), "--smi", fixture("input_bound", "smi_trace.csv")});
+  const CommandResult r =
+      run({"check", fixture("input_bound", "steps.jsonl"), "--smi", fixture("input_bound", "smi_trace.csv")});
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_TRUE(r.err.empty()) << r.err;
   EXPECT_NE(r.out.find("criteria from defaults"), std::string::npos);
@@ -101,12 +102,14 @@ TEST_F(CheckCommand, InputFixedPassesWithItsCriteria) {
   EXPECT_NE(r.out.find("result: PASS"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
   // The same run under the default criteria fails its phases and its step-time stability.
-  const CommandResult strict = run({"check", fixture("input_fixed", "steps.jsonl"), "--smi", fixture("input_fixed", "smi_trace.csv")});
+  const CommandResult strict =
+      run({"check", fixture("input_fixed", "steps.jsonl"), "--smi", fixture("input_fixed", "smi_trace.csv")});
   EXPECT_EQ(strict.status, 1);
 }
 
 TEST_F(CheckCommand, JsonForCi) {
-  const CommandResult r = run({"check", fixture("input_bound", "steps.jsonl"), fixture("input_fixed", "steps.jsonl"), "--json"});
+  const CommandResult r =
+      run({"check", fixture("input_bound", "steps.jsonl"), fixture("input_fixed", "steps.jsonl"), "--json"});
   EXPECT_EQ(r.status, 1) << r.err;
   const auto doc = nlohmann::json::parse(r.out);
   EXPECT_FALSE(doc["passed"].get<bool>());

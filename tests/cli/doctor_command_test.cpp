@@ -66,7 +66,8 @@ TEST(DoctorCommand, FragmentationJsonAndExitStatusOne) {
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["verdict"], "fragmentation");
   EXPECT_EQ(j["phase"], "train");
-  for (const char* key : {"verdict", "phase", "data_wait_fraction", "evidence", "actions"}) EXPECT_TRUE(j.contains(key)) << key;
+  for (const char* key : {"verdict", "phase", "data_wait_fraction", "evidence", "actions"})
+    EXPECT_TRUE(j.contains(key)) << key;
   EXPECT_TRUE(j["evidence"].is_array());
   EXPECT_FALSE(j["actions"].empty());
   EXPECT_EQ(j["actions"][0]["setting"], "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");

@@ -32,7 +32,8 @@ CheckInput canary(const std::string& scenario, const char* smi_file) {
   return read_check_input({(kFixtures / scenario / "steps.jsonl").string()}, smi);
 }
 
-const CriterionResult& find(const CheckReport& report, std::string_view criterion, std::string_view subject_prefix = "") {
+const CriterionResult& find(const CheckReport& report, std::string_view criterion,
+                            std::string_view subject_prefix = "") {
   const auto it = std::find_if(report.results.begin(), report.results.end(), [&](const CriterionResult& r) {
     return r.criterion == criterion && r.subject.starts_with(subject_prefix);
   });

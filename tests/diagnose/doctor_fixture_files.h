@@ -29,9 +29,10 @@ inline std::vector<std::string> doctor_user_files_in(const std::filesystem::path
   std::vector<std::string> files;
   for (const auto& entry : fs::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();
-    const bool snapshot = name.starts_with("snapshot") && (name.ends_with(".pickle.zst") || name.ends_with(".pickle.gz"));
-    const bool wanted = snapshot || name == "steps.jsonl" ||
-                        name == "stats.json" || (name.starts_with("smi") && name.ends_with(".csv")) || name == "summary.txt";
+    const bool snapshot =
+        name.starts_with("snapshot") && (name.ends_with(".pickle.zst") || name.ends_with(".pickle.gz"));
+    const bool wanted = snapshot || name == "steps.jsonl" || name == "stats.json" ||
+                        (name.starts_with("smi") && name.ends_with(".csv")) || name == "summary.txt";
     if (wanted) files.push_back(entry.path().string());
   }
   const auto meta = read_json(dir / "meta.json");

@@ -165,13 +165,15 @@ TEST_P(ProjectedWithoutTelemetry, PeakIsTheRerunsPeak) {
 TEST(WithoutTelemetry, AFirstMicroStepNamesTheBatchesStillToCome) {
   const Diagnosis d = diagnose_without_telemetry("F7_frag");
   EXPECT_EQ(d.verdict, Verdict::kUndetermined);
-  EXPECT_TRUE(std::any_of(d.evidence.begin(), d.evidence.end(), [](const Evidence& e) { return e.key == "next_step"; }));
+  EXPECT_TRUE(
+      std::any_of(d.evidence.begin(), d.evidence.end(), [](const Evidence& e) { return e.key == "next_step"; }));
   ASSERT_FALSE(d.decide_with.empty());
   EXPECT_NE(d.decide_with.front().find("gradients are held"), std::string::npos) << d.decide_with.front();
   EXPECT_NE(d.decide_with.front().find("expandable_segments:True"), std::string::npos) << d.decide_with.front();
 }
 
-INSTANTIATE_TEST_SUITE_P(Recordings, ProjectedWithoutTelemetry, ::testing::Values("frag", "B_frag", "C_frag", "E_1.06"));
+INSTANTIATE_TEST_SUITE_P(Recordings, ProjectedWithoutTelemetry,
+                         ::testing::Values("frag", "B_frag", "C_frag", "E_1.06"));
 
 // An eval pass that fails in `logits.float()`, after the model's forward: the failing malloc's
 // stack has no module frame, its episode has. It ran once and longer than three training
@@ -235,12 +237,14 @@ TEST_P(ProjectedPeak, IsWithinTwoPercentOfTheRerunsPeak) {
   ASSERT_TRUE(d.projection.available) << d.projection.unavailable_reason;
   const auto& rerun_step = label["rerun"]["failing_step_record"];
   EXPECT_EQ(d.projection.failing_step, rerun_step["step"].get<std::int64_t>());
-  EXPECT_EQ(d.projection.failing_tokens, rerun_step["seq_len"].get<std::int64_t>() * rerun_step["mbs"].get<std::int64_t>());
+  EXPECT_EQ(d.projection.failing_tokens,
+            rerun_step["seq_len"].get<std::int64_t>() * rerun_step["mbs"].get<std::int64_t>());
   const double real_peak = rerun_step["allocated_bytes.all.peak"].get<double>();
   EXPECT_NEAR(static_cast<double>(d.projection.projected_peak_bytes), real_peak, 0.02 * real_peak);
 }
 
-INSTANTIATE_TEST_SUITE_P(Recordings, ProjectedPeak, ::testing::Values("frag", "cap", "B_frag", "C_frag", "E_1.06", "F7_frag"));
+INSTANTIATE_TEST_SUITE_P(Recordings, ProjectedPeak,
+                         ::testing::Values("frag", "cap", "B_frag", "C_frag", "E_1.06", "F7_frag"));
 
 // Where the failing statement does not tell the steps apart (one episode wraps the loop), the
 // projection finds them from the allocated curve alone; on these recordings both agree. Not on
@@ -260,7 +264,8 @@ TEST_P(ProjectedPeakFromCurve, AgreesWithTheStatementsEpisodes) {
   while (trace[oom].action != snapshot::TraceAction::kOom) ++oom;
   const OomCallPath path = analyze_oom_call_path(snap, 0, oom);
   ASSERT_GE(path.episode_starts.size(), 2u);
-  const StepProjection by_episodes = project_failing_step(snap, 0, curve, oom, trace[oom].size, steps, path.episode_starts);
+  const StepProjection by_episodes =
+      project_failing_step(snap, 0, curve, oom, trace[oom].size, steps, path.episode_starts);
   const StepProjection by_curve = project_failing_step(snap, 0, curve, oom, trace[oom].size, steps);
   ASSERT_TRUE(by_curve.available) << by_curve.unavailable_reason;
   EXPECT_EQ(by_curve.reference_step, by_episodes.reference_step);
@@ -290,7 +295,8 @@ TEST(DoctorHeldOut, FirstStepAfterTheOptimizerIsProjectedFromTheTrainingPass) {
   ASSERT_TRUE(d.capacity_bytes.has_value());
   EXPECT_LE(p.projected_peak_bytes, *d.capacity_bytes);
   // The gradients step 4 makes and keeps: its end level in the rerun less its start level.
-  const double gradients = rerun_step["allocated_bytes.all.current"].get<double>() - static_cast<double>(p.static_bytes);
+  const double gradients =
+      rerun_step["allocated_bytes.all.current"].get<double>() - static_cast<double>(p.static_bytes);
   EXPECT_NEAR(static_cast<double>(p.returning_bytes), gradients, 0.05 * gradients);
   EXPECT_GT(p.next_step_peak_bytes, *d.capacity_bytes);
   EXPECT_EQ(d.verdict, Verdict::kCapacity);

@@ -144,8 +144,10 @@ TEST(Doctor, SeveralRanksGiveTheWorstRankAndTheSpread) {
   const fs::path dir = fragscope::testing::doctor_scratch_dir() / "ranks";
   fs::create_directories(dir / "rank0");
   fs::create_directories(dir / "rank3");
-  fs::copy_file(fixtures_dir() / "fid_default" / "steps.jsonl", dir / "rank0" / "steps.jsonl", fs::copy_options::overwrite_existing);
-  fs::copy_file(fixtures_dir() / "input_bound" / "steps.jsonl", dir / "rank3" / "steps.jsonl", fs::copy_options::overwrite_existing);
+  fs::copy_file(fixtures_dir() / "fid_default" / "steps.jsonl", dir / "rank0" / "steps.jsonl",
+                fs::copy_options::overwrite_existing);
+  fs::copy_file(fixtures_dir() / "input_bound" / "steps.jsonl", dir / "rank3" / "steps.jsonl",
+                fs::copy_options::overwrite_existing);
   const Diagnosis d = run_doctor(collect_doctor_inputs({dir.string()}), fragscope::testing::doctor_options());
   ASSERT_EQ(d.ranks.size(), 2u);
   EXPECT_EQ(d.ranks[0].rank, 0);

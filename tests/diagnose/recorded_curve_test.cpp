@@ -28,7 +28,9 @@ TEST(RecordedCurve, EndsAtTheSnapshotTotalsAndPeaksAtTheRecordedPeak) {
     const auto points = downsample_curve(curve, 100);
     ASSERT_EQ(points.size(), 100u);
     EXPECT_EQ(points.back().trace_index, curve.allocated.size() - 1);
-    EXPECT_EQ(points.back().reserved, *std::max_element(curve.reserved.end() - static_cast<std::ptrdiff_t>(curve.reserved.size() / 100) - 1, curve.reserved.end()));
+    EXPECT_EQ(points.back().reserved,
+              *std::max_element(curve.reserved.end() - static_cast<std::ptrdiff_t>(curve.reserved.size() / 100) - 1,
+                                curve.reserved.end()));
     // Each point holds its stretch's extremes: the minima too, so a dip shows as well as a spike.
     const std::size_t n = curve.allocated.size();
     const auto stretch = static_cast<std::ptrdiff_t>(99 * n / 100);

@@ -57,11 +57,13 @@ TEST_P(ProjectionOnOom, FailingTokensMatchTheWorkloadsDraw) {
   const std::uint64_t request = r.truth["oom_event"]["size"].get<std::uint64_t>();
   const StepProjection p = project_failing_step(r.snapshot, 0, r.curve, r.oom_index, request, r.steps);
   ASSERT_TRUE(p.available) << p.unavailable_reason;
-  const std::int64_t expected_tokens = r.meta["oom_seq_len"].get<std::int64_t>() * r.meta["args"]["mbs"].get<std::int64_t>();
+  const std::int64_t expected_tokens =
+      r.meta["oom_seq_len"].get<std::int64_t>() * r.meta["args"]["mbs"].get<std::int64_t>();
   ASSERT_TRUE(p.failing_tokens.has_value());
   EXPECT_NEAR(static_cast<double>(*p.failing_tokens), static_cast<double>(expected_tokens), 0.005 * expected_tokens);
   EXPECT_EQ(p.failing_step, r.meta["oom_step"].get<std::int64_t>());
-  EXPECT_EQ(p.static_bytes, static_cast<std::uint64_t>(r.steps.back().memory_stat("allocated_bytes.all.current").value()));
+  EXPECT_EQ(p.static_bytes,
+            static_cast<std::uint64_t>(r.steps.back().memory_stat("allocated_bytes.all.current").value()));
   EXPECT_GE(p.projected_peak_bytes, p.live_at_oom_bytes);
   // The same step on an unlimited card peaks at eval_spike's step 1 (same workload and seed).
   const auto calib = inputs::read_telemetry_file(fixtures_dir() / "eval_spike" / "steps.jsonl");
@@ -75,7 +77,8 @@ TEST(StepProjection, CapacityOomNeedsMoreThanItHasAndFragOomFits) {
   const Recorded capacity = load("capacity_oom");
   const Recorded frag = load("frag_oom_104");
   const auto project = [](const Recorded& r) {
-    return project_failing_step(r.snapshot, 0, r.curve, r.oom_index, r.truth["oom_event"]["size"].get<std::uint64_t>(), r.steps);
+    return project_failing_step(r.snapshot, 0, r.curve, r.oom_index, r.truth["oom_event"]["size"].get<std::uint64_t>(),
+                                r.steps);
   };
   EXPECT_GT(project(capacity).projected_peak_bytes, capacity_of(capacity));
   EXPECT_LT(project(frag).projected_peak_bytes, capacity_of(frag));

@@ -86,7 +86,8 @@ TEST(TraceUnits, ABackwardUnitEndsWhereTheNextStepBegins) {
   const snapshot::Snapshot ec = read_field_snapshot("ec_edge");
   const TraceUnits forward = units_of(ec);
   ASSERT_EQ(forward.iteration_ends.size() + 1, forward.starts.size());
-  for (std::size_t k = 0; k + 1 < forward.starts.size(); ++k) EXPECT_LE(forward.iteration_ends[k], forward.starts[k + 1]);
+  for (std::size_t k = 0; k + 1 < forward.starts.size(); ++k)
+    EXPECT_LE(forward.iteration_ends[k], forward.starts[k + 1]);
 }
 
 }  // namespace

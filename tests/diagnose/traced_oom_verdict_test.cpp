@@ -73,7 +73,22 @@ INSTANTIATE_TEST_SUITE_P(
                       Expected{"rn_lo", Verdict::kCapacity, "train"},
                       Expected{"seg_edge", Verdict::kFragmentation, "train"},
                       Expected{"tut_edge", Verdict::kFragmentation, "train"},
-                      Expected{"tut_lo", Verdict::kCapacity, "train"}),
+                      Expected{"tut_lo", Verdict::kCapacity, "train"},
+                      // Batches 6-8: jobs and budgets no rule was tuned on (predictions before the labels).
+                      Expected{"acc_lo", Verdict::kCapacity, "train"},
+                      Expected{"cmp_lo", Verdict::kUndetermined, "train"},
+                      Expected{"fs2_lo", Verdict::kUndetermined, "unknown"},
+                      Expected{"hfn_lo", Verdict::kCapacity, "eval"},
+                      Expected{"mlm0_lo", Verdict::kCapacity, "train"},
+                      Expected{"mlm_edge", Verdict::kFragmentation, "train"},
+                      Expected{"mlm_lo", Verdict::kUndetermined, "unknown"},
+                      Expected{"ring_lo", Verdict::kUndetermined, "train"},
+                      Expected{"s2a_lo", Verdict::kCapacity, "unknown"},
+                      Expected{"s2s_e1005", Verdict::kCapacity, "train"},
+                      Expected{"s2s_lo", Verdict::kCapacity, "unknown"},
+                      Expected{"seg_lo", Verdict::kCapacity, "train"},
+                      Expected{"vit_edge", Verdict::kUndetermined, "train"},
+                      Expected{"vit_lo", Verdict::kCapacity, "train"}),
     [](const auto& info) { return info.param.name; });
 
 // HF Trainer (GPT-NeoX), history from step 3: the OOM is in the first eval pass of the trace,
@@ -208,6 +223,40 @@ TEST(FieldVerdicts, AMidRunTrainingStepKeepsTheMeasuredReLaidMargin) {
   EXPECT_TRUE(expandable->relaid_start);
   EXPECT_TRUE(expandable->runs_with_margin);
   EXPECT_TRUE(has_evidence(d, "projection_vs_capacity", "laid back to back"));
+}
+
+// The label's own experiment, replayed: from the job's start, expandable segments at the same memory
+// cannot serve the failing malloc either, though perfect packing could. The ViT-B/16 recipe in its first
+// step, the T5 Seq2SeqTrainer in its first forward (max_split_size_mb:512 passes the OOM point: only
+// the rest of the pass would tell) and in its second step; every rerun under expandable segments failed
+// on the same request. Before: undetermined.
+TEST(FieldVerdicts, ExpandableSegmentsFailingAtTheOomFromTheJobsStartIsCapacity) {
+  for (const std::string name : {"vit_lo", "s2s_lo", "s2s_e1005"}) {
+    const Diagnosis d = diagnose(name);
+    EXPECT_EQ(d.verdict, Verdict::kCapacity) << name;
+    EXPECT_TRUE(d.expandable_fails_at_oom) << name;
+    EXPECT_TRUE(has_evidence(d, "expandable_fails", "expandable_segments:True at the same")) << name;
+    EXPECT_NE(d.headline.find("expandable segments fail at the same malloc"), std::string::npos) << d.headline;
+    EXPECT_TRUE(d.recommended_conf.empty()) << name;
+    ASSERT_FALSE(d.do_not.empty());
+    EXPECT_NE(d.do_not.front().evidence.find("expandable segments fail at the same malloc"), std::string::npos);
+  }
+  // Where expandable segments pass the OOM point the rule says nothing (the projection decides).
+  const Diagnosis frag = diagnose("mlm_edge");
+  EXPECT_FALSE(frag.expandable_fails_at_oom);
+  EXPECT_FALSE(has_evidence(frag, "expandable_fails", ""));
+}
+
+// BERT MLM with history from step 2 (and FSDP2 from step 3): the OOM came first, so the snapshot
+// holds the allocator's blocks but no trace. Undetermined, and the report says why the trace is missing.
+TEST(FieldVerdicts, ASnapshotWhoseHistoryBeganAfterTheOomSaysSo) {
+  for (const std::string name : {"mlm_lo", "fs2_lo"}) {
+    const Diagnosis d = diagnose(name);
+    EXPECT_EQ(d.verdict, Verdict::kUndetermined) << name;
+    EXPECT_TRUE(has_evidence(d, "no_trace", "no trace entries: history was not recording when the OOM came"))
+        << name;
+  }
+  EXPECT_FALSE(has_evidence(diagnose("vit_lo"), "no_trace", ""));
 }
 
 }  // namespace

@@ -175,7 +175,8 @@ TEST(OomMessageParser, RankPrefixedWrappedColouredInterleavedLog) {
       "[rank0]: step 10 loss 2.31\n"
       "[rank1]: Traceback (most recent call last):\n"
       "[rank1]:   File \"train.py\", line 9, in <module>\n"
-      "[rank1]: \x1b[31mtorch.OutOfMemoryError\x1b[0m: CUDA out of memory. Tried to allocate 554.00 MiB. GPU 1 has a\r\n"
+      "[rank1]: \x1b[31mtorch.OutOfMemoryError\x1b[0m: CUDA out of memory. Tried to allocate 554.00 MiB. GPU 1 has "
+      "a\r\n"
       "[rank0]: step 11 loss 2.30\n"
       "[rank1]: total capacity of 39.49 GiB of which 182.56 MiB is free. Including non-PyTorch memory,\n"
       "[rank1]: this process has 39.31 GiB memory in use. Of the allocated memory 38.33 GiB is\n"
@@ -186,7 +187,8 @@ TEST(OomMessageParser, RankPrefixedWrappedColouredInterleavedLog) {
       "93.75 GiB memory in use. Of the allocated memory 91.23 GiB is allocated by PyTorch, and 1.40 GiB is "
       "reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting "
       "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for "
-      "Memory Management  (https://docs.pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf)\n"
+      "Memory Management  "
+      "(https://docs.pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf)\n"
       "[rank3]: next line is not part of it\n"
       "RuntimeError: CUDA error: out of memory\n";
   const auto found = find_oom_messages(log);

@@ -192,8 +192,8 @@ TEST(FieldTest, AReLaidStartIsOptimisticByLessThanTheDoctorsMargin) {
   const auto phase_of = [](const std::filesystem::path& json) {
     std::ifstream in(json);
     const auto j = nlohmann::json::parse(in);
-    return std::make_pair(j.value("outcome", std::string()) == "oom", j.value("oom_phase", nlohmann::json()).is_string() &&
-                                                                          j["oom_phase"] == "eval");
+    return std::make_pair(j.value("outcome", std::string()) == "oom",
+                          j.value("oom_phase", nlohmann::json()).is_string() && j["oom_phase"] == "eval");
   };
   for (const auto& entry : std::filesystem::directory_iterator(FRAGSCOPE_FIXTURES_DIR))
     if (std::filesystem::exists(entry.path() / "snapshot.pickle.zst") && entry.path().filename() != "big") {
@@ -216,6 +216,7 @@ TEST(FieldTest, AReLaidStartIsOptimisticByLessThanTheDoctorsMargin) {
   std::size_t cuts = 0;
   for (const Case& c : cases) {
     const snapshot::Snapshot whole = snapshot::read_snapshot_file(c.snapshot.string());
+    if (whole.device_traces.empty() || whole.device_traces[0].empty()) continue;  // history began after the OOM
     const PreparedTrace full = prepare_trace(whole, 0, c.snapshot.string());
     if (full.starts_mid_run || full.ooms.empty()) continue;
     const std::uint64_t capacity = *resolve_capacity(full, {}).effective_bytes();

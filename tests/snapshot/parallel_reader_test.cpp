@@ -34,8 +34,9 @@ std::vector<std::uint8_t> decompressed(const std::string& path) {
 /// field recordings (third-party jobs; torch.compile's frames carry line 2^64 - 1).
 std::vector<std::string> recorded_snapshots() {
   std::vector<std::string> paths;
-  for (const std::string& root : {std::string(FRAGSCOPE_FIXTURES_DIR), std::string(FRAGSCOPE_SOURCE_DIR) + "/tests/data/heldout",
-                                  std::string(FRAGSCOPE_SOURCE_DIR) + "/tests/data/field"}) {
+  for (const std::string& root :
+       {std::string(FRAGSCOPE_FIXTURES_DIR), std::string(FRAGSCOPE_SOURCE_DIR) + "/tests/data/heldout",
+        std::string(FRAGSCOPE_SOURCE_DIR) + "/tests/data/field"}) {
     if (!std::filesystem::is_directory(root)) continue;
     for (const auto& entry : std::filesystem::recursive_directory_iterator(root))
       if (entry.path().filename().string().find(".pickle") != std::string::npos) paths.push_back(entry.path().string());
@@ -59,7 +60,8 @@ std::string outcome(const std::function<Snapshot()>& read) {
   };
   for (const Segment& g : s.segments)
     add(g.device, g.address, g.total_size, g.allocated_size, g.active_size, g.requested_size, g.stream,
-        static_cast<int>(g.pool), g.pool_id.first, g.pool_id.second, g.is_expandable, g.stack, g.first_block, g.block_count);
+        static_cast<int>(g.pool), g.pool_id.first, g.pool_id.second, g.is_expandable, g.stack, g.first_block,
+        g.block_count);
   for (const Block& b : s.blocks) add(b.address, b.size, b.requested_size, static_cast<int>(b.state), b.stack);
   for (const auto& trace : s.device_traces) {
     add(trace.size());
@@ -74,7 +76,8 @@ std::string outcome(const std::function<Snapshot()>& read) {
     add(n.device, n.time_us);
     for (const auto& [key, value] : n.fields) add(key, value);
   }
-  for (std::size_t i = 0; i < s.strings.size(); ++i) out += std::string(s.strings.view(static_cast<StringId>(i))) + "\n";
+  for (std::size_t i = 0; i < s.strings.size(); ++i)
+    out += std::string(s.strings.view(static_cast<StringId>(i))) + "\n";
   for (std::size_t i = 0; i < s.stacks.frame_count(); ++i) {
     const Frame& f = s.stacks.frame(static_cast<FrameId>(i));
     add(f.filename, f.name, f.line);
@@ -179,7 +182,8 @@ class PickleWriter {
       if (end - begin < frame_size && i + 1 < starts_.size()) continue;
       out.push_back(0x95);
       for (int b = 0; b < 8; ++b) out.push_back(static_cast<std::uint8_t>((end - begin) >> (8 * b)));
-      out.insert(out.end(), body_.begin() + static_cast<std::ptrdiff_t>(begin), body_.begin() + static_cast<std::ptrdiff_t>(end));
+      out.insert(out.end(), body_.begin() + static_cast<std::ptrdiff_t>(begin),
+                 body_.begin() + static_cast<std::ptrdiff_t>(end));
       begin = end;
     }
     return out;
@@ -289,7 +293,8 @@ TEST(ParallelReader, GeneratedSnapshotsThatReferBackAcrossEveryCutReadTheSame) {
     ASSERT_TRUE(whole.starts_with("format")) << "seed " << seed << ": " << whole.substr(0, 300);
     for (const unsigned parts : {2u, 3u, 6u, 11u}) {
       PartsTaken t;
-      EXPECT_EQ(read_parted(bytes, parts, seed % 3 == 0 ? 97 : 0, &t), whole) << "seed " << seed << ", " << parts << " parts";
+      EXPECT_EQ(read_parted(bytes, parts, seed % 3 == 0 ? 97 : 0, &t), whole)
+          << "seed " << seed << ", " << parts << " parts";
       taken += t.taken;
       planned += t.parts;
     }
@@ -389,7 +394,8 @@ TEST(ParallelReader, DamageAnywhereGivesTheOneThreadOutcome) {
     std::vector<std::uint8_t> cut(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(at));
     const std::string cut_whole = read_whole(cut);
     EXPECT_EQ(read_parted(cut, 5), cut_whole) << "cut at " << at;
-    for (const std::uint8_t poison : {std::uint8_t{'c'}, std::uint8_t{'q'}, std::uint8_t{0xff}, std::uint8_t{'e'}, std::uint8_t{0x94}}) {
+    for (const std::uint8_t poison :
+         {std::uint8_t{'c'}, std::uint8_t{'q'}, std::uint8_t{0xff}, std::uint8_t{'e'}, std::uint8_t{0x94}}) {
       std::vector<std::uint8_t> bad = bytes;
       bad[at] = poison;
       const std::string bad_whole = read_whole(bad);
@@ -403,8 +409,10 @@ TEST(ParallelReader, DamageAnywhereGivesTheOneThreadOutcome) {
 // Inputs the fuzz target found: the parts' entries pushed, then taken by an opcode other than
 // APPENDS (here DICT counts them); and every seed of the fuzz target.
 TEST(ParallelReader, FuzzFindingsAndSeedsReadTheSame) {
-  std::vector<std::string> paths = {std::string(FRAGSCOPE_SOURCE_DIR) + "/tests/data/snapshots/parted_dict_over_pushed_entries.pickle"};
-  for (const auto& entry : std::filesystem::directory_iterator(std::string(FRAGSCOPE_SOURCE_DIR) + "/fuzz/seeds/snapshot_reader"))
+  std::vector<std::string> paths = {std::string(FRAGSCOPE_SOURCE_DIR) +
+                                    "/tests/data/snapshots/parted_dict_over_pushed_entries.pickle"};
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(FRAGSCOPE_SOURCE_DIR) + "/fuzz/seeds/snapshot_reader"))
     paths.push_back(entry.path().string());
   for (const std::string& path : paths) {
     std::vector<std::uint8_t> bytes;
@@ -414,7 +422,8 @@ TEST(ParallelReader, FuzzFindingsAndSeedsReadTheSame) {
       continue;  // a seed for the decompressors
     }
     const std::string whole = read_whole(bytes);
-    for (unsigned parts = 2; parts <= 7; ++parts) EXPECT_EQ(read_parted(bytes, parts), whole) << path << " in " << parts << " parts";
+    for (unsigned parts = 2; parts <= 7; ++parts)
+      EXPECT_EQ(read_parted(bytes, parts), whole) << path << " in " << parts << " parts";
   }
 }
 

@@ -96,7 +96,8 @@ TEST(PickleMachine, TruncationMessageNamesFileAndOffset) {
 TEST(PickleMachine, WrongMagicIsNotAPickle) {
   EXPECT_EQ(error_of(bytes("{\"allocated_bytes.all.current\": 1}")),
             "hostile.pickle: not a pickle (starts with 0x7b; snapshots start with 0x80)");
-  EXPECT_EQ(error_of(bytes("PK\x03\x04zip")), "hostile.pickle: not a pickle (starts with 0x50; snapshots start with 0x80)");
+  EXPECT_EQ(error_of(bytes("PK\x03\x04zip")),
+            "hostile.pickle: not a pickle (starts with 0x50; snapshots start with 0x80)");
   EXPECT_EQ(error_of({}), "hostile.pickle: truncated pickle: input ends before STOP (at byte 0)");
 }
 
@@ -159,9 +160,12 @@ TEST(PickleMachine, CorruptStructureIsReported) {
 TEST(PickleMachine, TraceEntryFieldsOfTheWrongKindOrSign) {
   // Adjacent literals end each hex escape: "\x06" "action", not "\x06action".
   const std::string entry = kProto4 + "}(\x8c\x06" "action" "\x8c\x05" "alloc" "\x8c\x04" "size";
-  EXPECT_NE(error_of(bytes(entry + "J\xff\xff\xff\xffu."s)).find("hostile.pickle: trace entry: 'size' is negative (-1)"),
-            std::string::npos);
-  EXPECT_NE(error_of(bytes(entry + "\x8c\x01" "xu.")).find("hostile.pickle: trace entry: 'size' is a str, expected an int"),
+  EXPECT_NE(
+      error_of(bytes(entry + "J\xff\xff\xff\xffu."s)).find("hostile.pickle: trace entry: 'size' is negative (-1)"),
+      std::string::npos);
+  EXPECT_NE(error_of(bytes(entry + "\x8c\x01"
+                                   "xu."))
+                .find("hostile.pickle: trace entry: 'size' is a str, expected an int"),
             std::string::npos);
   const std::string frame = kProto4 + "}(\x8c\x08" "filename" "\x8c\x01" "f" "\x8c\x04" "line" "\x8c\x01" "x"
                             "\x8c\x04" "name" "\x8c\x01" "nu.";
@@ -238,7 +242,8 @@ std::string outcome(const std::string& pickle, std::size_t chunk) {
 }
 
 TEST(PickleMachine, DictBodyFastPathHandsOverExactly) {
-  const std::string frame = "}\x94(" + str("filename") + str("a.py") + str("line") + "K\x07" + str("name") + str("f") + "u";
+  const std::string frame =
+      "}\x94(" + str("filename") + str("a.py") + str("line") + "K\x07" + str("name") + str("f") + "u";
   const std::string head = "}\x94(" + str("action") + str("alloc") + str("addr") + "\x8a\x06\x00\x00\x20\x00\x00\x7f"s +
                            str("size") + "J\x00\x02\x00\x00"s + str("stream") + "K\x00"s;
   // A new frame inside the frames list (the list hands over), a float and a nested dict (the
@@ -347,8 +352,16 @@ TEST(PickleMachine, ErrorsInsideADictBodyMatchTheGenericReader) {
 /// {'segments': [], 'device_traces': [[{'action': 'alloc', 'addr': 0, 'size': 512, 'stream': <stream>,
 ///   'frames': [{'filename': 'f.py', 'line': <line>, 'name': 'n'}]}]]}, ints as pickled bytes.
 std::vector<std::uint8_t> one_event(const std::string& stream, const std::string& line) {
-  const std::string head = "}(\x8c\x08" "segments]\x8c\x0d" "device_traces]]}(\x8c\x06" "action\x8c\x05" "alloc\x8c\x04" "addrK\x00"
-                           "\x8c\x04" "sizeM\x00\x02\x8c\x06" "stream"s;
+  const std::string head =
+      "}(\x8c\x08"
+      "segments]\x8c\x0d"
+      "device_traces]]}(\x8c\x06"
+      "action\x8c\x05"
+      "alloc\x8c\x04"
+      "addrK\x00"
+      "\x8c\x04"
+      "sizeM\x00\x02\x8c\x06"
+      "stream"s;
   const std::string frame = "\x8c\x06" "frames]}(\x8c\x08" "filename\x8c\x04" "f.py\x8c\x04" "line"s;
   return bytes(kProto4 + head + stream + frame + line + "\x8c\x04" "name\x8c\x01" "nuauaau."s);
 }
