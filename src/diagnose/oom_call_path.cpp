@@ -15,15 +15,20 @@ namespace {
 using snapshot::FrameId;
 using snapshot::StackId;
 
-std::vector<FrameId> outermost_first(const snapshot::Snapshot& snapshot, StackId stack) {
+/// The program's call path of `stack`, outermost first: its Python frames when it has any (with
+/// stacks="all" the C++ frames around them, `_start` and the interpreter's, interleave differently
+/// from one allocation to the next), else all its frames (autograd's thread has no Python frames).
+std::vector<FrameId> program_frames(const snapshot::Snapshot& snapshot, StackId stack) {
+  std::vector<FrameId> python = python_frames(snapshot, stack);
+  if (!python.empty()) return python;
   const auto frames = snapshot.stacks.stack(stack);
   return {frames.rbegin(), frames.rend()};
 }
 
-std::size_t common_prefix(const std::vector<FrameId>& a, std::span<const FrameId> innermost_first) {
-  const std::size_t n = std::min(a.size(), innermost_first.size());
+std::size_t common_prefix(const std::vector<FrameId>& a, const std::vector<FrameId>& b) {
+  const std::size_t n = std::min(a.size(), b.size());
   std::size_t i = 0;
-  while (i < n && a[i] == innermost_first[innermost_first.size() - 1 - i]) ++i;
+  while (i < n && a[i] == b[i]) ++i;
   return i;
 }
 
@@ -58,7 +63,7 @@ OomCallPath analyze_oom_call_path(const snapshot::Snapshot& snapshot, int device
   const StackId oom_stack = trace[oom_index].stack;
   if (oom_stack == 0 || snapshot.stacks.stack(oom_stack).empty()) return path;
   path.has_stack = true;
-  const std::vector<FrameId> oom = outermost_first(snapshot, oom_stack);
+  const std::vector<FrameId> oom = program_frames(snapshot, oom_stack);
   const std::vector<FrameId> python = python_frames(snapshot, oom_stack);
   path.innermost =
       !python.empty() ? describe_frame(snapshot, python.back())
@@ -73,11 +78,17 @@ OomCallPath analyze_oom_call_path(const snapshot::Snapshot& snapshot, int device
                           name_contains(snapshot, frame, "state_dict");
   }
 
-  // Common prefix with the OOM stack, per distinct stack (stacks are shared, so this is cheap).
+  // Each distinct stack's call path and common prefix with the OOM's (stacks are shared, so this is cheap).
+  std::unordered_map<StackId, std::vector<FrameId>> path_of;
+  const auto call_path = [&](StackId stack) -> const std::vector<FrameId>& {
+    const auto [it, added] = path_of.try_emplace(stack);
+    if (added) it->second = program_frames(snapshot, stack);
+    return it->second;
+  };
   std::unordered_map<StackId, std::size_t> prefix_of;
   auto prefix = [&](StackId stack) {
     const auto [it, added] = prefix_of.try_emplace(stack, 0);
-    if (added) it->second = common_prefix(oom, snapshot.stacks.stack(stack));
+    if (added) it->second = common_prefix(oom, call_path(stack));
     return it->second;
   };
   // Depth of each allocation's shared prefix with the OOM stack, in trace order (allocations
@@ -98,9 +109,9 @@ OomCallPath analyze_oom_call_path(const snapshot::Snapshot& snapshot, int device
   for (std::size_t i = 0; i < oom_index && !path.loop_repeats; ++i) {
     const snapshot::TraceEvent& e = trace[i];
     if (e.action != snapshot::TraceAction::kAlloc || e.stack == 0 || prefix(e.stack) == 0) continue;
-    const auto frames = snapshot.stacks.stack(e.stack);
+    const std::vector<FrameId>& frames = call_path(e.stack);
     if (frames.size() <= loop_depth) continue;
-    const FrameId statement = frames[frames.size() - 1 - loop_depth];
+    const FrameId statement = frames[loop_depth];
     if (previous_statement != statement) path.loop_repeats |= ++statement_episodes[statement] >= 2;
     previous_statement = statement;
   }

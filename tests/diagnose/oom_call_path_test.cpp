@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "field_recordings.h"
 #include "snapshot/snapshot_reader.h"
 
 namespace fragscope::diagnose {
@@ -75,6 +76,19 @@ TEST(OomCallPath, TheTrainingStepsOomsShareTheirStatementTheEvalPassHasItsOwn) {
   // The eval pass's forward had allocated before its failing malloc; the statement is new.
   EXPECT_TRUE(eval.path.episode_forward);
   EXPECT_EQ(eval.path.episodes, 1u);
+}
+
+// stacks="all" (PyTorch's default): C++ frames interleave with the Python ones, differently from one
+// allocation to the next (`_start`, the interpreter's, sometimes outside runpy's frames, sometimes not).
+// torchvision's ViT recipe, run through runpy, failing in its first forward: compared on the Python
+// frames, no statement repeats and the failing one is the forward's line. On all frames `??:0 in _start`
+// looked like a statement that ran 25 times.
+TEST(OomCallPath, CppFramesAroundThePythonOnesMakeNoStatement) {
+  const snapshot::Snapshot snap = fragscope::testing::read_field_snapshot("vit_lo");
+  const OomCallPath path = analyze_oom_call_path(snap, 0, fragscope::testing::last_oom(snap));
+  EXPECT_EQ(path.statement, "tv_vit.py:29 in <module>");
+  EXPECT_FALSE(path.repeated);
+  EXPECT_EQ(path.innermost, "activation.py:816 in forward");
 }
 
 }  // namespace

@@ -88,7 +88,15 @@ INSTANTIATE_TEST_SUITE_P(
                       Expected{"s2s_lo", Verdict::kCapacity, "unknown"},
                       Expected{"seg_lo", Verdict::kCapacity, "train"},
                       Expected{"vit_edge", Verdict::kUndetermined, "train"},
-                      Expected{"vit_lo", Verdict::kCapacity, "train"}),
+                      Expected{"vit_lo", Verdict::kCapacity, "unknown"},
+                      // Batch 9, recorded after the expandable-at-OOM rule was written.
+                      Expected{"cro_lo", Verdict::kUndetermined, "optimizer"},
+                      Expected{"mlm0_edge", Verdict::kFragmentation, "train"},
+                      Expected{"rn101_edge", Verdict::kCapacity, "train"},
+                      Expected{"rn101_lo", Verdict::kCapacity, "train"},
+                      Expected{"s2a_95", Verdict::kCapacity, "unknown"},
+                      Expected{"vit192_edge", Verdict::kUndetermined, "train"},
+                      Expected{"vit192_lo", Verdict::kUndetermined, "unknown"}),
     [](const auto& info) { return info.param.name; });
 
 // HF Trainer (GPT-NeoX), history from step 3: the OOM is in the first eval pass of the trace,
