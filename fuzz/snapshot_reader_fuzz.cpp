@@ -42,7 +42,8 @@ std::string outcome_of(const fragscope::snapshot::Snapshot& s) {
       mix(static_cast<std::uint64_t>(e.action)); mix(e.stack); mix(e.user_metadata); mix(e.action_name);
     }
   }
-  for (std::size_t id = 0; id < s.stacks.stack_count(); ++id) mix(s.stacks.stack(static_cast<fragscope::snapshot::StackId>(id)).size());
+  for (std::size_t id = 0; id < s.stacks.stack_count(); ++id)
+    mix(s.stacks.stack(static_cast<fragscope::snapshot::StackId>(id)).size());
   return fmt::format("model: {} segments, {} blocks, {} strings, digest {:x}", s.segments.size(),
                      s.blocks.size(), s.strings.size(), digest);
 }
@@ -84,7 +85,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     };
     std::string in_parts;
     try {
-      in_parts = outcome_of(fragscope::snapshot::read_snapshot_in_parts(open_at, read_at, "fuzz-input", size, {}, size % 5 + 2));
+      in_parts = outcome_of(
+          fragscope::snapshot::read_snapshot_in_parts(open_at, read_at, "fuzz-input", size, {}, size % 5 + 2));
     } catch (const fragscope::InputError& e) {
       in_parts = e.what();
     }

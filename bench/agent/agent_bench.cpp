@@ -39,13 +39,13 @@ const std::filesystem::path& rank_dir() {
   static const TempDir dir{[] {
     std::string pattern = (std::filesystem::temp_directory_path() / "fragscope-bench-XXXXXX").string();
     std::filesystem::path path = ::mkdtemp(pattern.data());
-    const std::string command = std::string(FRAGSCOPE_PYTHON) + " -c \"import sys, time; sys.path.insert(0, '" +
-                                FRAGSCOPE_SOURCE_DIR + "/python'); from fragscope import shm\n" +
-                                "for i in range(" + std::to_string(kGpus * kRanksPerGpu) + "):\n" +
-                                "    shm.RankFileWriter('" + path.string() + "', shm.RankRecord(pid=10000 + i, rank=i, gpu=i // " +
-                                std::to_string(kRanksPerGpu) + ", job='bench', update_unix_ns=time.time_ns() + 10**15, " +
-                                "reserved_bytes=52865007616, allocated_bytes=7692999168, inactive_split_bytes=2396399104, " +
-                                "step=i, data_wait_ratio=0.01, step_seconds=0.36))\"";
+    const std::string command =
+        std::string(FRAGSCOPE_PYTHON) + " -c \"import sys, time; sys.path.insert(0, '" + FRAGSCOPE_SOURCE_DIR +
+        "/python'); from fragscope import shm\n" + "for i in range(" + std::to_string(kGpus * kRanksPerGpu) + "):\n" +
+        "    shm.RankFileWriter('" + path.string() + "', shm.RankRecord(pid=10000 + i, rank=i, gpu=i // " +
+        std::to_string(kRanksPerGpu) + ", job='bench', update_unix_ns=time.time_ns() + 10**15, " +
+        "reserved_bytes=52865007616, allocated_bytes=7692999168, inactive_split_bytes=2396399104, " +
+        "step=i, data_wait_ratio=0.01, step_seconds=0.36))\"";
     if (std::system(command.c_str()) != 0) std::abort();
     return path;
   }()};

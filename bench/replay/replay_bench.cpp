@@ -154,7 +154,14 @@ int main(int argc, char** argv) {
     benchmark::RegisterBenchmark((std::string("BM_Prepare/") + name).c_str(), BM_Prepare, std::string(name))
         ->Unit(benchmark::kMillisecond);
   }
-  benchmark::RegisterBenchmark("BM_WhatIf", BM_WhatIf)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Arg(16)->UseRealTime()->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("BM_WhatIf", BM_WhatIf)
+      ->Arg(1)
+      ->Arg(2)
+      ->Arg(4)
+      ->Arg(8)
+      ->Arg(16)
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("BM_FreeSet/reference_std_set", BM_FreeSet_Reference)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("BM_FreeSet/fragscope", BM_FreeSet_Fragscope)->Unit(benchmark::kMillisecond);
   benchmark::Initialize(&argc, argv);
