@@ -123,6 +123,9 @@ struct TracedOomFindings {
   TraceStepProjection trace;  ///< from the trace alone
   bool trace_has_no_repeating_unit = false;
   bool starts_mid_run = false;           ///< the trace starts mid-run (projected step)
+  /// What the telemetry's projection needed when it lay within too_close_fraction of the capacity
+  /// and the trace's projection decided instead.
+  std::optional<std::uint64_t> telemetry_too_close_bytes;
   std::int64_t max_recorded_tokens = 0;  ///< the largest recorded step's (telemetry)
   bool longest_batch = false;            ///< the failing step has more tokens than any recorded
 

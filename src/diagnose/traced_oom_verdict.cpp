@@ -40,6 +40,14 @@ constexpr double kTooClose = 0.02;
 constexpr double kProjectionFloor = 0.005;
 constexpr double kUncheckedProjection = 0.05;
 
+/// The least error assumed on the side that decides capacity when the fit was checked on at least
+/// kCheckedUnits earlier units: checked projections met the failing steps' real peaks to the byte on
+/// all five held-out recordings whose reruns recorded it; what is left is the replay's own rounding.
+/// The side that decides fragmentation keeps kProjectionFloor: a step that fits says nothing of the
+/// batches after it.
+constexpr double kCheckedProjectionFloor = 0.001;
+constexpr std::size_t kCheckedUnits = 3;
+
 /// A projection no other unit checks still keeps only kProjectionFloor on the side that decides
 /// fragmentation when the failing unit is within this factor of its reference (|log scale|):
 /// projected from the unit before it alone, every unit of the complete recordings within it
@@ -185,7 +193,9 @@ void set_margins(TraceStepProjection& p, std::uint64_t cap, bool starts_mid_run)
   };
   const bool near_its_reference = std::abs(std::log(p.scale)) < kUncheckedMaxLogScale;
   p.margin_to_fit = (p.fit_error || !near_its_reference ? p.fit_margin : kProjectionFloor) + share(p.under_bytes);
-  p.margin_to_fail = p.fit_margin + share(p.over_bytes);
+  const bool checked = p.fit_error && p.checked_units >= kCheckedUnits;
+  p.margin_to_fail =
+      (checked ? std::max(kCheckedProjectionFloor, *p.fit_error) : p.fit_margin) + share(p.over_bytes);
 }
 
 /// Marks which settings of the what-if table run the projected pass.
@@ -484,6 +494,26 @@ Verdict decide_traced_oom(const TraceChoice& trace, const TelemetryInput* teleme
     return verdict;
   }
   const Verdict verdict = judge_training_step(snap, trace.device, prepared.recorded_config, best, telemetry, steps, f);
+  // The telemetry's projection too close to the capacity to decide: the trace's own, which keeps
+  // narrower margins when its fit is checked, may.
+  if (verdict == Verdict::kUndetermined && f.rule == TracedOomRule::kStepTooClose && units.repeats()) {
+    ProjectedStep step = project_step_from_trace(prepared, snap, trace.device, curve, oom_index, units);
+    if (step.figures.available) {
+      Diagnosis by_trace = d;
+      TracedOomFindings trace_findings = f;
+      const Verdict decided =
+          judge_projected_step(step, configs, capacity, inflation, options, call_path, by_trace, trace_findings);
+      if (decided != Verdict::kUndetermined) {
+        const std::uint64_t telemetry_needed = f.next_needed_bytes;
+        d = std::move(by_trace);
+        f = std::move(trace_findings);
+        f.telemetry_too_close_bytes = telemetry_needed;
+        f.phase = d.phase;
+        f.trace = std::move(step.figures);
+        return decided;
+      }
+    }
+  }
   if (verdict == Verdict::kFragmentation && !best) d.setting_fixes_it = false;
   f.mid_run_without_projection = verdict == Verdict::kUndetermined && prepared.starts_mid_run && !f.trace.available;
   // Two whole steps before the failing one (one to project from, one to check the fit on) and

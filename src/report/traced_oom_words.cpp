@@ -298,6 +298,11 @@ void word_projected_step(const TracedOomFindings& f, TracedOomWords& w) {
   const TraceStepProjection& p = f.trace;
   const std::uint64_t cap = f.capacity_bytes;
   add(w, "phase", fmt::format("phase {}: {}", f.phase, w.phase_source));
+  if (f.telemetry_too_close_bytes)
+    add(w, "too_close",
+        fmt::format("the step projected from the telemetry needs {} of the {} the device gives, within {} of it: "
+                    "too close to decide; the trace's own projection below decides",
+                    format_bytes(*f.telemetry_too_close_bytes), format_bytes(cap), pct(f.too_close_fraction)));
   add(w, "projection", describe_projection(p));
   add(w, "fit", describe_fit(p));
   if (p.over_bytes || p.under_bytes)

@@ -82,7 +82,7 @@ INSTANTIATE_TEST_SUITE_P(Recordings, DoctorHeldOut,
 // Without the telemetry the step is projected from the trace alone (trace_projection.h): never
 // a wrong verdict; undetermined where the projection cannot tell (F7_frag fails in the first
 // micro-step after an optimizer step: the next one holds the gradients again, and whether its
-// batch is as long is not in the trace; E_1.02 is within the fit's margin).
+// batch is as long is not in the trace).
 class WithoutTelemetry : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(WithoutTelemetry, VerdictIsTheLabelOrUndetermined) {
@@ -127,6 +127,25 @@ TEST_P(DecidedWithoutTelemetry, VerdictIsTheLabel) {
 
 INSTANTIATE_TEST_SUITE_P(Recordings, DecidedWithoutTelemetry,
                          ::testing::Values("frag", "B_frag", "C_frag", "A_frac", "S_exp_round2", "E_1.06"));
+
+// E_1.02: the step projects to 26.91 GiB of 27.21, a fit checked on 7 units of its kind to 0.0%. No setting
+// runs it even 0.1% above the capacity (expandable segments need 370 MiB above live): capacity, its label,
+// from the trace alone and, with the telemetry (whose projection is within its 2% of the capacity), from
+// the trace's projection too. A checked fit keeps 0.1% on the side that decides capacity, 0.5% on the other.
+TEST(DecidedWithoutTelemetry, ACheckedFitThatNoSettingRunsIsCapacity) {
+  for (const Diagnosis& d : {diagnose_without_telemetry("E_1.02"), diagnose("E_1.02")}) {
+    EXPECT_EQ(d.verdict, Verdict::kCapacity) << d.headline;
+    ASSERT_TRUE(d.trace_projection.available);
+    EXPECT_GE(d.trace_projection.checked_units, 3u);
+    EXPECT_DOUBLE_EQ(d.trace_projection.margin_to_fail, 0.001);
+    EXPECT_DOUBLE_EQ(d.trace_projection.margin_to_fit, 0.005);
+    EXPECT_TRUE(d.recommended_conf.empty());
+  }
+  const Diagnosis with = diagnose("E_1.02");
+  EXPECT_TRUE(std::any_of(with.evidence.begin(), with.evidence.end(), [](const Evidence& e) {
+    return e.key == "too_close" && e.text.find("the trace's own projection below decides") != std::string::npos;
+  }));
+}
 
 // E_1.06 accumulates gradients over micro-steps: units that begin without gradients, or before
 // the optimizer made its state, are of other kinds. Its fit once counted them and missed one
