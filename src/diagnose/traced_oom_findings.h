@@ -154,6 +154,10 @@ struct TracedOomFindings {
   std::optional<std::size_t> max_entries_for_two_steps;
 };
 
+/// @brief The max_entries of a history three times `events` long, rounded up to a thousand: two whole
+/// steps and the failing one's head, when `events` is what one step takes.
+inline std::size_t history_entries_for(std::size_t events) { return (3 * events + 999) / 1000 * 1000; }
+
 /// @brief The verdict's words: evidence (in order), trigger, the phase's source, what would
 /// decide it, and the projections' reasons when the verdict supplies them.
 struct TracedOomWords {

@@ -452,18 +452,25 @@ Verdict decide_traced_oom(const TraceChoice& trace, const TelemetryInput* teleme
   const bool telemetry_projects = telemetry && phase.repeats_step && !f.step.different_pass && f.step.available;
   std::vector<replay::WhatIfConfig> configs;
   for (const replay::WhatIfRow& row : report.rows) configs.push_back(row.config);
+  // The failing step projected from the trace's units and judged into dd and ff (with the batch
+  // headroom when undetermined and asked for); nullopt (ff.trace saying why) when it cannot be projected.
+  const auto judge_trace_projection = [&](Diagnosis& dd, TracedOomFindings& ff,
+                                          bool headroom) -> std::optional<Verdict> {
+    ProjectedStep step = project_step_from_trace(prepared, snap, trace.device, curve, oom_index, units);
+    if (!step.figures.available) {
+      ff.trace = std::move(step.figures);
+      return std::nullopt;
+    }
+    const Verdict verdict = judge_projected_step(step, configs, capacity, inflation, options, call_path, dd, ff);
+    if (verdict == Verdict::kUndetermined && headroom)
+      note_batch_headroom(step, capacity.effective_bytes().value_or(0), inflation, ff);
+    ff.phase = dd.phase;
+    ff.trace = std::move(step.figures);
+    return verdict;
+  };
   if (!telemetry_projects) {
     if (units.repeats()) {
-      ProjectedStep step = project_step_from_trace(prepared, snap, trace.device, curve, oom_index, units);
-      if (step.figures.available) {
-        const Verdict verdict = judge_projected_step(step, configs, capacity, inflation, options, call_path, d, f);
-        if (verdict == Verdict::kUndetermined)
-          note_batch_headroom(step, capacity.effective_bytes().value_or(0), inflation, f);
-        f.phase = d.phase;
-        f.trace = std::move(step.figures);
-        return verdict;
-      }
-      f.trace = std::move(step.figures);
+      if (const std::optional<Verdict> verdict = judge_trace_projection(d, f, true)) return *verdict;
     } else {
       f.trace_has_no_repeating_unit = true;
     }
@@ -497,29 +504,23 @@ Verdict decide_traced_oom(const TraceChoice& trace, const TelemetryInput* teleme
   // The telemetry's projection too close to the capacity to decide: the trace's own, which keeps
   // narrower margins when its fit is checked, may.
   if (verdict == Verdict::kUndetermined && f.rule == TracedOomRule::kStepTooClose && units.repeats()) {
-    ProjectedStep step = project_step_from_trace(prepared, snap, trace.device, curve, oom_index, units);
-    if (step.figures.available) {
-      Diagnosis by_trace = d;
-      TracedOomFindings trace_findings = f;
-      const Verdict decided =
-          judge_projected_step(step, configs, capacity, inflation, options, call_path, by_trace, trace_findings);
-      if (decided != Verdict::kUndetermined) {
-        const std::uint64_t telemetry_needed = f.next_needed_bytes;
-        d = std::move(by_trace);
-        f = std::move(trace_findings);
-        f.telemetry_too_close_bytes = telemetry_needed;
-        f.phase = d.phase;
-        f.trace = std::move(step.figures);
-        return decided;
-      }
+    Diagnosis by_trace = d;
+    TracedOomFindings trace_findings = f;
+    if (const std::optional<Verdict> decided = judge_trace_projection(by_trace, trace_findings, false);
+        decided && *decided != Verdict::kUndetermined) {
+      const std::uint64_t telemetry_needed = f.next_needed_bytes;
+      d = std::move(by_trace);
+      f = std::move(trace_findings);
+      f.telemetry_too_close_bytes = telemetry_needed;
+      return *decided;
     }
   }
   if (verdict == Verdict::kFragmentation && !best) d.setting_fixes_it = false;
   f.mid_run_without_projection = verdict == Verdict::kUndetermined && prepared.starts_mid_run && !f.trace.available;
   // Two whole steps before the failing one (one to project from, one to check the fit on) and
-  // the failing one's start, rounded up to a thousand entries.
+  // the failing one's start.
   if (f.mid_run_without_projection && f.trace.cut_unit_events)
-    f.max_entries_for_two_steps = (3 * *f.trace.cut_unit_events + 999) / 1000 * 1000;
+    f.max_entries_for_two_steps = history_entries_for(*f.trace.cut_unit_events);
   return verdict;
 }
 

@@ -269,7 +269,18 @@ std::vector<std::string> undecided_projected_step(const TracedOomFindings& f) {
 
 /// The entries of a history that holds two whole steps and the failing one's head, when this one
 /// holds the end of one step and the head of the next: three times its events, if steps are alike.
-std::size_t longer_history_entries(const TracedOomFindings& f) { return (3 * (f.oom_index + 1) + 999) / 1000 * 1000; }
+std::size_t longer_history_entries(const TracedOomFindings& f) {
+  return diagnose::history_entries_for(f.oom_index + 1);
+}
+
+/// What would decide a mid-run trace, first: a history of two whole steps before the failing one,
+/// `entries` long, for the reason `how_long` gives.
+std::string two_whole_steps_history(std::string_view how_long, std::size_t entries) {
+  return fmt::format("a snapshot whose history holds two whole steps before the failing one (one to project from, "
+                     "one to check the fit on): {}; _record_memory_history(max_entries={}) at least, or history "
+                     "from the run's start",
+                     how_long, entries);
+}
 
 /// The fit's evidence: on how many earlier units it was checked, and the margins that follow.
 std::string describe_fit(const TraceStepProjection& p) {
@@ -539,12 +550,8 @@ TracedOomWords traced_oom_words(const TracedOomFindings& f) {
   if (f.trace_has_no_repeating_unit)
     w.trace_unavailable_reason = "no statement of the program's loop ran more than once before the OOM";
   if (f.max_entries_for_two_steps)
-    w.decide_with.insert(
-        w.decide_with.begin(),
-        fmt::format("a snapshot whose history holds two whole steps before the failing one (one to project "
-                    "from, one to check the fit on): {}; _record_memory_history(max_entries={}) at least, or "
-                    "history from the run's start",
-                    f.trace.unavailable_reason, *f.max_entries_for_two_steps));
+    w.decide_with.insert(w.decide_with.begin(),
+                         two_whole_steps_history(f.trace.unavailable_reason, *f.max_entries_for_two_steps));
   else if (f.mid_run_without_projection)
     w.decide_with.insert(
         w.decide_with.begin(),
@@ -554,13 +561,13 @@ TracedOomWords traced_oom_words(const TracedOomFindings& f) {
                     "from the run's start",
                     longer_history_entries(f), f.oom_index + 1));
   else if (f.mid_run_first_pass)
-    w.decide_with.insert(
-        w.decide_with.begin(),
-        fmt::format("a snapshot whose history holds two whole steps before the failing one (one to project "
-                    "from, one to check the fit on): this trace holds {} events, the end of the step before "
-                    "and the failing step's head, so a step takes about that many or more if its steps are "
-                    "alike; _record_memory_history(max_entries={}) at least, or history from the run's start",
-                    f.oom_index + 1, longer_history_entries(f)));
+    w.decide_with.insert(w.decide_with.begin(),
+                         two_whole_steps_history(
+                             fmt::format("this trace holds {} events, the end of the step before and the failing "
+                                         "step's head, so a step takes about that many or more if its steps are "
+                                         "alike",
+                                         f.oom_index + 1),
+                             longer_history_entries(f)));
   return w;
 }
 
