@@ -1,6 +1,7 @@
 # Sourced by the batch scripts: how a field recording and its labelling rerun are made.
 #   field_begin BATCH          recordings go to /tmp/BATCH (emptied first)
 #   calibrate NAME JOB ARGS... the job without a budget: its peaks set the budgets (NAME/truth.json)
+#   calibrated NAME            NAME's calibration completed (its budgets mean something)
 #   budget NAME KEY FACTOR     KEY (max_memory_reserved, max_memory_allocated, or "mid": their mean)
 #                              of NAME's calibration × FACTOR, in GiB; "edge": the peak allocated × FACTOR
 #                              but at most "mid", so that the budget is below the peak reserved
@@ -33,6 +34,7 @@ run_job() {  # DIR GIB JOB ARGS...
   [[ -z ${BATCH:-} ]] || field_pack "$BATCH"
 }
 calibrate() { local name=$1; shift; run_job "$R/$name" 0 "$@"; }
+calibrated() { grep -q '"outcome": "completed"' "$R/$1/truth.json" 2>/dev/null; }
 budget() {
   python3 -c "import json; t=json.load(open('$R/$1/truth.json')); k='$2'
 mid=(t['max_memory_reserved']+t['max_memory_allocated'])/2
