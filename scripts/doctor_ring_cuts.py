@@ -10,7 +10,7 @@ segments, the state at the dump, stay as they are). Each cut must get the record
 the undetermined ones are undetermined).
 
 Prints one line per cut (recording, share cut, label, verdict, right / undetermined / WRONG; for
-an undetermined one, why: the projection's `too_close` / `next_step` / `longest_batch` /
+an undetermined one, why: the projection's `too_close` / `next_step` / `longest_batch` / `unseen_batches` /
 `fit_rejected` with its fit checked or not, or why no projection was made), the totals, and the
 undetermined cuts counted by why; exit status 1 when any verdict is wrong. The fixtures' and held-out recordings' OOM
 message (meta.json) becomes a log as in scripts/doctor_scoreboard.sh; telemetry is left out.
@@ -68,7 +68,7 @@ def why_undetermined(report):
     projection = report.get("trace_projection") or {}
     keys = [e.get("key") for e in report.get("evidence", [])]
     if projection.get("available"):
-        rules = [k for k in ("fit_rejected", "next_step", "longest_batch", "too_close") if k in keys]
+        rules = [k for k in ("fit_rejected", "next_step", "longest_batch", "unseen_batches", "too_close") if k in keys]
         checked = "fit unchecked" if projection.get("fit_error") is None else "fit checked"
         return f"projected: {'/'.join(rules) or '-'}, {checked}"
     reason = projection.get("reason") or "-"

@@ -40,6 +40,12 @@ constexpr double kTooClose = 0.02;
 constexpr double kProjectionFloor = 0.005;
 constexpr double kUncheckedProjection = 0.05;
 
+/// A failing unit larger than every earlier one decides fragmentation only when at least this many
+/// earlier units align with it: with one, the trace shows that its batches vary, not how large they
+/// get (field det_lo: the larger of two, ×1.28, fit with 4% to spare; the rerun under expandable
+/// segments ran it and failed three steps later, at a larger batch).
+constexpr std::size_t kMinBatchesSeen = 2;
+
 /// The least error assumed on the side that decides capacity when the fit was checked on at least
 /// kCheckedUnits earlier units: checked projections met the failing steps' real peaks to the byte on
 /// all five held-out recordings whose reruns recorded it; what is left is the replay's own rounding.
@@ -65,12 +71,11 @@ constexpr double kEvalFloor = 0.005;
 constexpr double kMaxFitError = 0.05;
 
 /// What a setting replayed from a mid-run trace's re-laid start must leave on top of the fit's
-/// margin: on the 30 complete recordings that end in an OOM, cut at 10%…90% (257 cuts), such a
-/// replay needed up to 0.49% of the capacity less than the same setting replayed from the job's
-/// start when the OOM was in a training step, up to 0.99% in an eval pass
-/// (tests/replay/field_test.cpp, docs/replay.md).
-constexpr double kRelaidTrainingStart = 0.005;
-constexpr double kRelaidEvalStart = 0.01;
+/// margin: on the complete recordings that end in an OOM, cut at 10%…90% (tests/replay/field_test.cpp,
+/// docs/replay.md), such a replay needed up to 0.81% of the capacity less than the same setting
+/// replayed from the job's start when the OOM was in a training step (field swin_lo cut at 70%),
+/// up to 0.99% in an eval pass.
+constexpr double kRelaidStart = 0.01;
 
 /// Σ size / Σ requested size of the blocks live in the snapshot of `device` (1 when none).
 double rounding_inflation(const snapshot::Snapshot& snap, int device) {
@@ -187,7 +192,7 @@ Verdict judge_training_step(const snapshot::Snapshot& snap, int device, const al
 /// (an unchecked fit within kUncheckedMaxLogScale of its reference keeps the floor to fit).
 void set_margins(TraceStepProjection& p, std::uint64_t cap, bool starts_mid_run) {
   p.fit_margin = p.fit_error ? std::max(kProjectionFloor, *p.fit_error) : kUncheckedProjection;
-  p.relaid_start_margin = !starts_mid_run ? 0 : p.eval_units ? kRelaidEvalStart : kRelaidTrainingStart;
+  p.relaid_start_margin = starts_mid_run ? kRelaidStart : 0;
   const auto share = [&](std::uint64_t bytes) {
     return static_cast<double>(bytes) / static_cast<double>(std::max<std::uint64_t>(cap, 1));
   };
@@ -259,6 +264,10 @@ Verdict judge_projected_step(ProjectedStep& step, const std::vector<replay::What
     f.rule = TracedOomRule::kLongerBatchMayNotFit;
     return Verdict::kUndetermined;
   }
+  if (f.best_run && p.smaller_units > 0 && !p.longest_unit && p.aligned_units < kMinBatchesSeen) {
+    f.rule = TracedOomRule::kOneSmallerBatchSeen;
+    return Verdict::kUndetermined;
+  }
   if (f.best_run) {
     d.recommended_conf = f.best_run->conf;
     f.rule = TracedOomRule::kProjectedStepFits;
@@ -285,7 +294,7 @@ Verdict judge_projected_eval(ProjectedStep& step, const std::vector<replay::What
   TraceStepProjection& p = step.figures;
   const std::uint64_t cap = capacity.effective_bytes().value_or(0);
   p.fit_margin = kEvalFloor;
-  p.relaid_start_margin = step.trace.starts_mid_run ? kRelaidEvalStart : 0;
+  p.relaid_start_margin = step.trace.starts_mid_run ? kRelaidStart : 0;
   p.margin_to_fit = kEvalFloor;
   p.margin_to_fail = kEvalFloor;
   replay_projected_step(step, configs, capacity, options.threads);

@@ -393,6 +393,14 @@ void word_projected_step(const TracedOomFindings& f, TracedOomWords& w) {
                       *p.longest_unit, format_bytes(p.longest_peak_bytes), format_bytes(cap)));
       w.decide_with = undecided_projected_step(f);
       return;
+    case TracedOomRule::kOneSmallerBatchSeen:
+      add(w, "unseen_batches",
+          fmt::format("{} But the trace holds one earlier batch, and the failing one is ×{:.2f} its size: the "
+                      "job's batches vary, and one batch does not tell how large they get. A larger batch later "
+                      "in the run would fail under any setting once it needs more than the device",
+                      projected_pass_fits("the failing step itself fits:", next, f) + ".", p.scale));
+      w.decide_with = undecided_projected_step(f);
+      return;
     case TracedOomRule::kProjectedStepFits:
       add(w, "projection_vs_capacity", projected_pass_fits("the projected step fits:", next, f));
       return;

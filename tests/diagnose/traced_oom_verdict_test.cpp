@@ -63,7 +63,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Expected{"cmp_edge", Verdict::kUndetermined, "train"},
                       Expected{"ec_edge", Verdict::kFragmentation, "train"},
                       Expected{"fs2_edge", Verdict::kUndetermined, "train"},
-                      Expected{"fsdp_edge", Verdict::kFragmentation, "train"},
+                      Expected{"fsdp_edge", Verdict::kUndetermined, "train"},
                       Expected{"hfc_lo", Verdict::kCapacity, "eval"},
                       Expected{"hfn_edge", Verdict::kFragmentation, "eval"},
                       Expected{"hft_edge", Verdict::kFragmentation, "train"},
@@ -96,8 +96,40 @@ INSTANTIATE_TEST_SUITE_P(
                       Expected{"rn101_lo", Verdict::kCapacity, "train"},
                       Expected{"s2a_95", Verdict::kCapacity, "unknown"},
                       Expected{"vit192_edge", Verdict::kUndetermined, "train"},
-                      Expected{"vit192_lo", Verdict::kUndetermined, "unknown"}),
+                      Expected{"vit192_lo", Verdict::kUndetermined, "unknown"},
+                      // Batches 10-11 (predictions at 325ec21, before the labels): det_lo was wrong
+                      // (fragmentation) until the rule on one smaller batch seen (UnseenBatches below).
+                      Expected{"cnx_edge", Verdict::kCapacity, "train"},
+                      Expected{"cnx_lo", Verdict::kCapacity, "train"},
+                      Expected{"det_edge", Verdict::kFragmentation, "train"},
+                      Expected{"det_lo", Verdict::kUndetermined, "train"},
+                      Expected{"hfe_edge", Verdict::kFragmentation, "train"},
+                      Expected{"hfe_lo", Verdict::kCapacity, "unknown"},
+                      Expected{"swin_edge", Verdict::kUndetermined, "train"},
+                      Expected{"swin_lo", Verdict::kUndetermined, "train"}),
     [](const auto& info) { return info.param.name; });
+
+// torchvision's detection reference with images of random sizes, at 0.92 × its peak allocated: the
+// OOM is in the second step, ×1.28 the first, the only one the trace holds before it. Projected
+// from it, the failing step fits (its rerun under expandable segments ran it) but the rerun failed
+// three steps later at a larger batch: one earlier batch does not tell how large they get. The
+// fixtures frag_oom_104 and frag_oom_observer have the same structure and the opposite label.
+TEST(FieldVerdicts, UnseenBatchesLeaveAStepLargerThanTheOnlyEarlierOneUndetermined) {
+  const Diagnosis d = diagnose("det_lo");
+  ASSERT_EQ(label_of("det_lo"), "capacity");
+  EXPECT_EQ(d.verdict, Verdict::kUndetermined);
+  const TraceStepProjection& p = d.trace_projection;
+  ASSERT_TRUE(p.available) << p.unavailable_reason;
+  EXPECT_EQ(p.aligned_units, 1u);
+  EXPECT_EQ(p.smaller_units, 1u);
+  EXPECT_LE(p.projected_peak_bytes, *d.capacity_bytes);
+  EXPECT_TRUE(has_evidence(d, "unseen_batches", "one earlier batch"));
+  EXPECT_TRUE(d.recommended_conf.empty() || d.verdict == Verdict::kFragmentation);
+  // Two earlier batches, both smaller: the failing one is the largest of three, and decided.
+  const Diagnosis edge = diagnose("det_edge");
+  EXPECT_EQ(edge.verdict, Verdict::kFragmentation);
+  EXPECT_EQ(edge.trace_projection.aligned_units, 2u);
+}
 
 // HF Trainer (GPT-NeoX), history from step 3: the OOM is in the first eval pass of the trace,
 // below trainer.train(), which repeats (its steps). The phase is the eval's; the batch is
@@ -212,25 +244,25 @@ TEST(FieldVerdicts, ARingShorterThanTwoStepsAsksForALongerHistory) {
 }
 
 // FSDP2 from mid-run: expandable segments replay from the trace's live blocks re-laid and run the
-// failing step with 1.25% of the capacity to spare. Such a start asked for 2% (the fit's 1% floor
-// and 1% for the re-laid start, the worst measured over all OOMs); measured apart, a re-laid
-// start was optimistic by at most 0.49% when the OOM was in a training step (0.99% in an eval
-// pass), and checked projections met the real failing-step peaks to the byte: 0.5% each, and
-// the step is decided fragmentation, its label (the rerun completed).
+// failing step with 1.25% of the capacity to spare. A re-laid start was optimistic by up to 0.81%
+// of the capacity in a training step (field swin_lo cut at 70%; 0.49% before batch 10), so such a
+// start keeps 1% on top of the fit's 0.5%: 1.5% asked, and the step stays undetermined, saying so.
+// (With 0.5% for the re-laid start it was decided fragmentation, its label.)
 TEST(FieldVerdicts, AMidRunTrainingStepKeepsTheMeasuredReLaidMargin) {
   const Diagnosis d = diagnose("fsdp_edge");
-  EXPECT_EQ(d.verdict, Verdict::kFragmentation);
-  EXPECT_EQ(d.recommended_conf, "expandable_segments:True");
+  EXPECT_EQ(d.verdict, Verdict::kUndetermined);
+  EXPECT_TRUE(d.recommended_conf.empty());
   const TraceStepProjection& p = d.trace_projection;
   ASSERT_TRUE(p.available);
-  EXPECT_DOUBLE_EQ(p.relaid_start_margin, 0.005);
+  EXPECT_DOUBLE_EQ(p.relaid_start_margin, 0.01);
   EXPECT_DOUBLE_EQ(p.margin_to_fit, 0.005);
   const auto expandable = std::find_if(p.runs.begin(), p.runs.end(),
                                        [](const ProjectedRun& r) { return r.conf == "expandable_segments:True"; });
   ASSERT_NE(expandable, p.runs.end());
   EXPECT_TRUE(expandable->relaid_start);
-  EXPECT_TRUE(expandable->runs_with_margin);
-  EXPECT_TRUE(has_evidence(d, "projection_vs_capacity", "laid back to back"));
+  EXPECT_TRUE(expandable->runs);
+  EXPECT_FALSE(expandable->runs_with_margin);
+  EXPECT_TRUE(has_evidence(d, "too_close", "re-laid"));
 }
 
 // The label's own experiment, replayed: from the job's start, expandable segments at the same memory

@@ -4,6 +4,7 @@
 #include "report/traced_oom_words.h"
 
 #include <algorithm>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "../diagnose/doctor_fixture_files.h"
+#include "../diagnose/field_recordings.h"
 #include "diagnose/doctor.h"
 #include "../doctor_options.h"
 #include "util/bytes.h"
@@ -129,7 +131,7 @@ TEST(TracedOomWords, AFirstEvalPassIsWordedFromTheTrainingCall) {
 // Without telemetry the step is projected from the trace: the phase is told from its unit, after
 // the replays, and the fit's margins are stated in percent.
 TEST(TracedOomWords, AStepProjectedFromTheTraceStatesItsUnitAndMargins) {
-  const Worded w = diagnose_worded(without_telemetry(fragscope::testing::doctor_user_files("frag_oom_104")));
+  const Worded w = diagnose_worded(fragscope::testing::field_user_files("det_edge"));
   const TracedOomFindings& f = w.findings;
   ASSERT_TRUE(f.projected_unit);
   ASSERT_EQ(f.rule, TracedOomRule::kProjectedStepFits);
@@ -145,6 +147,25 @@ TEST(TracedOomWords, AStepProjectedFromTheTraceStatesItsUnitAndMargins) {
             std::string::npos);
   EXPECT_NE(evidence(w.words, "projection_vs_capacity").text.find(format_bytes(f.next_needed_bytes) + " live"),
             std::string::npos);
+  expect_kept(w);
+}
+
+// A step larger than the only earlier one that fits: the fit in numbers, then why that decides nothing
+// of the job, and first among what would decide it, the batch size that would need more.
+TEST(TracedOomWords, AStepLargerThanTheOnlyEarlierBatchSaysTheBatchesAreUnseen) {
+  const Worded w = diagnose_worded(without_telemetry(fragscope::testing::doctor_user_files("frag_oom_104")));
+  const TracedOomFindings& f = w.findings;
+  ASSERT_EQ(f.rule, TracedOomRule::kOneSmallerBatchSeen);
+  ASSERT_TRUE(f.best_run.has_value());
+  const std::string& text = evidence(w.words, "unseen_batches").text;
+  EXPECT_EQ(text.rfind("the failing step itself fits: " + format_bytes(f.next_needed_bytes) + " live", 0), 0u) << text;
+  EXPECT_NE(text.find(fmt::format("×{:.2f} its size", f.trace.scale)), std::string::npos) << text;
+  EXPECT_THROW(evidence(w.words, "projection_vs_capacity"), std::runtime_error);
+  ASSERT_TRUE(f.batch_factor_at_capacity.has_value());
+  ASSERT_FALSE(w.words.decide_with.empty());
+  EXPECT_NE(w.words.decide_with.front().find(fmt::format("×{:.2f} its size", *f.batch_factor_at_capacity)),
+            std::string::npos);
+  EXPECT_TRUE(w.diagnosis.recommended_conf.empty());
   expect_kept(w);
 }
 
