@@ -106,7 +106,15 @@ INSTANTIATE_TEST_SUITE_P(
                       Expected{"hfe_edge", Verdict::kFragmentation, "train"},
                       Expected{"hfe_lo", Verdict::kCapacity, "unknown"},
                       Expected{"swin_edge", Verdict::kUndetermined, "train"},
-                      Expected{"swin_lo", Verdict::kUndetermined, "train"}),
+                      Expected{"swin_lo", Verdict::kUndetermined, "train"},
+                      // Batch 12, recorded after that rule (predictions before the labels): ret_lo is the
+                      // rule's case again, and its rerun failed at a later batch too.
+                      Expected{"acc4_edge", Verdict::kCapacity, "train"},
+                      Expected{"acc4_lo", Verdict::kCapacity, "train"},
+                      Expected{"hfg_edge", Verdict::kUndetermined, "train"},
+                      Expected{"hfg_lo", Verdict::kCapacity, "train"},
+                      Expected{"ret_edge", Verdict::kFragmentation, "train"},
+                      Expected{"ret_lo", Verdict::kUndetermined, "train"}),
     [](const auto& info) { return info.param.name; });
 
 // torchvision's detection reference with images of random sizes, at 0.92 × its peak allocated: the
@@ -114,7 +122,12 @@ INSTANTIATE_TEST_SUITE_P(
 // from it, the failing step fits (its rerun under expandable segments ran it) but the rerun failed
 // three steps later at a larger batch: one earlier batch does not tell how large they get. The
 // fixtures frag_oom_104 and frag_oom_observer have the same structure and the opposite label.
+// RetinaNet at the same budget (batch 12, recorded after the rule) is its case too: capacity.
 TEST(FieldVerdicts, UnseenBatchesLeaveAStepLargerThanTheOnlyEarlierOneUndetermined) {
+  const Diagnosis retinanet = diagnose("ret_lo");
+  ASSERT_EQ(label_of("ret_lo"), "capacity");
+  EXPECT_EQ(retinanet.verdict, Verdict::kUndetermined);
+  EXPECT_TRUE(has_evidence(retinanet, "unseen_batches", "one earlier batch"));
   const Diagnosis d = diagnose("det_lo");
   ASSERT_EQ(label_of("det_lo"), "capacity");
   EXPECT_EQ(d.verdict, Verdict::kUndetermined);
