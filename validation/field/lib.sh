@@ -2,6 +2,9 @@
 #   field_begin BATCH          recordings go to /tmp/BATCH (emptied first)
 #   calibrate NAME JOB ARGS... the job without a budget: its peaks set the budgets (NAME/truth.json)
 #   calibrated NAME            NAME's calibration completed (its budgets mean something)
+#   edge_and_lo NAME JOB ARGS...
+#                              calibrates NAME_cal, then records NAME_edge (edge 1.02) and NAME_lo
+#                              (0.92 × the peak allocated) when the calibration completed
 #   budget NAME KEY FACTOR     KEY (max_memory_reserved, max_memory_allocated, or "mid": their mean)
 #                              of NAME's calibration × FACTOR, in GiB; "edge": the peak allocated × FACTOR
 #                              but at most "mid", so that the budget is below the peak reserved
@@ -35,6 +38,13 @@ run_job() {  # DIR GIB JOB ARGS...
 }
 calibrate() { local name=$1; shift; run_job "$R/$name" 0 "$@"; }
 calibrated() { grep -q '"outcome": "completed"' "$R/$1/truth.json" 2>/dev/null; }
+edge_and_lo() {
+  local name=$1; shift
+  calibrate "${name}_cal" "$@"
+  calibrated "${name}_cal" || return 0
+  record "${name}_edge" "$(budget "${name}_cal" edge 1.02)" "$@"
+  record "${name}_lo" "$(budget "${name}_cal" max_memory_allocated 0.92)" "$@"
+}
 budget() {
   python3 -c "import json; t=json.load(open('$R/$1/truth.json')); k='$2'
 mid=(t['max_memory_reserved']+t['max_memory_allocated'])/2
