@@ -114,7 +114,14 @@ INSTANTIATE_TEST_SUITE_P(
                       Expected{"hfg_edge", Verdict::kUndetermined, "train"},
                       Expected{"hfg_lo", Verdict::kCapacity, "train"},
                       Expected{"ret_edge", Verdict::kFragmentation, "train"},
-                      Expected{"ret_lo", Verdict::kUndetermined, "train"}),
+                      Expected{"ret_lo", Verdict::kUndetermined, "train"},
+                      // Batch 13 (predictions at 58d01a6, before the labels).
+                      Expected{"lit2_edge", Verdict::kCapacity, "train"},
+                      Expected{"lit2_lo", Verdict::kCapacity, "train"},
+                      Expected{"tut2_edge", Verdict::kUndetermined, "train"},
+                      Expected{"tut2_lo", Verdict::kCapacity, "train"},
+                      Expected{"wrn_edge", Verdict::kUndetermined, "train"},
+                      Expected{"wrn_lo", Verdict::kCapacity, "train"}),
     [](const auto& info) { return info.param.name; });
 
 // torchvision's detection reference with images of random sizes, at 0.92 × its peak allocated: the
