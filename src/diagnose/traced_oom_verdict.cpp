@@ -46,11 +46,12 @@ constexpr double kUncheckedProjection = 0.05;
 /// segments ran it and failed three steps later, at a larger batch).
 constexpr std::size_t kMinBatchesSeen = 2;
 
-/// The least error assumed on the side that decides capacity when the fit was checked on at least
-/// kCheckedUnits earlier units: checked projections met the failing steps' real peaks to the byte on
-/// all five held-out recordings whose reruns recorded it; what is left is the replay's own rounding.
-/// The side that decides fragmentation keeps kProjectionFloor: a step that fits says nothing of the
-/// batches after it.
+/// The least error assumed, on both sides, when the fit was checked on at least kCheckedUnits
+/// earlier units: checked projections met the failing steps' real peaks to the byte on all five
+/// held-out recordings whose reruns recorded it, and on field tut2_edge (38471977984 bytes, its
+/// rerun's peak allocated); what is left is the replay's own rounding. Batches larger than the
+/// failing one are another matter, left to the rules on the batches seen (kMinBatchesSeen,
+/// kLongerBatchMayNotFit): a margin of tenths of a percent would not cover them either.
 constexpr double kCheckedProjectionFloor = 0.001;
 constexpr std::size_t kCheckedUnits = 3;
 
@@ -188,8 +189,9 @@ Verdict judge_training_step(const snapshot::Snapshot& snap, int device, const al
 }
 
 /// The fit's error on earlier units as a fraction (at least kProjectionFloor; kUncheckedProjection
-/// when no unit could check it), and the margins the verdict keeps from the capacity each way
-/// (an unchecked fit within kUncheckedMaxLogScale of its reference keeps the floor to fit).
+/// when no unit could check it), and the margins the verdict keeps from the capacity each way (a
+/// fit checked on kCheckedUnits or more keeps its own error, at least kCheckedProjectionFloor; an
+/// unchecked fit within kUncheckedMaxLogScale of its reference keeps the floor to fit).
 void set_margins(TraceStepProjection& p, std::uint64_t cap, bool starts_mid_run) {
   p.fit_margin = p.fit_error ? std::max(kProjectionFloor, *p.fit_error) : kUncheckedProjection;
   p.relaid_start_margin = starts_mid_run ? kRelaidStart : 0;
@@ -197,10 +199,12 @@ void set_margins(TraceStepProjection& p, std::uint64_t cap, bool starts_mid_run)
     return static_cast<double>(bytes) / static_cast<double>(std::max<std::uint64_t>(cap, 1));
   };
   const bool near_its_reference = std::abs(std::log(p.scale)) < kUncheckedMaxLogScale;
-  p.margin_to_fit = (p.fit_error || !near_its_reference ? p.fit_margin : kProjectionFloor) + share(p.under_bytes);
   const bool checked = p.fit_error && p.checked_units >= kCheckedUnits;
-  p.margin_to_fail =
-      (checked ? std::max(kCheckedProjectionFloor, *p.fit_error) : p.fit_margin) + share(p.over_bytes);
+  const double checked_margin = checked ? std::max(kCheckedProjectionFloor, *p.fit_error) : 0;
+  p.margin_to_fit =
+      (checked ? checked_margin : p.fit_error || !near_its_reference ? p.fit_margin : kProjectionFloor) +
+      share(p.under_bytes);
+  p.margin_to_fail = (checked ? checked_margin : p.fit_margin) + share(p.over_bytes);
 }
 
 /// Marks which settings of the what-if table run the projected pass.

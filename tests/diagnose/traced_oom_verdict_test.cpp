@@ -115,10 +115,11 @@ INSTANTIATE_TEST_SUITE_P(
                       Expected{"hfg_lo", Verdict::kCapacity, "train"},
                       Expected{"ret_edge", Verdict::kFragmentation, "train"},
                       Expected{"ret_lo", Verdict::kUndetermined, "train"},
-                      // Batch 13 (predictions at 58d01a6, before the labels).
+                      // Batch 13 (predictions at 58d01a6, before the labels; tut2_edge decided since,
+                      // CheckedFitKeepsItsOwnErrorBothWays).
                       Expected{"lit2_edge", Verdict::kCapacity, "train"},
                       Expected{"lit2_lo", Verdict::kCapacity, "train"},
-                      Expected{"tut2_edge", Verdict::kUndetermined, "train"},
+                      Expected{"tut2_edge", Verdict::kFragmentation, "train"},
                       Expected{"tut2_lo", Verdict::kCapacity, "train"},
                       Expected{"wrn_edge", Verdict::kUndetermined, "train"},
                       Expected{"wrn_lo", Verdict::kCapacity, "train"}),
@@ -149,6 +150,23 @@ TEST(FieldVerdicts, UnseenBatchesLeaveAStepLargerThanTheOnlyEarlierOneUndetermin
   const Diagnosis edge = diagnose("det_edge");
   EXPECT_EQ(edge.verdict, Verdict::kFragmentation);
   EXPECT_EQ(edge.trace_projection.aligned_units, 2u);
+}
+
+// The nn.Transformer tutorial at the edge (batch 13): its sixth step, larger than the five before,
+// projected from them with the fit checked on 4 to 0.003%, to 38471977984 bytes: its rerun's peak
+// allocated to the byte. Expandable segments run it with 0.1% of the capacity to spare (the rerun
+// reserved 0.42% less than the capacity): fragmentation, its label. With the 0.5% the side that
+// decides fragmentation kept before, undetermined.
+TEST(FieldVerdicts, CheckedFitKeepsItsOwnErrorBothWays) {
+  const Diagnosis d = diagnose("tut2_edge");
+  const TraceStepProjection& p = d.trace_projection;
+  ASSERT_TRUE(p.available) << p.unavailable_reason;
+  EXPECT_GE(p.checked_units, 3u);
+  EXPECT_EQ(p.projected_peak_bytes, 38471977984u);
+  EXPECT_DOUBLE_EQ(p.margin_to_fit, 0.001);
+  EXPECT_DOUBLE_EQ(p.margin_to_fail, 0.001);
+  EXPECT_EQ(d.verdict, Verdict::kFragmentation);
+  EXPECT_EQ(d.recommended_conf, "expandable_segments:True");
 }
 
 // HF Trainer (GPT-NeoX), history from step 3: the OOM is in the first eval pass of the trace,
