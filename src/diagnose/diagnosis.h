@@ -143,6 +143,10 @@ struct TraceStepProjection {
   /// The reference is of another kind (fewer or more blocks live when it began, e.g. before the
   /// optimizer made its state): the difference of the bytes live when each began.
   std::uint64_t kind_difference_bytes = 0;
+  bool reference_began_lower = false;  ///< ... the reference holding less (the failing unit's doubt is over)
+  /// With reference_began_lower: the long-lived blocks (still held where the reference ends) that its
+  /// rest made before the projected peak, the most of the difference that can raise the peak.
+  std::uint64_t kept_before_peak_bytes = 0;
   std::size_t checked_units = 0;      ///< earlier units projected from the reference
   /// Aligned units of another kind left out of the check (the reference being of the failing
   /// unit's kind, two or more of that kind checked).

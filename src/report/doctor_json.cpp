@@ -73,6 +73,8 @@ json trace_projection_json(const diagnose::TraceStepProjection& p) {
           {"unfitted_bytes", p.unfitted_bytes},
           {"unmatched_free_bytes", p.unmatched_free_bytes},
           {"kind_difference_bytes", p.kind_difference_bytes},
+          {"reference_began_lower", p.reference_began_lower},
+          {"kept_before_peak_bytes", p.kept_before_peak_bytes},
           {"checked_units", p.checked_units},
           {"other_kind_units", p.other_kind_units},
           {"fit_error", optional_json(p.fit_error)},

@@ -324,12 +324,16 @@ void word_projected_step(const TracedOomFindings& f, TracedOomWords& w) {
                     format_bytes(p.over_bytes), format_bytes(p.under_bytes)));
   if (p.kind_difference_bytes)
     add(w, "reference_kind",
-        fmt::format(
-            "no earlier unit began holding what the failing one did (its blocks within 5%): "
-            "the reference began {} {} (the optimizer's state or gradients): its rest may make "
-            "{} than the failing unit's will",
-            format_bytes(p.kind_difference_bytes), p.over_bytes >= p.kind_difference_bytes ? "lower" : "higher",
-            p.over_bytes >= p.kind_difference_bytes ? "blocks the failing unit already holds, more" : "fewer blocks"));
+        fmt::format("no earlier unit began holding what the failing one did (its blocks within 5%): the reference "
+                    "began {} {} (the optimizer's state or gradients): its rest may make {} than the failing "
+                    "unit's will{}",
+                    format_bytes(p.kind_difference_bytes), p.reference_began_lower ? "lower" : "higher",
+                    p.reference_began_lower ? "blocks the failing unit already holds, more" : "fewer blocks",
+                    p.reference_began_lower && p.kept_before_peak_bytes < p.kind_difference_bytes
+                        ? fmt::format("; such blocks are long-lived, and of those its rest made, {} came before "
+                                      "the projected peak: only they can raise it",
+                                      format_bytes(p.kept_before_peak_bytes))
+                        : ""));
   if (p.unmatched_free_bytes)
     add(w, "unmatched",
         fmt::format("{} that the reference freed has no counterpart in the failing unit: the "
