@@ -33,8 +33,9 @@
 ///   counterpart, a reference that began holding less — as much of that difference as the
 ///   long-lived blocks its rest made before the projected peak, still held where it ends —,
 ///   unfitted allocations had they been constant) or below it (`under_bytes`: a reference that
-///   began holding more, unfitted ones had they been quadratic); and, when the failing unit is of the reference's kind and the unit
-///   after the reference began higher, by how much (`next_unit_extra_bytes`).
+///   began holding more, unfitted ones had they been quadratic); and, when the failing unit is of
+///   the reference's kind and the unit after the reference began higher, by how much
+///   (`next_unit_extra_bytes`).
 /// Thread-safety: a pure function over read-only inputs.
 
 #include <cstddef>
