@@ -233,8 +233,8 @@ void word_training_step(const TracedOomFindings& f, TracedOomWords& w) {
     w.trigger = fmt::format("training step {}, within {:.0f}% of the capacity", p.failing_step.value_or(0),
                             100.0 * f.too_close_fraction);
     w.decide_with = {
-        fmt::format("one rerun with PYTORCH_CUDA_ALLOC_CONF={} at the same memory: if it fails in the same step, "
-                    "the verdict is capacity",
+        fmt::format("one rerun with PYTORCH_CUDA_ALLOC_CONF={} at the same memory: if it fails, in this step or "
+                    "at a later batch, the verdict is capacity; if the run completes, fragmentation",
                     f.best && !f.best->conf.empty() ? f.best->conf : "expandable_segments:True"),
         "or make room instead of deciding: activation checkpointing, or a smaller micro-batch with more accumulation"};
     return;
@@ -250,8 +250,8 @@ void word_training_step(const TracedOomFindings& f, TracedOomWords& w) {
 /// batches vary, how much larger one must be to need more than the device.
 std::vector<std::string> undecided_projected_step(const TracedOomFindings& f) {
   std::vector<std::string> decide_with = {
-      "one rerun with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True at the same memory: if it fails in the same "
-      "step, the verdict is capacity",
+      "one rerun with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True at the same memory: if it fails, in this "
+      "step or at a later batch, the verdict is capacity; if the run completes, fragmentation",
       "a snapshot whose trace holds more steps like the failing one (a larger max_entries), so the fit can be "
       "checked on more of them",
       "or make room instead of deciding: activation checkpointing, or a smaller micro-batch with more accumulation"};
