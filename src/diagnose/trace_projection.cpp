@@ -482,8 +482,7 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
   std::unordered_map<std::uint32_t, std::pair<double, double>> spread;  // slot → (size − low, high − size)
   std::unordered_map<std::uint32_t, std::uint64_t> made;                // synthetic slot the projection made → size
   made[served.slot] = trace[oom_index].size;
-  std::unordered_map<std::uint32_t, std::size_t> made_at;  // ... → how many allocations the rest had made by then
-  std::size_t allocations = 0, allocations_at_peak = 0;
+  std::uint32_t slot_at_peak = served.slot;  // the last allocation that raised the peak (slots go in order)
   const auto size_of = [&](std::uint32_t slot) -> std::uint64_t {
     if (const auto it = made.find(slot); it != made.end()) return it->second;
     return slot < at_oom.size.size() ? at_oom.size[slot] : 0;
@@ -520,15 +519,13 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
         level += static_cast<double>(size);
         low += static_cast<double>(size) - below;
         high += static_cast<double>(size) + above;
-        ++allocations;
-        if (level > peak) allocations_at_peak = allocations;
+        if (level > peak) slot_at_peak = next_slot;
         peak = std::max(peak, level);
         peak_low = std::max(peak_low, low);
         peak_high = std::max(peak_high, high);
         reference_size[op.slot] = op.size;
         slot_for[op.slot] = next_slot;
         made[next_slot] = size;
-        made_at[next_slot] = allocations;
         if (below != 0 || above != 0) spread[next_slot] = {below, above};
         op.slot = next_slot++;
         op.size = size;
@@ -572,8 +569,7 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
   if (failing.start_level > ref.start_level) {
     p.reference_began_lower = true;
     for (const auto& [reference_slot, slot] : slot_for)
-      if (const auto at = made_at.find(slot); at != made_at.end() && at->second <= allocations_at_peak)
-        p.kept_before_peak_bytes += made.at(slot);
+      if (slot > served.slot && slot <= slot_at_peak) p.kept_before_peak_bytes += made.at(slot);
     p.over_bytes += std::min(p.kind_difference_bytes, p.kept_before_peak_bytes);
   } else {
     p.under_bytes += p.kind_difference_bytes;
