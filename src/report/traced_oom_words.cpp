@@ -165,6 +165,14 @@ void word_unrecorded_pass(const TracedOomFindings& f, TracedOomWords& w) {
                   f.phase)};
 }
 
+/// The experiment that labels an OOM, as what would decide a step: the job rerun under `conf` at the
+/// same memory.
+std::string rerun_decides(std::string_view conf) {
+  return fmt::format("one rerun with PYTORCH_CUDA_ALLOC_CONF={} at the same memory: if it fails, in this step or at "
+                     "a later batch, the verdict is capacity; if the run completes, fragmentation",
+                     conf);
+}
+
 void word_training_step(const TracedOomFindings& f, TracedOomWords& w) {
   const diagnose::StepProjection& p = f.step;
   const std::uint64_t cap = f.capacity_bytes;
@@ -233,9 +241,7 @@ void word_training_step(const TracedOomFindings& f, TracedOomWords& w) {
     w.trigger = fmt::format("training step {}, within {:.0f}% of the capacity", p.failing_step.value_or(0),
                             100.0 * f.too_close_fraction);
     w.decide_with = {
-        fmt::format("one rerun with PYTORCH_CUDA_ALLOC_CONF={} at the same memory: if it fails, in this step or "
-                    "at a later batch, the verdict is capacity; if the run completes, fragmentation",
-                    f.best && !f.best->conf.empty() ? f.best->conf : "expandable_segments:True"),
+        rerun_decides(f.best && !f.best->conf.empty() ? f.best->conf : "expandable_segments:True"),
         "or make room instead of deciding: activation checkpointing, or a smaller micro-batch with more accumulation"};
     return;
   }
@@ -250,8 +256,7 @@ void word_training_step(const TracedOomFindings& f, TracedOomWords& w) {
 /// batches vary, how much larger one must be to need more than the device.
 std::vector<std::string> undecided_projected_step(const TracedOomFindings& f) {
   std::vector<std::string> decide_with = {
-      "one rerun with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True at the same memory: if it fails, in this "
-      "step or at a later batch, the verdict is capacity; if the run completes, fragmentation",
+      rerun_decides("expandable_segments:True"),
       "a snapshot whose trace holds more steps like the failing one (a larger max_entries), so the fit can be "
       "checked on more of them",
       "or make room instead of deciding: activation checkpointing, or a smaller micro-batch with more accumulation"};
