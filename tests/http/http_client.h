@@ -20,9 +20,11 @@ struct HttpResponse {
   std::string body;
 };
 
-/// A connected loopback TCP socket, or -1.
-inline int connect_loopback(int port) {
+/// A connected loopback TCP socket, or -1. A `receive_buffer` above 0 is set before connecting, so the
+/// window the client advertises is small from the first byte (set later, the kernel keeps the larger one).
+inline int connect_loopback(int port, int receive_buffer = 0) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (receive_buffer > 0) ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_port = htons(static_cast<std::uint16_t>(port));
