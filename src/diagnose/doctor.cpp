@@ -258,6 +258,16 @@ std::string snapshot_without_oom_trace(const DoctorInputs& in) {
   return "";
 }
 
+/// The snapshot of the only kind of input given whose trace is empty: nothing given could have shown an OOM
+/// (no log, memory_stats, summary or telemetry, and history was off). Empty when any input could.
+std::string snapshot_blind_to_oom(const DoctorInputs& in) {
+  if (in.snapshots.empty() || !in.logs.empty() || !in.stats.empty() || !in.summaries.empty() || !in.telemetry.empty())
+    return "";
+  for (const SnapshotInput& s : in.snapshots)
+    if (!s.snapshot.trace(s.device).empty()) return "";
+  return in.snapshots.front().path;
+}
+
 /// An OOM known only from messages / stats: decide what the numbers can prove.
 Verdict judge_oom_without_trace(const DoctorInputs& in, Diagnosis& d) {
   const OomContext& c = *d.oom_context;
@@ -301,7 +311,12 @@ void judge_healthy(const DoctorInputs& in, const InputPipelineFindings& pipeline
     peak_reserved = std::max(peak_reserved, *std::max_element(curve.reserved.begin(), curve.reserved.end()));
     peak_allocated = std::max(peak_allocated, *std::max_element(curve.allocated.begin(), curve.allocated.end()));
   }
-  d.healthy.push_back("no out-of-memory error in any input");
+  if (const std::string blind = snapshot_blind_to_oom(in); !blind.empty())
+    d.healthy.push_back(fmt::format("no out-of-memory error in any input, though none could show one: {} holds no "
+                                    "trace entries (history was off) and no log was given",
+                                    blind));
+  else
+    d.healthy.push_back("no out-of-memory error in any input");
   if (retries >= 0)
     d.healthy.push_back(
         retries == 0
@@ -522,6 +537,11 @@ Diagnosis run_doctor(const DoctorInputs& in, const DoctorOptions& options) {
                             d.phase);
       break;
     case Verdict::kOk:
+      if (!snapshot_blind_to_oom(in).empty()) {
+        d.headline = "No OOM in the inputs, but none of them could show one: the snapshot has no trace (history was "
+                     "off) and no log was given. If the job failed, give its log.";
+        break;
+      }
       d.headline =
           pipeline.basis == PipelineBasis::kNothing
               ? "No OOM. Whether the GPU waits for data was not measured (no step telemetry, no nvidia-smi trace)."

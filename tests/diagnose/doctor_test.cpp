@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "doctor_fixture_files.h"
+#include "field_recordings.h"
 #include "../fixture_support.h"
 #include "util/error.h"
 #include "../doctor_options.h"
@@ -232,6 +233,22 @@ TEST(Doctor, AnOkVerdictClaimsOnlyWhatWasMeasured) {
                       "nvidia-smi trace (-lms 100)"),
             d.healthy.end());
   EXPECT_EQ(d.phase_source, "no OOM");
+}
+
+// A snapshot dumped after an OOM with history off (fs2_lo's) was called healthy: "No OOM.", when nothing
+// given could have shown one.
+TEST(Doctor, ASnapshotWithoutTraceAloneCannotCallTheRunHealthy) {
+  const std::string snapshot = (fragscope::testing::field_dir("fs2_lo") / "oom_snapshot.pickle.gz").string();
+  const Diagnosis alone = run_doctor(collect_doctor_inputs({snapshot}), fragscope::testing::doctor_options());
+  EXPECT_EQ(alone.verdict, Verdict::kOk);
+  EXPECT_EQ(alone.headline, "No OOM in the inputs, but none of them could show one: the snapshot has no trace "
+                            "(history was off) and no log was given. If the job failed, give its log.");
+  EXPECT_EQ(alone.healthy.front(), "no out-of-memory error in any input, though none could show one: " + snapshot +
+                                       " holds no trace entries (history was off) and no log was given");
+  // With its log the OOM is known, and the snapshot's missing trace is why it stays undetermined.
+  const std::string log = (fragscope::testing::field_dir("fs2_lo") / "train.log").string();
+  const Diagnosis with_log = run_doctor(collect_doctor_inputs({snapshot, log}), fragscope::testing::doctor_options());
+  EXPECT_EQ(with_log.verdict, Verdict::kUndetermined);
 }
 
 }  // namespace
