@@ -178,9 +178,9 @@ TEST(FieldTest, AReLaidStartNeedsWhatTheJobsStartNeeds) {
 // tests/data/field), cut at 10%, 20%, … 90% of its trace: the least capacity at which expandable
 // segments pass the OOM point from the cut trace's re-laid start against from the job's start,
 // where the moment that decides the latter lies after the cut. The re-laid start is optimistic
-// by at most 0.81% of the capacity when the OOM is in a training step (field swin_lo cut at 70%;
-// before it, 0.49%: frag_oom_104 cut at 70%), 0.99% in an eval pass (held-out eval cut at 80%):
-// the doctor's kRelaidStart keeps 1%.
+// by at most 0.93% of the capacity when the OOM is in a training step (field lit2_edge cut at 80%,
+// batch 13; 0.81% before it: swin_lo cut at 70%), 0.99% in an eval pass (held-out eval cut at 80%):
+// the doctor's kRelaidStart keeps 1%. The other way, it needed up to 3.09% more (eval_spike cut at 90%).
 TEST(FieldTest, AReLaidStartIsOptimisticByLessThanTheDoctorsMargin) {
   const std::filesystem::path data = std::filesystem::path(FRAGSCOPE_SOURCE_DIR) / "tests" / "data";
   struct Case {
@@ -239,13 +239,13 @@ TEST(FieldTest, AReLaidStartIsOptimisticByLessThanTheDoctorsMargin) {
         std::cout << c.name << (c.eval ? " eval" : " train") << " cut " << tenth << "0% optimism " << 100 * optimism
                   << "%\n";
       (c.eval ? worst_eval : worst_training) = std::max(c.eval ? worst_eval : worst_training, optimism);
-      worst_pessimism = std::max(worst_pessimism, -optimism);
+      if (relays_initial_state(mid_run, expandable)) worst_pessimism = std::max(worst_pessimism, -optimism);
       ++cuts;
     }
   }
   std::cout << cuts << " cuts: a re-laid start optimistic by at most " << 100 * worst_training
-            << "% of the capacity in a training step, " << 100 * worst_eval << "% in an eval pass; pessimistic by at most "
-            << 100 * worst_pessimism << "%\n";
+            << "% of the capacity in a training step, " << 100 * worst_eval
+            << "% in an eval pass; pessimistic by at most " << 100 * worst_pessimism << "%\n";
   EXPECT_GE(cuts, 100u);
   EXPECT_LE(worst_training, 0.01);
   EXPECT_LE(worst_eval, 0.01);
