@@ -72,6 +72,7 @@ class Compiler {
   }
 
   void run(std::uint64_t initial_reserved) {
+    most_reserved_ = most_reserved(initial_reserved);
     reserved_ = initial_reserved;
     out_.recorded_peak_reserved = reserved_;
     out_.capacity.pieces.push_back({0, reserved_, 0, std::nullopt, 0, std::nullopt});
@@ -154,6 +155,19 @@ class Compiler {
     in_burst_ = false;
     burst_failed_ = false;
     burst_is_flush_ = false;
+    burst_origin_known_ = false;
+  }
+
+  /// The most the trace's segment events have mapped at once, from `initial_reserved`.
+  std::uint64_t most_reserved(std::uint64_t initial_reserved) const {
+    std::uint64_t reserved = initial_reserved, most = reserved;
+    for (const snapshot::TraceEvent& e : trace_) {
+      if (e.action == TraceAction::kSegmentAlloc || e.action == TraceAction::kSegmentMap) reserved += e.size;
+      if (e.action == TraceAction::kSegmentFree || e.action == TraceAction::kSegmentUnmap)
+        reserved -= std::min(reserved, e.size);
+      most = std::max(most, reserved);
+    }
+    return most;
   }
 
   void on_alloc(const snapshot::TraceEvent& e, std::size_t i) {
@@ -233,6 +247,11 @@ class Compiler {
   }
 
   void on_segment_grow(const snapshot::TraceEvent& e) {
+    // Releases no stack explains (traces recorded with context="alloc", or cuDNN's flush under Python
+    // stacks) were a refused cudaMalloc only if one capacity allows it: one the trace holds more than
+    // elsewhere was not refused, so they were a flush.
+    if (in_burst_ && !burst_failed_ && !burst_origin_known_ && burst_reserved_ + e.size <= most_reserved_)
+      burst_is_flush_ = true;
     if (in_burst_ && burst_is_flush_) emit_empty_cache();  // this cudaMalloc belongs to the next malloc
     if (in_burst_ && !burst_failed_) {
       // The first cudaMalloc/map after a release burst is the one that failed before it.
@@ -265,6 +284,7 @@ class Compiler {
       burst_first_ = static_cast<std::uint32_t>(i);
       burst_reserved_ = reserved_;
     }
+    if (origin != ReleaseOrigin::kUnknown) burst_origin_known_ = true;
     pools_.on_segment_event(i);
     reserved_ -= std::min(reserved_, e.size);
     out_.segment_events.push_back({segment_action(e.action), e.addr, e.size});
@@ -336,6 +356,8 @@ class Compiler {
   bool in_burst_ = false;
   bool burst_failed_ = false;
   bool burst_is_flush_ = false;     // the stacks say emptyCache()
+  bool burst_origin_known_ = false;  // some release of the group has a stack that tells why
+  std::uint64_t most_reserved_ = 0;  // the most the trace maps at once (most_reserved)
   ReleaseOriginClassifier origins_;
   MemPoolMap pools_;
 };

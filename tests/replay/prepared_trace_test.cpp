@@ -219,8 +219,9 @@ TEST(PreparedTraceTest, OneCapacityStretchWhileOneNumberExplainsTheDriver) {
 }
 
 TEST(PreparedTraceTest, ServedAboveAnEarlierRefusalStartsANewCapacityStretch) {
-  // Refused at 60 MiB; later 70 MiB are served: memory outside the allocator was given back.
-  auto s = release_then_malloc({});
+  // Refused at 60 MiB (the release's stack is the malloc's); later 70 MiB are served: memory outside the
+  // allocator was given back.
+  auto s = release_then_malloc(kMallocFrames);
   s.device_traces[0].push_back(event(TraceAction::kSegmentAlloc, kBase + 128 * kMiB, 30 * kMiB));
   s.device_traces[0].push_back(event(TraceAction::kAlloc, kBase + 128 * kMiB, 30 * kMiB));
   const PreparedTrace t = prepare_trace(s, 0, "t");
@@ -228,6 +229,22 @@ TEST(PreparedTraceTest, ServedAboveAnEarlierRefusalStartsANewCapacityStretch) {
   EXPECT_EQ(t.capacity.pieces[1].first_trace_index, 7u);
   EXPECT_EQ(t.capacity.pieces[1].lower, 70 * kMiB);
   EXPECT_FALSE(t.capacity.pieces[1].upper);
+}
+
+// Releases without a stack (a trace recorded with context="alloc"; field lit_edge stripped of its stacks,
+// where Lightning's setup flushes the cache), then a cudaMalloc that one capacity would have refused, had
+// the trace not held more later. Taken as a refusal, it made a 312 MB capacity stretch and the doctor's
+// verdict wrong.
+TEST(PreparedTraceTest, AReleaseWithoutStackIsAFlushWhenTheTraceLaterHoldsMore) {
+  auto s = release_then_malloc({});
+  s.device_traces[0].push_back(event(TraceAction::kSegmentAlloc, kBase + 128 * kMiB, 30 * kMiB));
+  s.device_traces[0].push_back(event(TraceAction::kAlloc, kBase + 128 * kMiB, 30 * kMiB));
+  const PreparedTrace t = prepare_trace(s, 0, "t");
+  EXPECT_EQ(t.flushes, 1u);
+  EXPECT_FALSE(t.capacity.failed_at);
+  ASSERT_EQ(t.capacity.pieces.size(), 1u);
+  EXPECT_EQ(t.capacity.pieces[0].lower, 70 * kMiB);
+  EXPECT_FALSE(t.capacity.pieces[0].upper);
 }
 
 TEST(PreparedTraceTest, OomEntriesAreRecordedWithTheReservedBytes) {

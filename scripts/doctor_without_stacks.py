@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""The doctor on every labelled OOM recording as two recording options would have left it:
+without any call stack (`_record_memory_history(context=None)`) and with the allocations' stacks
+only (`context="alloc"`: frees and segment releases carry none). Each must get the recording's
+label or `undetermined`, never the other verdict.
+
+    scripts/doctor_without_stacks.py [BINARY]     (default build/src/cli/fragscope)
+
+Prints each wrong verdict, then the totals per option; exit status 1 when any verdict is wrong.
+The recordings and their logs are those of scripts/doctor_ring_cuts.py.
+"""
+import gzip
+import importlib.util
+import json
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build/src/cli/fragscope")
+FREES = ("free_requested", "free_completed", "segment_free", "segment_unmap")
+
+spec = importlib.util.spec_from_file_location("ring_cuts", os.path.join(ROOT, "scripts/doctor_ring_cuts.py"))
+ring_cuts = importlib.util.module_from_spec(spec)
+saved_argv, sys.argv = sys.argv, sys.argv[:1]
+spec.loader.exec_module(ring_cuts)
+sys.argv = saved_argv
+
+
+def strip(snap, option):
+    for trace in snap.get("device_traces", []):
+        for event in trace:
+            if option == "context=None" or event["action"] in FREES:
+                event["frames"] = []
+    if option == "context=None":
+        for segment in snap.get("segments", []):
+            for block in segment.get("blocks", []):
+                block["frames"] = []
+
+
+def main():
+    totals = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        for name, snap_path, log, meta, label in ring_cuts.recordings():
+            if log is None:
+                message = json.load(open(meta)).get("oom_message")
+                log = os.path.join(scratch, "train.log")
+                with open(log, "w") as f:
+                    f.write(f"torch.OutOfMemoryError: {message}\n" if isinstance(message, str) else "")
+            for option in ("context=None", 'context="alloc"'):
+                snap = ring_cuts.load(snap_path)
+                strip(snap, option)
+                path = os.path.join(scratch, "snapshot.pickle.gz")
+                with gzip.open(path, "wb", compresslevel=1) as f:
+                    pickle.dump(snap, f, protocol=4)
+                run = subprocess.run([BIN, "doctor", "--json", "--quiet", path, log], capture_output=True, text=True)
+                try:
+                    verdict = json.loads(run.stdout)["verdict"]
+                except (ValueError, KeyError):
+                    verdict = "error: " + run.stderr.strip()[:200]
+                mark = "right" if verdict == label else "undetermined" if verdict == "undetermined" else "WRONG"
+                counts = totals.setdefault(option, {"right": 0, "undetermined": 0, "WRONG": 0})
+                counts[mark] += 1
+                if mark == "WRONG":
+                    print(f"{option}\t{name}\t{label}\t{verdict}\tWRONG", flush=True)
+    for option, counts in totals.items():
+        print(f"{option:16s} {sum(counts.values())} labelled OOMs: {counts['right']} right, "
+              f"{counts['undetermined']} undetermined, {counts['WRONG']} wrong")
+    return 1 if any(counts["WRONG"] for counts in totals.values()) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
