@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""The doctor on every labelled OOM recording as two recording options would have left it:
-without any call stack (`_record_memory_history(context=None)`) and with the allocations' stacks
-only (`context="alloc"`: frees and segment releases carry none). Each must get the recording's
-label or `undetermined`, never the other verdict.
+"""The doctor on every labelled OOM recording as three recording options would have left it:
+without any call stack (`_record_memory_history(context=None)`), with the allocations' stacks
+only (`context="alloc"`: frees and segment releases carry none), and with Python frames only
+(`stacks="python"`: no C++ frames). Each must get the recording's label or `undetermined`, never
+the other verdict.
 
     scripts/doctor_without_stacks.py [BINARY]     (default build/src/cli/fragscope)
 
@@ -29,11 +30,21 @@ spec.loader.exec_module(ring_cuts)
 sys.argv = saved_argv
 
 
+def python_frames(frames):
+    return [f for f in frames if f.get("filename", "").endswith(".py")]
+
+
 def strip(snap, option):
     for trace in snap.get("device_traces", []):
         for event in trace:
-            if option == "context=None" or event["action"] in FREES:
+            if option == 'stacks="python"':
+                event["frames"] = python_frames(event.get("frames", []))
+            elif option == "context=None" or event["action"] in FREES:
                 event["frames"] = []
+    if option == 'stacks="python"':
+        for segment in snap.get("segments", []):
+            for block in segment.get("blocks", []):
+                block["frames"] = python_frames(block.get("frames", []))
     if option == "context=None":
         for segment in snap.get("segments", []):
             for block in segment.get("blocks", []):
@@ -49,7 +60,7 @@ def main():
                 log = os.path.join(scratch, "train.log")
                 with open(log, "w") as f:
                     f.write(f"torch.OutOfMemoryError: {message}\n" if isinstance(message, str) else "")
-            for option in ("context=None", 'context="alloc"'):
+            for option in ("context=None", 'context="alloc"', 'stacks="python"'):
                 snap = ring_cuts.load(snap_path)
                 strip(snap, option)
                 path = os.path.join(scratch, "snapshot.pickle.gz")
