@@ -3,7 +3,7 @@
 // Plain inputs are also read in small chunks (sizes derived from the input's length), so that
 // opcodes and strings straddle chunk boundaries as they do in large files, and the outcome must
 // be the same as reading them whole: the same model or the same error (a refusal for memory at the
-// same byte, whatever the memory it held then: without_memory_held). (Whole, the reader takes
+// same byte, whatever the memory it held then: tests/read_outcome.h). (Whole, the reader takes
 // its fast paths for dict bodies; in small chunks it hands over to the generic loop anywhere.)
 // Framed plain inputs are also read in parts on threads (parallel_reader.h), with the same oracle.
 #include <cstddef>
@@ -11,13 +11,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <regex>
 #include <span>
 #include <string>
 
 #include <fmt/format.h>
 
 #include "../tests/chunked_source.h"
+#include "../tests/read_outcome.h"
 #include "metrics/snapshot_analysis.h"
 #include "snapshot/parallel_reader.h"
 #include "snapshot/snapshot_reader.h"
@@ -50,15 +50,6 @@ std::string outcome_of(const fragscope::snapshot::Snapshot& s) {
                      s.blocks.size(), s.strings.size(), digest);
 }
 
-/// `message` with the memory a refused read held left out: read in small chunks the reader also holds the
-/// buffer it stitches values across chunks in, and in parts on threads the parts' own tables, so it refuses
-/// at the same byte for the same reason holding a little more (whole: "needs more than 72.55 MiB of memory
-/// for 3.60 KiB of pickle read"; in parts: 73.05 MiB; another input: 44.91 MiB whole, 44.92 in chunks).
-std::string without_memory_held(std::string message) {
-  static const std::regex held("needs more than [0-9.]+ [KMGT]?i?B of memory for");
-  return std::regex_replace(message, held, "needs more than (held) of memory for");
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -80,7 +71,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     } catch (const fragscope::InputError& e) {
       in_chunks = e.what();
     }
-    if (without_memory_held(in_chunks) != without_memory_held(whole)) {
+    if (fragscope::snapshot::without_memory_held(in_chunks) != fragscope::snapshot::without_memory_held(whole)) {
       std::fprintf(stderr, "whole:     %s\nin chunks: %s\n", whole.c_str(), in_chunks.c_str());
       std::abort();
     }
@@ -101,7 +92,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     } catch (const fragscope::InputError& e) {
       in_parts = e.what();
     }
-    if (without_memory_held(in_parts) != without_memory_held(whole)) {
+    if (fragscope::snapshot::without_memory_held(in_parts) != fragscope::snapshot::without_memory_held(whole)) {
       std::fprintf(stderr, "whole:    %s\nin parts: %s\n", whole.c_str(), in_parts.c_str());
       std::abort();
     }
