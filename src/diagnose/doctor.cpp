@@ -293,8 +293,9 @@ Verdict judge_oom_without_trace(const DoctorInputs& in, Diagnosis& d) {
   return Verdict::kUndetermined;
 }
 
+/// `blind_snapshot`: snapshot_blind_to_oom(in).
 void judge_healthy(const DoctorInputs& in, const InputPipelineFindings& pipeline, const TraceChoice& trace,
-                   const RecordedCurve& curve, Diagnosis& d) {
+                   const RecordedCurve& curve, const std::string& blind_snapshot, Diagnosis& d) {
   std::uint64_t peak_reserved = 0, peak_allocated = 0;
   std::int64_t retries = -1;
   for (const auto& s : in.stats) {
@@ -311,10 +312,10 @@ void judge_healthy(const DoctorInputs& in, const InputPipelineFindings& pipeline
     peak_reserved = std::max(peak_reserved, *std::max_element(curve.reserved.begin(), curve.reserved.end()));
     peak_allocated = std::max(peak_allocated, *std::max_element(curve.allocated.begin(), curve.allocated.end()));
   }
-  if (const std::string blind = snapshot_blind_to_oom(in); !blind.empty())
+  if (!blind_snapshot.empty())
     d.healthy.push_back(fmt::format("no out-of-memory error in any input, though none could show one: {} holds no "
                                     "trace entries (history was off) and no log was given",
-                                    blind));
+                                    blind_snapshot));
   else
     d.healthy.push_back("no out-of-memory error in any input");
   if (retries >= 0)
@@ -447,6 +448,7 @@ Diagnosis run_doctor(const DoctorInputs& in, const DoctorOptions& options) {
                                          : metrics::build_segment_map(trace.map->snapshot, device);
   }
 
+  std::string blind_snapshot;  // a snapshot given alone whose trace could not show an OOM (a healthy run's)
   if (d.oom) {
     for (const std::string& source : oom.sources) d.add_evidence("oom", "out of memory: " + source);
     d.oom_context = build_oom_context(in, oom, trace.replay, trace.device, trace.oom_index, curve, d);
@@ -503,7 +505,8 @@ Diagnosis run_doctor(const DoctorInputs& in, const DoctorOptions& options) {
           pct(*pipeline.gpu_idle_fraction)));
     } else {
       d.verdict = Verdict::kOk;
-      judge_healthy(in, pipeline, trace, curve, d);
+      blind_snapshot = snapshot_blind_to_oom(in);
+      judge_healthy(in, pipeline, trace, curve, blind_snapshot, d);
     }
   }
 
@@ -537,7 +540,7 @@ Diagnosis run_doctor(const DoctorInputs& in, const DoctorOptions& options) {
                             d.phase);
       break;
     case Verdict::kOk:
-      if (!snapshot_blind_to_oom(in).empty()) {
+      if (!blind_snapshot.empty()) {
         d.headline = "No OOM in the inputs, but none of them could show one: the snapshot has no trace (history was "
                      "off) and no log was given. If the job failed, give its log.";
         break;

@@ -72,7 +72,7 @@ class Compiler {
   }
 
   void run(std::uint64_t initial_reserved) {
-    most_reserved_ = most_reserved(initial_reserved);
+    initial_reserved_ = initial_reserved;
     reserved_ = initial_reserved;
     out_.recorded_peak_reserved = reserved_;
     out_.capacity.pieces.push_back({0, reserved_, 0, std::nullopt, 0, std::nullopt});
@@ -158,15 +158,18 @@ class Compiler {
     burst_origin_known_ = false;
   }
 
-  /// The most the trace's segment events have mapped at once, from `initial_reserved`.
-  std::uint64_t most_reserved(std::uint64_t initial_reserved) const {
-    std::uint64_t reserved = initial_reserved, most = reserved;
+  /// The most the trace's segment events map at once, from the start's reserved bytes: walked once, the first
+  /// time a release without a telling stack asks (most traces have none).
+  std::uint64_t most_reserved() {
+    if (most_reserved_) return *most_reserved_;
+    std::uint64_t reserved = initial_reserved_, most = reserved;
     for (const snapshot::TraceEvent& e : trace_) {
       if (e.action == TraceAction::kSegmentAlloc || e.action == TraceAction::kSegmentMap) reserved += e.size;
       if (e.action == TraceAction::kSegmentFree || e.action == TraceAction::kSegmentUnmap)
         reserved -= std::min(reserved, e.size);
       most = std::max(most, reserved);
     }
+    most_reserved_ = most;
     return most;
   }
 
@@ -250,7 +253,7 @@ class Compiler {
     // Releases no stack explains (traces recorded with context="alloc", or cuDNN's flush under Python
     // stacks) were a refused cudaMalloc only if one capacity allows it: one the trace holds more than
     // elsewhere was not refused, so they were a flush.
-    if (in_burst_ && !burst_failed_ && !burst_origin_known_ && burst_reserved_ + e.size <= most_reserved_)
+    if (in_burst_ && !burst_failed_ && !burst_origin_known_ && burst_reserved_ + e.size <= most_reserved())
       burst_is_flush_ = true;
     if (in_burst_ && burst_is_flush_) emit_empty_cache();  // this cudaMalloc belongs to the next malloc
     if (in_burst_ && !burst_failed_) {
@@ -357,7 +360,8 @@ class Compiler {
   bool burst_failed_ = false;
   bool burst_is_flush_ = false;     // the stacks say emptyCache()
   bool burst_origin_known_ = false;  // some release of the group has a stack that tells why
-  std::uint64_t most_reserved_ = 0;  // the most the trace maps at once (most_reserved)
+  std::uint64_t initial_reserved_ = 0;
+  std::optional<std::uint64_t> most_reserved_;  // the most the trace maps at once (most_reserved)
   ReleaseOriginClassifier origins_;
   MemPoolMap pools_;
 };

@@ -22,10 +22,15 @@ namespace {
 using fragscope::testing::field_dir;
 using fragscope::testing::field_user_files;
 
-Diagnosis diagnose(const std::string& name) {
+/// The doctor on `inputs`, with the two threads CI has.
+Diagnosis run_on_two_threads(DoctorInputs inputs) {
   DoctorOptions options = fragscope::testing::doctor_options();
   options.threads = 2;
-  return run_doctor(collect_doctor_inputs(field_user_files(name)), options);
+  return run_doctor(std::move(inputs), options);
+}
+
+Diagnosis diagnose(const std::string& name) {
+  return run_on_two_threads(collect_doctor_inputs(field_user_files(name)));
 }
 
 std::string label_of(const std::string& name) {
@@ -248,9 +253,7 @@ Diagnosis diagnose_cut(const std::string& name, double share) {
   const auto cut = static_cast<std::size_t>(share * static_cast<double>(events.size()));
   events.erase(events.begin(), events.begin() + static_cast<std::ptrdiff_t>(cut));
   s.oom_index = *s.oom_index - cut;
-  DoctorOptions options = fragscope::testing::doctor_options();
-  options.threads = 2;
-  return run_doctor(std::move(inputs), options);
+  return run_on_two_threads(std::move(inputs));
 }
 
 /// The doctor on `name`'s user files with the stacks a recording option leaves out: every stack
@@ -267,9 +270,7 @@ Diagnosis diagnose_without_stacks(const std::string& name, bool frees_only) {
     }
   if (!frees_only)
     for (snapshot::Block& b : snap.blocks) b.stack = 0;
-  DoctorOptions options = fragscope::testing::doctor_options();
-  options.threads = 2;
-  return run_doctor(std::move(inputs), options);
+  return run_on_two_threads(std::move(inputs));
 }
 
 // Recorded without stacks, Lightning's flush of the cache at setup (field lit_edge) was taken for a
