@@ -5,7 +5,10 @@ only (`context="alloc"`: frees and segment releases carry none), and with Python
 (`stacks="python"`: no C++ frames). Each must get the recording's label or `undetermined`, never
 the other verdict.
 
-    scripts/doctor_without_stacks.py [BINARY]     (default build/src/cli/fragscope)
+    scripts/doctor_without_stacks.py [BINARY] [--keep DIR]     (default build/src/cli/fragscope)
+
+--keep DIR writes each stripped snapshot to DIR/<recording>-<option>.pickle.gz (option: context_None,
+context_alloc, stacks_python), to run the doctor on one by hand with the recording's log.
 
 Prints each wrong verdict, then the totals per option; exit status 1 when any verdict is wrong.
 The recordings and their logs are those of scripts/doctor_ring_cuts.py.
@@ -20,7 +23,12 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build/src/cli/fragscope")
+ARGS = sys.argv[1:]
+KEEP = None
+if "--keep" in ARGS:
+    KEEP = ARGS[ARGS.index("--keep") + 1]
+    del ARGS[ARGS.index("--keep"):ARGS.index("--keep") + 2]
+BIN = ARGS[0] if ARGS else os.path.join(ROOT, "build/src/cli/fragscope")
 FREES = ("free_requested", "free_completed", "segment_free", "segment_unmap")
 
 spec = importlib.util.spec_from_file_location("ring_cuts", os.path.join(ROOT, "scripts/doctor_ring_cuts.py"))
@@ -64,6 +72,10 @@ def main():
                 snap = ring_cuts.load(snap_path)
                 strip(snap, option)
                 path = os.path.join(scratch, "snapshot.pickle.gz")
+                if KEEP:
+                    os.makedirs(KEEP, exist_ok=True)
+                    tag = option.replace('"', "").replace("=", "_")
+                    path = os.path.join(KEEP, f"{name.replace('/', '_')}-{tag}.pickle.gz")
                 with gzip.open(path, "wb", compresslevel=1) as f:
                     pickle.dump(snap, f, protocol=4)
                 run = subprocess.run([BIN, "doctor", "--json", "--quiet", path, log], capture_output=True, text=True)
