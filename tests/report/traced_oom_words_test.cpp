@@ -131,7 +131,7 @@ TEST(TracedOomWords, AFirstEvalPassIsWordedFromTheTrainingCall) {
 // Without telemetry the step is projected from the trace: the phase is told from its unit, after
 // the replays, and the fit's margins are stated in percent.
 TEST(TracedOomWords, AStepProjectedFromTheTraceStatesItsUnitAndMargins) {
-  const Worded w = diagnose_worded(fragscope::testing::field_user_files("det_edge"));
+  const Worded w = diagnose_worded(fragscope::testing::field_user_files("ret_edge"));
   const TracedOomFindings& f = w.findings;
   ASSERT_TRUE(f.projected_unit);
   ASSERT_EQ(f.rule, TracedOomRule::kProjectedStepFits);
@@ -155,7 +155,7 @@ TEST(TracedOomWords, AStepProjectedFromTheTraceStatesItsUnitAndMargins) {
 TEST(TracedOomWords, AStepLargerThanTheOnlyEarlierBatchSaysTheBatchesAreUnseen) {
   const Worded w = diagnose_worded(without_telemetry(fragscope::testing::doctor_user_files("frag_oom_104")));
   const TracedOomFindings& f = w.findings;
-  ASSERT_EQ(f.rule, TracedOomRule::kOneSmallerBatchSeen);
+  ASSERT_EQ(f.rule, TracedOomRule::kFewBatchesSeen);
   ASSERT_TRUE(f.best_run.has_value());
   const std::string& text = evidence(w.words, "unseen_batches").text;
   EXPECT_EQ(text.rfind("the failing step itself fits: " + format_bytes(f.next_needed_bytes) + " live", 0), 0u) << text;
