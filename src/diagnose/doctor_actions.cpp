@@ -134,14 +134,14 @@ void fragmentation(Diagnosis& d) {
   std::string evidence = "the replay at the same capacity passes the point where the real run failed";
   if (const TraceStepProjection& t = d.trace_projection; best && t.available && t.from_training_call)
     evidence = fmt::format(
-        "the eval batch, projected from the training's {} call, runs under it at the same {} with {:.1f}% to "
-        "spare (it needs at most {} live with perfect packing)",
+        "the eval batch, projected from the training's {} call, runs under it at the same {} less the "
+        "projection's margin of {:.1f}% (it needs at most {} live with perfect packing)",
         t.shared_function, format_bytes(d.capacity_bytes.value_or(0)), 100.0 * t.margin_to_fit, format_bytes(n.needed));
   else if (best && t.available)
     evidence = fmt::format(
-        "the failing step, projected from the trace's earlier steps, runs under it at the same {} with {} to "
-        "spare (it needs {} live with perfect packing)",
-        format_bytes(d.capacity_bytes.value_or(0)), pct(t.margin_to_fit), format_bytes(n.needed));
+        "the failing step, projected from the trace's earlier steps, runs under it at the same {} less the "
+        "projection's margin of {:.1f}% (it needs {} live with perfect packing)",
+        format_bytes(d.capacity_bytes.value_or(0)), 100.0 * t.margin_to_fit, format_bytes(n.needed));
   else if (best && recorded)
     evidence = fmt::format(
         "replayed at the same {}: passes the recorded OOM (peak reserved {} vs {} under the recorded config); "

@@ -4,6 +4,7 @@
 // on an input-bound run; an undetermined verdict presents no action as enough.
 #include "diagnose/doctor_actions.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "../fixture_support.h"
@@ -11,6 +12,7 @@
 #include "doctor_fixture_files.h"
 #include "field_recordings.h"
 #include "../doctor_options.h"
+#include "util/bytes.h"
 
 namespace fragscope::diagnose {
 namespace {
@@ -19,6 +21,7 @@ using fragscope::testing::doctor_scenarios;
 using fragscope::testing::doctor_user_files;
 using fragscope::testing::doctor_user_files_in;
 using fragscope::testing::field_user_files;
+using fragscope::format_bytes;
 
 std::vector<std::pair<std::string, std::vector<std::string>>> recordings() {
   std::vector<std::pair<std::string, std::vector<std::string>>> all;
@@ -80,4 +83,24 @@ TEST(DoctorActions, NeverContradictTheVerdict) {
 }
 
 }  // namespace
+// The setting a projected step recommends says what the replay showed: it runs the step at the
+// capacity less the projection's margin, and what the step needs with perfect packing (field
+// tut3_edge, label fragmentation: checked on five units, a margin of 0.1%). It once read "with 0%
+// to spare" there, while 460 MiB were left.
+TEST(DoctorActions, AProjectedStepsSettingStatesTheMarginItWasRunWith) {
+  DoctorOptions options = fragscope::testing::doctor_options();
+  options.threads = 2;
+  const Diagnosis d = run_doctor(collect_doctor_inputs(field_user_files("tut3_edge")), options);
+  ASSERT_EQ(d.verdict, Verdict::kFragmentation) << d.headline;
+  ASSERT_FALSE(d.actions.empty());
+  const Action& setting = d.actions.front();
+  EXPECT_EQ(setting.setting, "PYTORCH_CUDA_ALLOC_CONF=" + d.recommended_conf);
+  EXPECT_TRUE(setting.sufficient);
+  const std::string margin =
+      fmt::format("less the projection's margin of {:.1f}%", 100 * d.trace_projection.margin_to_fit);
+  EXPECT_NE(setting.evidence.find(margin), std::string::npos) << setting.evidence;
+  EXPECT_NE(setting.evidence.find(format_bytes(*d.capacity_bytes)), std::string::npos) << setting.evidence;
+  EXPECT_EQ(setting.evidence.find("0% to spare"), std::string::npos) << setting.evidence;
+}
+
 }  // namespace fragscope::diagnose
