@@ -94,10 +94,10 @@ std::vector<MemoryAdvice> memory_advice(const snapshot::Snapshot& snapshot, int 
            0});
   offer(by_site[kLoss],
         {"fp32_logits", "Compute the loss without full fp32 logits",
-         "a fused or chunked cross-entropy (e.g. Liger Kernel's fused linear cross-entropy, or the loss over "
-         "chunks of the sequence)",
-         fmt::format("{} of fp32 logits and their log-softmax (batch × sequence × vocabulary × 4 bytes each) is "
-                     "live at the OOM",
+         "a fused or chunked cross-entropy (e.g. Liger Kernel's fused linear cross-entropy for a language "
+         "model's head, or the loss over chunks of the batch)",
+         fmt::format("{} of fp32 logits and their log-softmax (a score per class for every token or pixel, 4 "
+                     "bytes each) is live at the OOM",
                      format_bytes(by_site[kLoss])),
          0});
   offer(by_site[kForeach],

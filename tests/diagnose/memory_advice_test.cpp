@@ -52,6 +52,18 @@ TEST(MemoryAdvice, Fp32LogitsAndTheEvalBatch) {
   EXPECT_GE(advice.front().bytes, advice.back().bytes);
 }
 
+// torchvision's FCN (field fcn_lo, batch 12 at 448 × 448, 21 classes) fails in cross_entropy's
+// fp32 log-softmax of its per-pixel scores: 12 × 21 × 448 × 448 × 4 bytes. The words are a
+// segmentation's too, not only a language model's.
+TEST(MemoryAdvice, Fp32ScoresOfASegmentationLossArePerPixel) {
+  const auto advice = advice_for(read_field_snapshot("fcn_lo"), 6 * kGiB);
+  const MemoryAdvice* logits = find(advice, "fp32_logits");
+  ASSERT_NE(logits, nullptr);
+  EXPECT_EQ(logits->bytes, 12ull * 21 * 448 * 448 * 4);
+  EXPECT_NE(logits->evidence.find("every token or pixel"), std::string::npos) << logits->evidence;
+  EXPECT_EQ(logits->evidence.find("vocabulary"), std::string::npos) << logits->evidence;
+}
+
 // AdamW (foreach) failed in its first step (held-out B_cap): its foreach results live at the OOM.
 TEST(MemoryAdvice, ForeachTemporariesOfAFailingOptimizerStep) {
   const snapshot::Snapshot snap = snapshot::read_snapshot_file(
