@@ -146,10 +146,13 @@ std::uint64_t rest_peak(const ProjectedStep& step) {
 // step's own work; an eval pass inside the unit's iteration ends it). Within 1/e..e of its
 // reference, the real peak of the rest of the unit never lay more than 0.5% above the
 // projection plus its under_bytes (docs/VALIDATION.md): the doctor keeps its 0.5% floor there
-// (traced_oom_verdict.cpp, kUncheckedMaxLogScale). The doubts of a unit smaller than its
+// (traced_oom_verdict.cpp, kUncheckedMaxLogScale); further, 7.9% (kUncheckedProjection keeps 8%).
+// The other way, the projection lay at most 5.1% above the real peak beyond its over_bytes, and
+// 11.7% when projected from the job's first step (rx_lo: cudnn.benchmark's trials in it), which
+// kUncheckedProjection and kUncheckedFromFirstStep cover. The doubts of a unit smaller than its
 // reference stay doubts: they once wrapped around (ec_edge at 1/3 of its reference: an
 // over_bytes of 2^64 less a few GiB).
-TEST(ProjectedFromOneUnit, MissesTheRealPeakByLessThanTheUncheckedMargin) {
+TEST(ProjectedFromOneUnit, MissesTheRealPeakByLessThanTheUncheckedMargins) {
   std::vector<std::pair<std::string, std::filesystem::path>> recordings;
   for (const auto& f : fragscope::testing::snapshot_fixtures())
     if (f.name != "big") recordings.emplace_back(f.name, f.snapshot);
@@ -161,6 +164,7 @@ TEST(ProjectedFromOneUnit, MissesTheRealPeakByLessThanTheUncheckedMargin) {
           recordings.emplace_back(entry.path().filename().string(), entry.path() / file);
   std::size_t cuts = 0, near = 0;
   double worst_near = 0, worst_far = 0;  // real above the projection and its under_bytes, by the real peak
+  double worst_high_first = 0, worst_high_later = 0;  // the projection above the real peak and its over_bytes
   for (const auto& [name, path] : recordings) {
     const snapshot::Snapshot snap = snapshot::read_snapshot_file(path.string());
     if (snap.device_traces.empty() || snap.trace(0).empty()) continue;
@@ -210,6 +214,10 @@ TEST(ProjectedFromOneUnit, MissesTheRealPeakByLessThanTheUncheckedMargin) {
             *std::max_element(curve.allocated.begin() + static_cast<std::ptrdiff_t>(allocs[cut]),
                               curve.allocated.begin() + static_cast<std::ptrdiff_t>(end)));
         const double miss = (real - projected - static_cast<double>(step.figures.under_bytes)) / real;
+        const double high = (projected - static_cast<double>(step.figures.over_bytes) - real) / real;
+        double& worst_high = k == 1 ? worst_high_first : worst_high_later;
+        EXPECT_LT(high, k == 1 ? 0.12 : 0.08) << name << " unit " << k << " cut " << allocs[cut];
+        worst_high = std::max(worst_high, high);
         EXPECT_LT(step.figures.over_bytes, 1ull << 50) << name << " unit " << k;  // no wraparound
         EXPECT_LT(step.figures.under_bytes, 1ull << 50) << name << " unit " << k;
         if (std::abs(std::log(step.figures.scale)) < 1.0) {
@@ -217,6 +225,7 @@ TEST(ProjectedFromOneUnit, MissesTheRealPeakByLessThanTheUncheckedMargin) {
           worst_near = std::max(worst_near, miss);
           ++near;
         } else {
+          EXPECT_LT(miss, 0.08) << name << " unit " << k << " cut " << allocs[cut];
           worst_far = std::max(worst_far, miss);
         }
         ++cuts;
@@ -224,7 +233,9 @@ TEST(ProjectedFromOneUnit, MissesTheRealPeakByLessThanTheUncheckedMargin) {
     }
   }
   std::cout << cuts << " cuts; within 1/e..e of the reference (" << near << "), the real peak at most "
-            << 100 * worst_near << "% above the projection and its under_bytes; further, " << 100 * worst_far << "%\n";
+            << 100 * worst_near << "% above the projection and its under_bytes; further, " << 100 * worst_far
+            << "%; the projection at most " << 100 * worst_high_later << "% above the real peak and its over_bytes ("
+            << 100 * worst_high_first << "% from the job's first step)\n";
   EXPECT_GE(near, 250u);
 }
 

@@ -130,7 +130,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Expected{"wrn_edge", Verdict::kCapacity, "train"},
                       Expected{"wrn_lo", Verdict::kCapacity, "train"},
                       // Batches 14-16 (predictions at 6801286, before the labels): fcn_lo was wrong
-                      // (fragmentation) until the rule on batches seen asked for three (UnseenBatches below).
+                      // (fragmentation) until the rule on batches seen asked for three (UnseenBatches below);
+                      // vitl_lo, right, is undetermined since a projection from the first step keeps 12%.
                       Expected{"bml_edge", Verdict::kUndetermined, "unknown"},
                       Expected{"bml_lo", Verdict::kCapacity, "unknown"},
                       Expected{"cmp2_edge", Verdict::kUndetermined, "train"},
@@ -146,7 +147,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Expected{"tut3_edge", Verdict::kFragmentation, "train"},
                       Expected{"tut3_lo", Verdict::kCapacity, "train"},
                       Expected{"vitl_edge", Verdict::kUndetermined, "train"},
-                      Expected{"vitl_lo", Verdict::kCapacity, "train"}),
+                      Expected{"vitl_lo", Verdict::kUndetermined, "train"}),
     [](const auto& info) { return info.param.name; });
 
 // torchvision's detection reference with images of random sizes, at 0.92 × its peak allocated: the
@@ -347,12 +348,12 @@ TEST(FieldVerdicts, AMidRunTraceWithoutAnEarlierStepAsksForAHistoryThreeTimesAsL
 // and projects to 22.62 GiB of the 23.08 the device gives, which the rerun reached to the byte
 // (max_memory_allocated 24291063808): the trace cannot show capacity. What would decide it is
 // named first: a batch ×1.03 as large needs more than the device (the calibration run, the same
-// batches without a budget, peaked 0.4% above the capacity), ×1.13 beyond the fit's margins.
+// batches without a budget, peaked 0.4% above the capacity), ×1.17 beyond the fit's margins.
 TEST(FieldVerdicts, AStepThatFitsSaysHowMuchLargerABatchMustBeToNotFit) {
   const Diagnosis d = diagnose("fs2_edge");
   EXPECT_EQ(d.verdict, Verdict::kUndetermined);
   ASSERT_FALSE(d.decide_with.empty());
-  EXPECT_NE(d.decide_with.front().find("a batch ×1.03 its size would need more, and one ×1.13"), std::string::npos)
+  EXPECT_NE(d.decide_with.front().find("a batch ×1.03 its size would need more, and one ×1.17"), std::string::npos)
       << d.decide_with.front();
 }
 
