@@ -49,9 +49,9 @@ constexpr double kUncheckedFromFirstStep = 0.12;
 /// earlier units align with it: with fewer, the trace shows that its batches vary, not how large they
 /// get; in random order, the next batch would beat the largest of n + 1 one time in n + 2. Field
 /// det_lo (the larger of two, ×1.28, fit with 4% to spare) and fcn_lo (the largest of three, ×1.17 of
-/// the most alike, 2.3% to spare): the reruns under expandable segments ran the failing step and
-/// failed later at a larger batch.
-constexpr std::size_t kMinBatchesSeen = 3;
+/// the most alike, 2.3% to spare; of four when recorded with Python frames only): the reruns under
+/// expandable segments ran the failing step and failed later at a larger batch.
+constexpr std::size_t kMinBatchesSeen = 4;
 
 /// The least error assumed, on both sides, when the fit was checked on at least kCheckedUnits
 /// earlier units: checked projections met the failing steps' real peaks to the byte on all five

@@ -104,7 +104,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Expected{"vit192_lo", Verdict::kUndetermined, "unknown"},
                       // Batches 10-11 (predictions at 325ec21, before the labels): det_lo was wrong
                       // (fragmentation) until the rule on one smaller batch seen (UnseenBatches below);
-                      // det_edge, right, is undetermined since that rule asks for three (fcn_lo).
+                      // det_edge, right, is undetermined since that rule asks for four (fcn_lo).
                       Expected{"cnx_edge", Verdict::kCapacity, "train"},
                       Expected{"cnx_lo", Verdict::kCapacity, "train"},
                       Expected{"det_edge", Verdict::kUndetermined, "train"},
@@ -130,7 +130,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Expected{"wrn_edge", Verdict::kCapacity, "train"},
                       Expected{"wrn_lo", Verdict::kCapacity, "train"},
                       // Batches 14-16 (predictions at 6801286, before the labels): fcn_lo was wrong
-                      // (fragmentation) until the rule on batches seen asked for three (UnseenBatches below);
+                      // (fragmentation) until the rule on batches seen asked for four (UnseenBatches below);
                       // vitl_lo, right, is undetermined since a projection from the first step keeps 12%.
                       Expected{"bml_edge", Verdict::kUndetermined, "unknown"},
                       Expected{"bml_lo", Verdict::kCapacity, "unknown"},
@@ -156,8 +156,9 @@ INSTANTIATE_TEST_SUITE_P(
 // three steps later at a larger batch: one earlier batch does not tell how large they get. The
 // fixtures frag_oom_104 and frag_oom_observer have the same structure and the opposite label.
 // RetinaNet at the same budget (batch 12, recorded after the rule) is its case too: capacity.
-// FCN (batch 14) is it with two earlier batches: the failing step, the largest of three, fits with
-// 2.3% to spare and its rerun failed at the next, larger batch.
+// FCN (batch 14) is it with two earlier batches (three recorded with Python frames only): the
+// failing step, the largest of three, fits with 2.3% to spare and its rerun failed at the next,
+// larger batch.
 TEST(FieldVerdicts, UnseenBatchesLeaveAStepLargerThanTheFewEarlierOnesUndetermined) {
   const Diagnosis retinanet = diagnose("ret_lo");
   ASSERT_EQ(label_of("ret_lo"), "capacity");
@@ -300,6 +301,36 @@ Diagnosis diagnose_without_stacks(const std::string& name, bool frees_only) {
   return run_on_two_threads(std::move(inputs));
 }
 
+/// The doctor on `name`'s user files as `_record_memory_history(stacks="python")` records them: the
+/// frames of Python files only, as scripts/doctor_without_stacks.py strips them.
+Diagnosis diagnose_with_python_frames_only(const std::string& name) {
+  DoctorInputs inputs = collect_doctor_inputs(field_user_files(name));
+  snapshot::Snapshot& snap = inputs.snapshots.at(0).snapshot;
+  std::vector<snapshot::StackId> python_stack(snap.stacks.stack_count());
+  for (snapshot::StackId id = 0; id < python_stack.size(); ++id) {
+    std::vector<snapshot::FrameId> kept;
+    for (const snapshot::FrameId frame : snap.stacks.stack(id))
+      if (snap.strings.view(snap.stacks.frame(frame).filename).ends_with(".py")) kept.push_back(frame);
+    python_stack[id] = snap.stacks.intern_stack(kept);
+  }
+  for (auto& trace : snap.device_traces)
+    for (snapshot::TraceEvent& e : trace) e.stack = python_stack[e.stack];
+  for (snapshot::Block& b : snap.blocks) b.stack = python_stack[b.stack];
+  return run_on_two_threads(std::move(inputs));
+}
+
+// Recorded with Python frames only, three earlier batches align with fcn_lo's failing one (two with
+// every frame): the largest of four still fits, and its rerun failed at the next, larger batch. The
+// rule on batches seen asks for four earlier ones.
+TEST(FieldVerdicts, WithPythonFramesOnlyTheLargestOfFourBatchesIsUndetermined) {
+  const Diagnosis d = diagnose_with_python_frames_only("fcn_lo");
+  ASSERT_EQ(label_of("fcn_lo"), "capacity");
+  EXPECT_EQ(d.trace_projection.aligned_units, 3u);
+  EXPECT_EQ(d.trace_projection.smaller_units, 3u);
+  EXPECT_EQ(d.verdict, Verdict::kUndetermined) << d.headline;
+  EXPECT_TRUE(has_evidence(d, "unseen_batches", "3 earlier batches"));
+}
+
 // Recorded without stacks, Lightning's flush of the cache at setup (field lit_edge) was taken for a
 // refused cudaMalloc: a 312 MB capacity, and capacity for an OOM whose label is fragmentation. Releases no
 // stack explains are a flush when the trace holds more elsewhere. Without any stack the trace's units
@@ -319,10 +350,13 @@ TEST(FieldVerdicts, WithoutStacksTheVerdictIsTheLabelOrUndetermined) {
 // head, and the unit the failing step is projected from ran Lightning's validation in its
 // iteration. Checked on that headless tail, and with the validation in the step, the fit missed
 // its own history by 40.6% (undetermined); the tail is not checked, the validation ends the step,
-// the fit matches 3 units to 0.0%, and the step is decided fragmentation, its label.
+// the fit matches 3 units to 0.0%, and expandable segments run the step (fragmentation, its label,
+// until the rule on batches seen asked for four earlier ones: the cut leaves three smaller).
 TEST(FieldVerdicts, AHeadlessFirstUnitIsNotCheckedAndAValidationEndsTheStep) {
   const Diagnosis d = diagnose_cut("lit_edge", 0.5);
-  EXPECT_EQ(d.verdict, Verdict::kFragmentation);
+  EXPECT_EQ(d.verdict, Verdict::kUndetermined);
+  EXPECT_TRUE(has_evidence(d, "unseen_batches", "the failing step itself fits"));
+  EXPECT_EQ(d.trace_projection.smaller_units, 3u);
   ASSERT_TRUE(d.trace_projection.fit_error.has_value());
   EXPECT_LT(*d.trace_projection.fit_error, 0.005);
   EXPECT_GE(d.trace_projection.checked_units, 2u);
