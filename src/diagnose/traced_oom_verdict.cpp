@@ -195,15 +195,15 @@ Verdict judge_training_step(const snapshot::Snapshot& snap, int device, const al
   return Verdict::kFragmentation;
 }
 
-/// The fit's error on earlier units as a fraction (at least kProjectionFloor; kUncheckedProjection
-/// when no unit could check it, kUncheckedFromFirstStep when the reference is the job's first step), and the margins the verdict keeps from the capacity each way (a
-/// fit checked on kCheckedUnits or more keeps its own error, at least kCheckedProjectionFloor; an
-/// unchecked fit within kUncheckedMaxLogScale of its reference keeps the floor to fit).
+/// The fit's error on earlier units as a fraction (at least kProjectionFloor; when no unit could
+/// check it, kUncheckedProjection, or kUncheckedFromFirstStep when the reference is the job's first
+/// step), and the margins the verdict keeps from the capacity each way (a fit checked on
+/// kCheckedUnits or more keeps its own error, at least kCheckedProjectionFloor; an unchecked fit
+/// within kUncheckedMaxLogScale of its reference keeps the floor to fit).
 void set_margins(TraceStepProjection& p, std::uint64_t cap, bool starts_mid_run) {
   const bool from_first_step = p.reference_unit == 1 && !starts_mid_run;
-  p.fit_margin = p.fit_error          ? std::max(kProjectionFloor, *p.fit_error)
-                 : from_first_step ? kUncheckedFromFirstStep
-                                   : kUncheckedProjection;
+  const double unchecked = from_first_step ? kUncheckedFromFirstStep : kUncheckedProjection;
+  p.fit_margin = p.fit_error ? std::max(kProjectionFloor, *p.fit_error) : unchecked;
   p.relaid_start_margin = starts_mid_run ? kRelaidStart : 0;
   const auto share = [&](std::uint64_t bytes) {
     return static_cast<double>(bytes) / static_cast<double>(std::max<std::uint64_t>(cap, 1));
