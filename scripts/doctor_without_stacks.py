@@ -23,19 +23,13 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ARGS = sys.argv[1:]
-KEEP = None
-if "--keep" in ARGS:
-    KEEP = ARGS[ARGS.index("--keep") + 1]
-    del ARGS[ARGS.index("--keep"):ARGS.index("--keep") + 2]
-BIN = ARGS[0] if ARGS else os.path.join(ROOT, "build/src/cli/fragscope")
 FREES = ("free_requested", "free_completed", "segment_free", "segment_unmap")
 
+# The recordings, their loader, and the arguments ([BINARY] [--keep DIR], read as that script reads them).
 spec = importlib.util.spec_from_file_location("ring_cuts", os.path.join(ROOT, "scripts/doctor_ring_cuts.py"))
 ring_cuts = importlib.util.module_from_spec(spec)
-saved_argv, sys.argv = sys.argv, sys.argv[:1]
 spec.loader.exec_module(ring_cuts)
-sys.argv = saved_argv
+BIN, KEEP = ring_cuts.BIN, ring_cuts.KEEP
 
 
 def python_frames(frames):

@@ -402,19 +402,20 @@ void word_projected_step(const TracedOomFindings& f, TracedOomWords& w) {
                       *p.longest_unit, format_bytes(p.longest_peak_bytes), format_bytes(cap)));
       w.decide_with = undecided_projected_step(f);
       return;
-    case TracedOomRule::kFewBatchesSeen:
+    case TracedOomRule::kFewBatchesSeen: {
+      const bool one = p.aligned_units == 1;
       add(w, "unseen_batches",
           fmt::format("{} But the trace holds {}, and the failing one is ×{:.2f} {}: the job's batches vary, and "
                       "{} not tell how large they get (in random order, the next batch would beat the largest of {} "
                       "one time in {}). A larger batch later in the run would fail "
                       "under any setting once it needs more than the device",
                       projected_pass_fits("the failing step itself fits:", next, f) + ".",
-                      p.aligned_units == 1 ? "one earlier batch" : fmt::format("{} earlier batches", p.aligned_units),
-                      p.scale, p.aligned_units == 1 ? "its size" : "the size of the most alike",
-                      p.aligned_units == 1 ? "one batch does" : "so few do", p.aligned_units + 1,
-                      p.aligned_units + 2));
+                      one ? "one earlier batch" : fmt::format("{} earlier batches", p.aligned_units), p.scale,
+                      one ? "its size" : "the size of the most alike", one ? "one batch does" : "so few do",
+                      p.aligned_units + 1, p.aligned_units + 2));
       w.decide_with = undecided_projected_step(f);
       return;
+    }
     case TracedOomRule::kProjectedStepFits:
       add(w, "projection_vs_capacity", projected_pass_fits("the projected step fits:", next, f));
       return;
