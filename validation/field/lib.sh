@@ -31,8 +31,9 @@ run_job() {  # DIR GIB JOB ARGS...
     "$HERE/jobs/$job" "$@" >"$dir/user/train.log" 2>&1
   # A rerun's outcome is its label: it is not shown here, so that predictions are made before it is opened.
   if [[ $dir == *_x ]]; then echo "$(basename "$dir"): rerun done"
-  else grep '^RESULT' "$dir/user/train.log" | sed "s|^RESULT|$(basename "$dir"):|" ||
-    { echo "$(basename "$dir"): no result"; tail -3 "$dir/user/train.log"; }
+  elif grep -q '^RESULT' "$dir/user/train.log"; then
+    grep '^RESULT' "$dir/user/train.log" | sed "s|^RESULT|$(basename "$dir"):|"
+  else echo "$(basename "$dir"): no result (killed at ${left} s?)"; tail -3 "$dir/user/train.log"
   fi
   [[ -z ${BATCH:-} ]] || field_pack "$BATCH"
 }

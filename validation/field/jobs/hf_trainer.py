@@ -1,5 +1,6 @@
-"""A causal-LM fine-tune with the HF Trainer, written as its docs show (random init: no download); Qwen2, or
-GPT-NeoX (Pythia) with --arch gpt_neox.
+"""A causal-LM fine-tune with the HF Trainer, written as its docs show (random init: no download); Qwen2,
+GPT-NeoX (Pythia) with --arch gpt_neox, or Llama with --arch llama. --lora R fine-tunes LoRA adapters of rank R
+on every projection of a bf16 base, as PEFT's docs show (get_peft_model), instead of the whole model.
 
 Dynamic padding (pad to the longest in the batch), bf16, eval every --eval-steps, optional gradient
 checkpointing and torch_empty_cache_steps. History is recorded as PyTorch's memory docs suggest
@@ -8,11 +9,11 @@ snapshot is dumped in the except handler around trainer.train().
 """
 import argparse, random
 import torch
-from transformers import (GPTNeoXConfig, GPTNeoXForCausalLM, Qwen2Config, Qwen2ForCausalLM, Trainer, TrainingArguments,
-                          TrainerCallback)
+from transformers import (GPTNeoXConfig, GPTNeoXForCausalLM, LlamaConfig, LlamaForCausalLM, Qwen2Config,
+                          Qwen2ForCausalLM, Trainer, TrainingArguments, TrainerCallback)
 
 p = argparse.ArgumentParser()
-p.add_argument("--arch", default="qwen2", help="qwen2 | gpt_neox (Pythia)")
+p.add_argument("--arch", default="qwen2", help="qwen2 | gpt_neox (Pythia) | llama")
 p.add_argument("--hidden", type=int, default=1024)
 p.add_argument("--layers", type=int, default=16)
 p.add_argument("--batch", type=int, default=8)
@@ -24,6 +25,7 @@ p.add_argument("--ckpt", action="store_true")
 p.add_argument("--empty-cache-steps", type=int, default=0)
 p.add_argument("--max-entries", type=int, default=100000)
 p.add_argument("--history-from-step", type=int, default=0)
+p.add_argument("--lora", type=int, default=0, help="LoRA rank; 0: full fine-tune")
 args = p.parse_args()
 
 
@@ -61,10 +63,20 @@ if args.arch == "gpt_neox":
     model = GPTNeoXForCausalLM(GPTNeoXConfig(hidden_size=args.hidden, num_hidden_layers=args.layers,
                                              num_attention_heads=16, intermediate_size=4 * args.hidden,
                                              vocab_size=32000, max_position_embeddings=4096))
+elif args.arch == "llama":
+    model = LlamaForCausalLM(LlamaConfig(hidden_size=args.hidden, num_hidden_layers=args.layers, num_attention_heads=16,
+                                         num_key_value_heads=8, intermediate_size=args.hidden * 11 // 4,
+                                         vocab_size=32000, max_position_embeddings=4096))
 else:
     model = Qwen2ForCausalLM(Qwen2Config(hidden_size=args.hidden, num_hidden_layers=args.layers, num_attention_heads=16,
                                          num_key_value_heads=4, intermediate_size=args.hidden * 11 // 4,
                                          vocab_size=32000, max_position_embeddings=4096))
+if args.lora:
+    from peft import LoraConfig, get_peft_model
+    model = get_peft_model(model.to(torch.bfloat16), LoraConfig(
+        r=args.lora, lora_alpha=2 * args.lora, lora_dropout=0.05, task_type="CAUSAL_LM",
+        target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]))
+    model.print_trainable_parameters()
 targs = TrainingArguments(output_dir="hf_out", per_device_train_batch_size=args.batch,
                           per_device_eval_batch_size=args.eval_batch, max_steps=args.steps, bf16=True,
                           eval_strategy="steps", eval_steps=args.eval_steps, save_strategy="no", report_to=[],
