@@ -76,10 +76,10 @@ class Compiler {
     reserved_ = initial_reserved;
     out_.recorded_peak_reserved = reserved_;
     out_.capacity.pieces.push_back({0, reserved_, 0, std::nullopt, 0, std::nullopt});
-    last_alloc_ = trace_.size();
+    last_request_ = trace_.size();
     for (std::size_t i = trace_.size(); i-- > 0;) {
-      if (trace_[i].action == TraceAction::kAlloc) {
-        last_alloc_ = i;
+      if (trace_[i].action == TraceAction::kAlloc || trace_[i].action == TraceAction::kOom) {
+        last_request_ = i;
         break;
       }
     }
@@ -236,8 +236,9 @@ class Compiler {
 
   void on_oom(const snapshot::TraceEvent& e, std::size_t i) {
     if (in_burst_ && burst_is_flush_) emit_empty_cache();
-    // The run went on allocating after this OOM: its caller caught the OutOfMemoryError.
-    const bool caught = last_alloc_ < trace_.size() && last_alloc_ > i;
+    // The run asked for memory again after this OOM, served or not: its caller caught the
+    // OutOfMemoryError (cuDNN does, for each workspace it tries). The run died of the last one.
+    const bool caught = last_request_ < trace_.size() && last_request_ > i;
     out_.ops.push_back(make(caught ? OpKind::kCaughtOom : OpKind::kOom, e.size, 0, e.stream, i));
     out_.ops.back().pool = pools_.pool_of_oom(e.stream);
     out_.ooms.push_back({static_cast<std::uint32_t>(i), e.size, e.addr, reserved_, caught});
@@ -355,7 +356,7 @@ class Compiler {
   std::uint64_t reserved_ = 0;
   std::uint64_t burst_reserved_ = 0;
   std::uint32_t burst_first_ = 0;   // trace index of the group's first release
-  std::size_t last_alloc_ = 0;      // trace index of the last `alloc` (trace size when none)
+  std::size_t last_request_ = 0;    // trace index of the last `alloc` or `oom` (trace size when none)
   bool in_burst_ = false;
   bool burst_failed_ = false;
   bool burst_is_flush_ = false;     // the stacks say emptyCache()

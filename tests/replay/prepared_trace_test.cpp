@@ -208,6 +208,28 @@ TEST(PreparedTraceTest, AnOomFollowedByAllocationsWasCaught) {
   EXPECT_FALSE(t.ooms[1].caught);
 }
 
+TEST(PreparedTraceTest, AnOomFollowedByAnotherOomWasCaughtWithNoAllocationBetween) {
+  // cuDNN tries workspace after workspace for one convolution, each refused, then runs one that
+  // needs none; the next malloc fails for good. Only frees lie between them (the DCGAN tutorial,
+  // tests/data/field/gan_lo): every OOM but the last was caught.
+  const auto s = with_trace({event(TraceAction::kSegmentAlloc, kBase, 20 * kMiB),
+                             event(TraceAction::kAlloc, kBase, 20 * kMiB),
+                             event(TraceAction::kOom, 3 * kMiB, 60 * kMiB),
+                             event(TraceAction::kOom, 3 * kMiB, 50 * kMiB),
+                             event(TraceAction::kFreeRequested, kBase, 20 * kMiB),
+                             event(TraceAction::kFreeCompleted, kBase, 20 * kMiB),
+                             event(TraceAction::kOom, 3 * kMiB, 40 * kMiB)});
+  const PreparedTrace t = prepare_trace(s, 0, "t");
+  EXPECT_EQ(kinds(t), (std::vector<OpKind>{OpKind::kAlloc, OpKind::kCaughtOom, OpKind::kCaughtOom, OpKind::kFree,
+                                           OpKind::kOom}));
+  ASSERT_EQ(t.ooms.size(), 3u);
+  EXPECT_TRUE(t.ooms[0].caught);
+  EXPECT_TRUE(t.ooms[1].caught);
+  EXPECT_FALSE(t.ooms[2].caught);
+  ASSERT_NE(fatal_oom(t), nullptr);
+  EXPECT_EQ(fatal_oom(t)->trace_index, 6u);
+}
+
 TEST(PreparedTraceTest, OneCapacityStretchWhileOneNumberExplainsTheDriver) {
   // A cudaMalloc of 40 MiB refused with 20 MiB held (60 MiB), then 40 MiB served after the
   // release: one capacity in [40, 60) MiB explains both.
