@@ -88,7 +88,8 @@ class AllocatorModel {
   virtual void empty_cache() {}
 
   /// @brief Starts from a mid-run state instead of an empty device.
-  /// REQUIRES: nothing allocated yet. @return one handle per live block, in input order.
+  /// REQUIRES: nothing allocated yet. @return one handle per live block, in input order
+  /// (kNoBlock for a block a model counts as freed already: the ideal packer's pending frees).
   virtual std::vector<BlockHandle> restore(const std::vector<InitialSegment>& segments) = 0;
 
   virtual const AllocatorStats& stats() const = 0;

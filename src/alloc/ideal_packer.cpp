@@ -53,6 +53,12 @@ std::vector<BlockHandle> IdealPacker::restore(const std::vector<InitialSegment>&
   std::vector<BlockHandle> live;
   for (const InitialSegment& segment : segments) {
     for (const InitialBlock& b : segment.live_blocks) {
+      // Freed by the program before the trace starts, its stream work pending: the ideal packer
+      // frees at free_requested, so the block is gone (its free_completed comes with no handle).
+      if (b.pending_free) {
+        live.push_back(kNoBlock);
+        continue;
+      }
       const std::uint64_t rounded = round_size(b.requested_size, config_);
       device_.adopt_pages(rounded);
       live.push_back(take(rounded));

@@ -63,13 +63,28 @@ OomCallPath analyze_oom_call_path(const snapshot::Snapshot& snapshot, int device
   const StackId oom_stack = trace[oom_index].stack;
   if (oom_stack == 0 || snapshot.stacks.stack(oom_stack).empty()) return path;
   path.has_stack = true;
-  const std::vector<FrameId> oom = program_frames(snapshot, oom_stack);
+  const std::vector<FrameId> own_frames = program_frames(snapshot, oom_stack);
   const std::vector<FrameId> python = python_frames(snapshot, oom_stack);
-  path.innermost =
-      !python.empty() ? describe_frame(snapshot, python.back())
-      : std::any_of(oom.begin(), oom.end(), [&](FrameId f) { return name_contains(snapshot, f, "torch::autograd::"); })
-          ? std::string("the backward pass (autograd's engine thread: no Python frames)")
-          : describe_frame(snapshot, oom.back());
+  path.backward = python.empty() && std::any_of(own_frames.begin(), own_frames.end(), [&](FrameId f) {
+    return name_contains(snapshot, f, "torch::autograd::");
+  });
+  path.innermost = !python.empty() ? describe_frame(snapshot, python.back())
+                   : path.backward ? std::string("the backward pass (autograd's engine thread: no Python frames)")
+                                   : describe_frame(snapshot, own_frames.back());
+  // Autograd's thread dispatches one node after another: its frames diverge per layer, not per
+  // step. Its malloc runs inside the program's backward() call, after the program's last
+  // allocation with Python frames: that allocation's path stands for the OOM's.
+  std::vector<FrameId> oom = own_frames;
+  if (path.backward) {
+    for (std::size_t i = oom_index; i-- > 0;) {
+      const snapshot::TraceEvent& e = trace[i];
+      if (e.action != snapshot::TraceAction::kAlloc || e.stack == 0) continue;
+      if (std::vector<FrameId> program = python_frames(snapshot, e.stack); !program.empty()) {
+        oom = std::move(program);
+        break;
+      }
+    }
+  }
   path.model_forward = through_module_forward(snapshot, oom_stack);
   path.optimizer = made_by_optimizer(snapshot, oom_stack);
   for (const FrameId frame : oom) {

@@ -49,6 +49,9 @@ struct OomCallPath {
   bool episode_optimizer = false;
   bool serialization = false;  ///< through torch.save / state_dict / a checkpoint module
   std::string innermost;       ///< innermost Python frame (else frame): "functional.py:2397 in silu"
+  /// The failing malloc ran on autograd's engine thread (no Python frames): its statement is that
+  /// of the program's last allocation with Python frames before it, inside which backward() ran.
+  bool backward = false;
 };
 
 /// @brief A one-episode statement lasting this many median steps wraps the training loop.

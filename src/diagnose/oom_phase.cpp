@@ -68,37 +68,45 @@ OomPhase decide_oom_phase(const snapshot::Snapshot* snapshot, int device, std::o
     return result;
   }
   if (call_path && call_path->has_stack) {
+    const std::string_view backward =
+        call_path->backward ? " (the failing malloc, in the backward pass on autograd's thread, has no Python frames)"
+                            : "";
     if (call_path->repeated) {
       result.phase = phase_name(JobPhase::kTrain);
       result.repeats_step = true;
       result.source =
           call_path->episodes >= 2
               ? fmt::format(
-                    "the failing statement ({}) ran {} time(s) before in the trace: the training step repeating",
-                    call_path->statement, call_path->episodes - 1)
+                    "the failing statement ({}) ran {} time(s) before in the trace: the training step repeating{}",
+                    call_path->statement, call_path->episodes - 1, backward)
               : fmt::format(
                     "the failing statement ({}) has been running for {:.0f} ms, many steps: it wraps the "
-                    "training step",
-                    call_path->statement, call_path->statement_span_ms);
+                    "training step{}",
+                    call_path->statement, call_path->statement_span_ms, backward);
       return result;
     }
     if (!call_path->loop_repeats) {
-      result.phase = phase_name(JobPhase::kUnknown);
+      // A backward pass is training's, first step or not.
+      result.phase = phase_name(call_path->backward ? JobPhase::kTrain : JobPhase::kUnknown);
       result.source = fmt::format("no statement repeats in the trace before the OOM: the run failed in its first step "
-                                  "(at {}), so there is no earlier step to compare with", call_path->statement);
+                                  "(at {}), so there is no earlier step to compare with{}",
+                                  call_path->statement, backward);
       return result;
     }
     const bool forward = call_path->model_forward || call_path->episode_forward;
     result.phase = phase_name(call_path->optimizer       ? JobPhase::kOptimizer
                               : call_path->serialization ? JobPhase::kCheckpoint
+                              : call_path->backward      ? JobPhase::kTrain
                               : forward                  ? JobPhase::kEval
                                                          : JobPhase::kUnknown);
     result.source = fmt::format(
         "the failing statement ({}) first ran at trace event {} and never in an earlier step: a pass the "
         "recorded steps do not show{}",
         call_path->statement, call_path->statement_first_seen.value_or(0),
-        forward && !call_path->optimizer && !call_path->serialization
-            ? " (a model forward outside the training step)" : "");
+        call_path->backward ? backward
+        : forward && !call_path->optimizer && !call_path->serialization
+            ? " (a model forward outside the training step)"
+            : "");
     return result;
   }
   if (!steps.empty()) {

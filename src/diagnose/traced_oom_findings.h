@@ -63,6 +63,7 @@ struct PhaseClues {
   std::string source;          ///< oom_phase.h's account (kCallPath)
   std::string program_frame;   ///< kFirstStep: where the first step failed
   bool starts_mid_run = false;  ///< kFirstStep: ... or, the trace starting mid-run, the first step it holds
+  bool backward = false;        ///< kFirstStep: the failing malloc is autograd's (the step's backward pass)
   std::string eval_statement;  ///< kFirstEval
   std::string call_statement;  ///< the call path's statement (kFirstEval: below it, when it repeated)
   bool eval_below_repeating = false;

@@ -336,11 +336,12 @@ Verdict judge_projected_eval(ProjectedStep& step, const std::vector<replay::What
 void revise_phase(const TraceUnits& units, const OomCallPath& call_path, bool starts_mid_run, OomPhase& phase,
                   Diagnosis& d, TracedOomFindings& f) {
   PhaseClues& c = f.clues;
-  if (!units.repeats() && !units.eval && !phase.repeats_step && d.in_phase(JobPhase::kUnknown) &&
-      !units.program_frame.empty()) {
+  if (!units.repeats() && !units.eval && !phase.repeats_step &&
+      (d.in_phase(JobPhase::kUnknown) || call_path.backward) && !units.program_frame.empty()) {
     f.found_reason = PhaseReason::kFirstStep;
     c.program_frame = units.program_frame;
     c.starts_mid_run = starts_mid_run;
+    c.backward = call_path.backward;
   }
   if (units.eval && !units.repeats() && !d.in_phase(JobPhase::kEval)) {
     // The statement that repeated (a trainer's train(), holding its steps and its evals) is not

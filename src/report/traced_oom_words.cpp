@@ -33,16 +33,19 @@ std::string phase_source(const TracedOomFindings& f, PhaseReason reason) {
     case PhaseReason::kCallPath:
       return c.source;
     case PhaseReason::kFirstStep:
+    {
+      const std::string_view backward = c.backward ? ", in its backward pass on autograd's thread" : "";
       if (c.starts_mid_run)
         return fmt::format(
             "no statement of the program's loop ran more than once in the trace, which starts mid-run (a ring "
-            "of max_entries, or history started late): it holds the failing step's head (at {}) and none of an "
-            "earlier step's, so there is no earlier step to compare with",
-            c.program_frame);
+            "of max_entries, or history started late): it holds the failing step's head (at {}{}) and none of "
+            "an earlier step's, so there is no earlier step to compare with",
+            c.program_frame, backward);
       return fmt::format(
           "no statement of the program's loop ran more than once before the OOM: the run failed in "
-          "its first step (at {}), so there is no earlier step to compare with",
-          c.program_frame);
+          "its first step (at {}{}), so there is no earlier step to compare with",
+          c.program_frame, backward);
+    }
     case PhaseReason::kFirstEval:
       return fmt::format("the failing malloc is in an evaluation ({}) that did not run before in the trace{}",
                          c.eval_statement,

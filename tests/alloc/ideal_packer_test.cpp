@@ -31,5 +31,22 @@ TEST(IdealPackerTest, FailsOnlyBeyondTheCapacity) {
   EXPECT_EQ(packer.stats().num_ooms, 1u);
 }
 
+TEST(IdealPackerTest, ABlockPendingFreeAtTheStartIsFreedAlready) {
+  // A ring that starts between a block's free_requested and its free_completed: the program
+  // freed it, and the ideal packer counts a block free from free_requested on.
+  DeviceMemory device(10 * kMiB);
+  IdealPacker packer(AllocConfig{}, device);
+  InitialSegment segment;
+  segment.size = 8 * kMiB;
+  segment.live_blocks = {{.address = 0, .size = 4 * kMiB, .requested_size = 4 * kMiB, .pending_free = false},
+                         {.address = 4 * kMiB, .size = 4 * kMiB, .requested_size = 4 * kMiB, .pending_free = true}};
+  const std::vector<BlockHandle> live = packer.restore({segment});
+  ASSERT_EQ(live.size(), 2u);
+  EXPECT_NE(live[0], kNoBlock);
+  EXPECT_EQ(live[1], kNoBlock);
+  EXPECT_EQ(packer.stats().reserved_bytes, 4 * kMiB);
+  EXPECT_NE(packer.malloc(6 * kMiB, 0), kNoBlock);  // 4 + 6 of 10: the pending block holds nothing
+}
+
 }  // namespace
 }  // namespace fragscope::alloc

@@ -72,7 +72,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Expected{"hfc_lo", Verdict::kCapacity, "eval"},
                       Expected{"hfn_edge", Verdict::kFragmentation, "eval"},
                       Expected{"hft_edge", Verdict::kFragmentation, "train"},
-                      Expected{"hft_lo", Verdict::kCapacity, "unknown"},
+                      Expected{"hft_lo", Verdict::kCapacity, "train"},
                       Expected{"lit_edge", Verdict::kFragmentation, "train"},
                       Expected{"ring_edge", Verdict::kUndetermined, "train"},
                       Expected{"rn_lo", Verdict::kCapacity, "train"},
@@ -110,7 +110,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Expected{"det_edge", Verdict::kUndetermined, "train"},
                       Expected{"det_lo", Verdict::kUndetermined, "train"},
                       Expected{"hfe_edge", Verdict::kFragmentation, "train"},
-                      Expected{"hfe_lo", Verdict::kCapacity, "unknown"},
+                      Expected{"hfe_lo", Verdict::kCapacity, "train"},
                       Expected{"swin_edge", Verdict::kUndetermined, "train"},
                       Expected{"swin_lo", Verdict::kUndetermined, "train"},
                       // Batch 12, recorded after that rule (predictions before the labels): ret_lo is the
@@ -203,6 +203,21 @@ TEST(FieldVerdicts, CuDNNsRefusedWorkspacesAreCaughtOomsNotTheFailure) {
   EXPECT_NE(d.verdict, Verdict::kCapacity);
   EXPECT_TRUE(has_evidence(d, "ideal_packer", "the ideal packer serves the failing 1.00 GiB request"));
   EXPECT_FALSE(has_evidence(d, "ideal_packer", "cannot serve"));
+}
+
+// Autograd's thread dispatches node after node: the DCGAN's LeakyReluBackward ran 7 times before the
+// OOM, all in the first iteration, and its frames named no step. The program's last allocation with
+// Python frames (dcgan.py:81, errD_fake.backward()) stands for the failing malloc: no statement ran
+// twice, the first step, in its backward pass: training.
+TEST(FieldVerdicts, AnOomOnAutogradsThreadTakesTheStatementThatCalledBackward) {
+  for (const char* name : {"gan_lo", "hft_lo"}) {
+    const Diagnosis d = diagnose(name);
+    EXPECT_EQ(d.phase, "train") << name;
+    EXPECT_NE(d.phase_source.find("failed in its first step"), std::string::npos) << d.phase_source;
+    EXPECT_NE(d.phase_source.find("in its backward pass on autograd's thread"), std::string::npos) << d.phase_source;
+    EXPECT_EQ(d.phase_source.find("Backward1::apply"), std::string::npos) << d.phase_source;
+  }
+  EXPECT_NE(diagnose("gan_lo").phase_source.find("dcgan.py:81 in <module>"), std::string::npos);
 }
 
 // The nn.Transformer tutorial at the edge (batch 13): its sixth step, larger than the five before,
