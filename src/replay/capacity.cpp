@@ -95,9 +95,9 @@ Capacity resolve_capacity(const PreparedTrace& trace, const CapacityRequest& req
         alloc::allocation_size(oom.size, trace.recorded_config);  // what cudaMalloc was asked for
     const std::uint64_t failed = trace.capacity.failed_at.value_or(oom.reserved_at_oom + segment);
     if (oom.device_free > segment && failed > trace.capacity.lower_bound) inferred_cap = failed - 1;
-    capacity.source = fmt::format("recorded OOM at event {}: {} reserved + {} free on the device",
-                                  oom.trace_index, format_bytes(oom.reserved_at_oom),
-                                  format_bytes(oom.device_free));
+    capacity.source = fmt::format("recorded OOM at event {}{}: {} reserved + {} free on the device",
+                                  oom.trace_index, oom.caught ? ", one the run caught" : "",
+                                  format_bytes(oom.reserved_at_oom), format_bytes(oom.device_free));
     // A driver OOM: the driver's refusals and successes bound it more tightly than device_free
     // (with room on the device, a cap refused it: below).
     if (oom.device_free <= segment && !trace.capacity.pieces.empty()) {

@@ -480,9 +480,14 @@ void word_projected_eval(const TracedOomFindings& f, TracedOomWords& w) {
   }
   add(w, "too_close",
       fmt::format("the eval batch needs between {} and {} live with perfect packing against {}, and no "
-                  "allocator setting runs the upper estimate with {} to spare: what the eval frees in the "
+                  "allocator setting runs the upper estimate with {} to spare{}: what the eval frees in the "
                   "layers it has not reached, and what it runs after the call, decide it",
-                  format_bytes(least), format_bytes(upper), format_bytes(cap), pct(p.margin_to_fit)));
+                  format_bytes(least), format_bytes(upper), format_bytes(cap), pct(p.margin_to_fit),
+                  f.any_relaid_start
+                      ? fmt::format(" ({} more for settings with expandable segments: the trace starts mid-run, "
+                                    "and they start from its live blocks re-laid as they hold them)",
+                                    pct(p.relaid_start_margin))
+                      : ""));
   w.decide_with = {
       "one rerun of the eval pass with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True at the same memory: if it "
       "still fails, the verdict is capacity",
