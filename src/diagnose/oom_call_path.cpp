@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <fmt/format.h>
@@ -76,13 +77,15 @@ OomCallPath analyze_oom_call_path(const snapshot::Snapshot& snapshot, int device
   // allocation with Python frames: that allocation's path stands for the OOM's.
   std::vector<FrameId> oom = own_frames;
   if (path.backward) {
+    std::unordered_set<StackId> without_python;  // the backward's own stacks, met again and again
     for (std::size_t i = oom_index; i-- > 0;) {
       const snapshot::TraceEvent& e = trace[i];
-      if (e.action != snapshot::TraceAction::kAlloc || e.stack == 0) continue;
+      if (e.action != snapshot::TraceAction::kAlloc || e.stack == 0 || without_python.contains(e.stack)) continue;
       if (std::vector<FrameId> program = python_frames(snapshot, e.stack); !program.empty()) {
         oom = std::move(program);
         break;
       }
+      without_python.insert(e.stack);
     }
   }
   path.model_forward = through_module_forward(snapshot, oom_stack);
