@@ -433,10 +433,10 @@ void word_projected_step(const TracedOomFindings& f, TracedOomWords& w) {
       break;
   }
   add(w, "too_close",
-      fmt::format("the projected step needs {} live with perfect packing against {}{}: within the "
-                  "margins the projection needs ({} below, {} above) of what decides it{}",
+      fmt::format("the projected step needs {} live with perfect packing against {}: no setting runs it with "
+                  "{} of that to spare, and perfect packing does not miss it by {}, the margins the projection "
+                  "needs to decide{}",
                   format_bytes(p.projected_peak_bytes + p.next_unit_extra_bytes), format_bytes(cap),
-                  fmt::format("; the settings that run it need more than {} less that margin", format_bytes(cap)),
                   pct(p.margin_to_fit), pct(p.margin_to_fail),
                   !f.starts_mid_run ? ""
                   : f.any_relaid_start
