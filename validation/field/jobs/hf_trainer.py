@@ -3,7 +3,7 @@ GPT-NeoX (Pythia) with --arch gpt_neox, or Llama with --arch llama. --lora R fin
 on every projection of a bf16 base, as PEFT's docs show (get_peft_model), instead of the whole model.
 
 Dynamic padding (pad to the longest in the batch), bf16, eval every --eval-steps, optional gradient
-checkpointing and torch_empty_cache_steps. History is recorded as PyTorch's memory docs suggest
+checkpointing, torch_empty_cache_steps and torch_compile. History is recorded as PyTorch's memory docs suggest
 (max_entries=100000: a ring), from the start or from --history-from-step through a callback; the
 snapshot is dumped in the except handler around trainer.train().
 """
@@ -26,6 +26,7 @@ p.add_argument("--empty-cache-steps", type=int, default=0)
 p.add_argument("--max-entries", type=int, default=100000)
 p.add_argument("--history-from-step", type=int, default=0)
 p.add_argument("--lora", type=int, default=0, help="LoRA rank; 0: full fine-tune")
+p.add_argument("--compile", action="store_true", help="TrainingArguments(torch_compile=True)")
 args = p.parse_args()
 
 
@@ -81,7 +82,7 @@ targs = TrainingArguments(output_dir="hf_out", per_device_train_batch_size=args.
                           per_device_eval_batch_size=args.eval_batch, max_steps=args.steps, bf16=True,
                           eval_strategy="steps", eval_steps=args.eval_steps, save_strategy="no", report_to=[],
                           logging_steps=5, gradient_checkpointing=args.ckpt, dataloader_num_workers=0, seed=0,
-                          torch_empty_cache_steps=args.empty_cache_steps or None)
+                          torch_empty_cache_steps=args.empty_cache_steps or None, torch_compile=args.compile)
 callbacks = [StartHistory()] if args.history_from_step else []
 if not args.history_from_step:
     torch.cuda.memory._record_memory_history(max_entries=args.max_entries)
