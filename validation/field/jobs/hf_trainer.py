@@ -7,7 +7,7 @@ checkpointing, torch_empty_cache_steps and torch_compile. History is recorded as
 (max_entries=100000: a ring), from the start or from --history-from-step through a callback; the
 snapshot is dumped in the except handler around trainer.train().
 """
-import argparse, random
+import argparse, inspect, random
 import torch
 from transformers import (GPTNeoXConfig, GPTNeoXForCausalLM, LlamaConfig, LlamaForCausalLM, Qwen2Config,
                           Qwen2ForCausalLM, Trainer, TrainingArguments, TrainerCallback)
@@ -79,12 +79,17 @@ if args.lora:
         r=args.lora, lora_alpha=2 * args.lora, lora_dropout=0.05, task_type="CAUSAL_LM",
         target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]))
     model.print_trainable_parameters()
+# transformers 5 names the length-grouped sampler a train_sampling_strategy; 4.x had group_by_length
+grouping = {}
+if args.group_by_length:
+    fields = inspect.signature(TrainingArguments).parameters
+    grouping = ({"group_by_length": True} if "group_by_length" in fields
+                else {"train_sampling_strategy": "group_by_length"})
 targs = TrainingArguments(output_dir="hf_out", per_device_train_batch_size=args.batch,
                           per_device_eval_batch_size=args.eval_batch, max_steps=args.steps, bf16=True,
                           eval_strategy="steps", eval_steps=args.eval_steps, save_strategy="no", report_to=[],
                           logging_steps=5, gradient_checkpointing=args.ckpt, dataloader_num_workers=0, seed=0,
-                          torch_empty_cache_steps=args.empty_cache_steps or None, torch_compile=args.compile,
-                          group_by_length=args.group_by_length)
+                          torch_empty_cache_steps=args.empty_cache_steps or None, torch_compile=args.compile, **grouping)
 callbacks = [StartHistory()] if args.history_from_step else []
 if not args.history_from_step:
     torch.cuda.memory._record_memory_history(max_entries=args.max_entries)
