@@ -89,7 +89,8 @@ targs = TrainingArguments(output_dir="hf_out", per_device_train_batch_size=args.
                           per_device_eval_batch_size=args.eval_batch, max_steps=args.steps, bf16=True,
                           eval_strategy="steps", eval_steps=args.eval_steps, save_strategy="no", report_to=[],
                           logging_steps=5, gradient_checkpointing=args.ckpt, dataloader_num_workers=0, seed=0,
-                          torch_empty_cache_steps=args.empty_cache_steps or None, torch_compile=args.compile, **grouping)
+                          torch_empty_cache_steps=args.empty_cache_steps or None, torch_compile=args.compile,
+                          **grouping)
 callbacks = [StartHistory()] if args.history_from_step else []
 if not args.history_from_step:
     torch.cuda.memory._record_memory_history(max_entries=args.max_entries)
