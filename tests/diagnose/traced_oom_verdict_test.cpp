@@ -153,7 +153,19 @@ INSTANTIATE_TEST_SUITE_P(
                       Expected{"gan_edge", Verdict::kUndetermined, "train"},
                       Expected{"gan_lo", Verdict::kUndetermined, "train"},
                       Expected{"lora_edge", Verdict::kUndetermined, "train"},
-                      Expected{"lora_lo", Verdict::kCapacity, "train"}),
+                      Expected{"lora_lo", Verdict::kCapacity, "train"},
+                      // Batches 18-21 (predictions at d13ce93, before the labels; crs_* ran as hfc_*). The
+                      // undetermined ones: the longest batch with one alike before it (crs_edge), an eval
+                      // within 0.7% of the capacity (hfg2_edge), and a first step or a recompiled graph
+                      // whose reruns ran the failing step and failed later (lstm_edge, hfcmp_*).
+                      Expected{"crs_edge", Verdict::kUndetermined, "train"},
+                      Expected{"crs_lo", Verdict::kCapacity, "train"},
+                      Expected{"hfcmp_edge", Verdict::kUndetermined, "train"},
+                      Expected{"hfcmp_lo", Verdict::kUndetermined, "train"},
+                      Expected{"hfg2_edge", Verdict::kUndetermined, "eval"},
+                      Expected{"hfg2_lo", Verdict::kCapacity, "eval"},
+                      Expected{"lstm_edge", Verdict::kUndetermined, "train"},
+                      Expected{"lstm_lo", Verdict::kCapacity, "train"}),
     [](const auto& info) { return info.param.name; });
 
 // torchvision's detection reference with images of random sizes, at 0.92 × its peak allocated: the
