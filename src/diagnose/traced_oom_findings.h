@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "diagnose/compiled_graph.h"
 #include "diagnose/diagnosis.h"
 #include "diagnose/list_op_projection.h"
 
@@ -119,6 +120,8 @@ struct TracedOomFindings {
   std::string pass_statement;
   std::optional<std::int64_t> last_recorded_step;
   std::optional<ListOpProjection> list_op;  ///< an optimizer step's failing list op
+  /// The failing malloc ran in a graph torch.compile generated for the failing unit.
+  std::optional<CompiledAnew> compiled_anew;
 
   StepProjection step;  ///< from the telemetry
   StepProjectionGap step_gap = StepProjectionGap::kNone;

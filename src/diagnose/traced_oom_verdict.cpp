@@ -7,6 +7,7 @@
 #include <string>
 
 #include "diagnose/batch_headroom.h"
+#include "diagnose/compiled_graph.h"
 #include "diagnose/eval_projection.h"
 #include "diagnose/list_op_projection.h"
 #include "diagnose/memory_advice.h"
@@ -500,6 +501,9 @@ Verdict decide_traced_oom(const TraceChoice& trace, const TelemetryInput* teleme
       f.trace_has_no_repeating_unit = true;
     }
   }
+  // A step the trace cannot project may run a graph torch.compile generated for it.
+  if (!f.trace.available && units.repeats() && !units.eval)
+    f.compiled_anew = compiled_anew(snap, trace.device, oom_index, units.starts.back());
   // A first eval pass runs the training's code at another size: projected from the training call.
   const bool eval_batch_known = (units.eval && units.eval_batch_start) || !call_path.episode_starts.empty();
   if ((!phase.repeats_step || f.step.different_pass) && d.phase == "eval" && !units.repeats() && eval_batch_known) {

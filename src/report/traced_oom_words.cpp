@@ -129,6 +129,18 @@ void add(TracedOomWords& w, std::string key, std::string text) {
   w.evidence.push_back({std::move(key), std::move(text)});
 }
 
+/// The failing step runs a graph torch.compile generated for it (diagnose/compiled_graph.h).
+std::string compiled_anew_text(const diagnose::CompiledAnew& c) {
+  return fmt::format("the failing malloc ran in {}, code no allocation before that step ran (its first at event {}): "
+                     "a graph compiled for it, as torch.compile does when a shape or another guard changes, so the "
+                     "earlier steps do not show what it allocates",
+                     c.module, c.first_event);
+}
+
+std::string compiled_anew_trigger(const diagnose::CompiledAnew& c) {
+  return fmt::format("a graph torch.compile generated for the failing step ({})", c.module);
+}
+
 void word_unrecorded_pass(const TracedOomFindings& f, TracedOomWords& w) {
   const std::uint64_t cap = f.capacity_bytes;
   if (const auto& op = f.list_op) {
@@ -148,16 +160,26 @@ void word_unrecorded_pass(const TracedOomFindings& f, TracedOomWords& w) {
     }
   }
   const std::int64_t after = f.last_recorded_step.value_or(-1);
+  // A step of the training, not a pass of its own kind, that runs a graph no earlier step ran.
+  const bool compiled_anew = f.compiled_anew && !is_phase(f, JobPhase::kOptimizer) &&
+                             !is_phase(f, JobPhase::kCheckpoint) && !is_phase(f, JobPhase::kEval);
   w.trigger = is_phase(f, JobPhase::kOptimizer)    ? "an optimizer step allocating its state"
               : is_phase(f, JobPhase::kCheckpoint) ? "a checkpoint save"
               : is_phase(f, JobPhase::kEval)
                   ? fmt::format("an eval pass ({}){}", f.pass_statement,
                                 after >= 0 ? fmt::format(" after the last recorded step ({})", after) : "")
-                  : fmt::format("a pass the recorded steps never ran ({})", f.pass_statement);
-  add(w, "undecidable",
-      fmt::format("the OOM is in {}; the trace ends at its failing malloc, so its peak is unknown. "
-                  "That the failing malloc would fit proves nothing about the rest of the pass",
-                  w.trigger));
+              : compiled_anew ? compiled_anew_trigger(*f.compiled_anew)
+                              : fmt::format("a pass the recorded steps never ran ({})", f.pass_statement);
+  if (compiled_anew)
+    add(w, "undecidable",
+        compiled_anew_text(*f.compiled_anew) +
+            ". The trace ends at its failing malloc, so its peak is unknown; that the failing malloc would fit proves "
+            "nothing about the rest of the step");
+  else
+    add(w, "undecidable",
+        fmt::format("the OOM is in {}; the trace ends at its failing malloc, so its peak is unknown. "
+                    "That the failing malloc would fit proves nothing about the rest of the pass",
+                    w.trigger));
   w.decide_with = {
       fmt::format("a snapshot across the whole {} phase: record history through it and dump from the OOM observer "
                   "(torch._C._cuda_attach_out_of_memory_observer), or run the phase alone with history on",
@@ -181,7 +203,10 @@ void word_training_step(const TracedOomFindings& f, TracedOomWords& w) {
   const std::uint64_t cap = f.capacity_bytes;
   if (f.rule == TracedOomRule::kNoStepProjection) {
     add(w, "projection", "no projection of the failing step's peak: " + step_unavailable_reason(f));
-    w.trigger = "a training step";
+    if (!f.trace.unavailable_reason.empty())
+      add(w, "trace_projection", "nor from the trace alone: " + f.trace.unavailable_reason);
+    if (f.compiled_anew) add(w, "compiled_anew", compiled_anew_text(*f.compiled_anew));
+    w.trigger = f.compiled_anew ? compiled_anew_trigger(*f.compiled_anew) : "a training step";
     w.decide_with = {
         "step telemetry (steps.jsonl from the fragscope hook) of the failing rank, so the failing step's peak "
         "can be projected from the recorded steps",

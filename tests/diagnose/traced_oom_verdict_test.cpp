@@ -177,6 +177,25 @@ INSTANTIATE_TEST_SUITE_P(
 // FCN (batch 14) is it with two earlier batches (three recorded with Python frames only): the
 // failing step, the largest of three, fits with 2.3% to spare and its rerun failed at the next,
 // larger batch.
+// The HF Trainer compiled (torch_compile=True) with dynamic padding: the fifth step runs a graph
+// compiled for its sequence length, which the four before it never ran. The trigger names that
+// graph, not the program's outermost statement (`trainer.train()`) nor "a training step"; its rerun
+// under expandable segments ran the step and failed in the eval after it (label capacity).
+TEST(FieldVerdicts, AStepThatRunsAGraphCompiledForItNamesTheGraph) {
+  const Diagnosis d = diagnose("hfcmp_edge");
+  ASSERT_EQ(d.verdict, Verdict::kUndetermined);
+  EXPECT_EQ(d.trigger, "a graph torch.compile generated for the failing step "
+                       "(che5aee5wcetur5cfbkoljgaktwngomqux447tc7ejsy3ciiqu3e.py)");
+  EXPECT_TRUE(has_evidence(d, "undecidable", "code no allocation before that step ran (its first at event 8040)"));
+  // llama_loop.py compiled (torch.compile default): its second step's graph first runs at event 7037.
+  const Diagnosis loop = diagnose("cmp_lo");
+  ASSERT_EQ(loop.verdict, Verdict::kUndetermined);
+  EXPECT_EQ(loop.trigger, "a graph torch.compile generated for the failing step "
+                          "(ctf3xzcj2sa4wog6c3pcq6kap7pggif5olgedcdixihsguds6tve.py)");
+  EXPECT_TRUE(has_evidence(loop, "compiled_anew", "(its first at event 7037)"));
+  EXPECT_TRUE(has_evidence(loop, "trace_projection", "no earlier unit allocates like the failing one"));
+}
+
 TEST(FieldVerdicts, UnseenBatchesLeaveAStepLargerThanTheFewEarlierOnesUndetermined) {
   const Diagnosis retinanet = diagnose("ret_lo");
   ASSERT_EQ(label_of("ret_lo"), "capacity");
