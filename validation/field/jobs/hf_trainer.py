@@ -27,6 +27,7 @@ p.add_argument("--max-entries", type=int, default=100000)
 p.add_argument("--history-from-step", type=int, default=0)
 p.add_argument("--lora", type=int, default=0, help="LoRA rank; 0: full fine-tune")
 p.add_argument("--compile", action="store_true", help="TrainingArguments(torch_compile=True)")
+p.add_argument("--ga", type=int, default=1, help="gradient_accumulation_steps")
 p.add_argument("--group-by-length", action="store_true", help="TrainingArguments(group_by_length=True)")
 args = p.parse_args()
 
@@ -88,13 +89,14 @@ if args.group_by_length:
 targs = TrainingArguments(output_dir="hf_out", per_device_train_batch_size=args.batch,
                           per_device_eval_batch_size=args.eval_batch, max_steps=args.steps, bf16=True,
                           eval_strategy="steps", eval_steps=args.eval_steps, save_strategy="no", report_to=[],
-                          logging_steps=5, gradient_checkpointing=args.ckpt, dataloader_num_workers=0, seed=0,
+                          logging_steps=5, gradient_checkpointing=args.ckpt, gradient_accumulation_steps=args.ga,
+                          dataloader_num_workers=0, seed=0,
                           torch_empty_cache_steps=args.empty_cache_steps or None, torch_compile=args.compile,
                           **grouping)
 callbacks = [StartHistory()] if args.history_from_step else []
 if not args.history_from_step:
     torch.cuda.memory._record_memory_history(max_entries=args.max_entries)
-trainer = Trainer(model=model, args=targs, train_dataset=RandomText(args.steps * args.batch, 1),
+trainer = Trainer(model=model, args=targs, train_dataset=RandomText(args.steps * args.batch * args.ga, 1),
                   eval_dataset=RandomText(2 * args.eval_batch, 2), data_collator=collate, callbacks=callbacks)
 try:
     trainer.train()
