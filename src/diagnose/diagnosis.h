@@ -230,6 +230,14 @@ struct SmiPoint {
   std::optional<std::uint64_t> memory_used_bytes;
 };
 
+/// @brief A CUDA library's own allocation that failed, outside PyTorch's allocator (no PyTorch OOM).
+struct LibraryFailure {
+  std::string library;  ///< "cuBLAS", ...
+  std::string status;   ///< "CUBLAS_STATUS_ALLOC_FAILED", ...
+  std::string call;     ///< "cublasCreate(handle)", or "" when the log does not name it
+  std::string source;   ///< "PATH:LINE"
+};
+
 /// @brief Per-rank figures, for the worst rank and the spread.
 struct RankFacts {
   int rank = 0;
@@ -266,6 +274,8 @@ struct Diagnosis {
   std::optional<std::uint64_t> capacity_bytes;  ///< what the process could hold at the OOM
   std::string capacity_source;
   std::optional<OomContext> oom_context;
+  /// The log's last library allocation failure, when no PyTorch OOM was found (library_failure.h).
+  std::optional<LibraryFailure> library_failure;
   StepProjection projection;
   TraceStepProjection trace_projection;  ///< from the trace alone (without telemetry)
   std::vector<WhatIfLine> whatif;

@@ -7,6 +7,7 @@
 
 #include "diagnose/doctor_actions.h"
 #include "diagnose/input_pipeline.h"
+#include "diagnose/library_failure.h"
 #include "diagnose/oom_context.h"
 #include "diagnose/recorded_curve.h"
 #include "diagnose/segment_map_at_event.h"
@@ -88,6 +89,9 @@ void describe_inputs(const DoctorInputs& in, bool oom, Diagnosis& d) {
   for (const auto& l : in.logs)
     d.inputs_used.push_back(
         fmt::format("log ({} OOM message{}): {}", l.ooms.size(), l.ooms.size() == 1 ? "" : "s", l.path));
+  for (const auto& l : in.library_failures)
+    d.inputs_used.push_back(fmt::format("log ({} library allocation failure{}): {}", l.failures.size(),
+                                        l.failures.size() == 1 ? "" : "s", l.path));
   for (const auto& u : in.unrecognised) d.inputs_used.push_back("not recognised, ignored: " + u);
   for (const auto& skipped : in.skipped) d.skipped_inputs.emplace_back(skipped.path, skipped.reason);
   if (in.snapshots.empty())
@@ -464,6 +468,8 @@ Diagnosis run_doctor(const DoctorInputs& in, const DoctorOptions& options) {
       d.verdict = judge_oom_without_trace(in, d);
     }
     if (const std::string line = blind_spot_line(*d.oom_context); !line.empty()) d.add_evidence("blind_spot", line);
+  } else if (!in.library_failures.empty()) {
+    d.verdict = judge_library_failure(in, d);
   } else {
     d.phase = phase_name(JobPhase::kTrain);
     d.phase_source = in.telemetry.empty() ? "no OOM" : "no OOM; the telemetry covers the training steps";
@@ -528,6 +534,14 @@ Diagnosis run_doctor(const DoctorInputs& in, const DoctorOptions& options) {
       d.headline = "The GPU waits for data: the input pipeline, not the GPU, limits the run.";
       break;
     case Verdict::kUndetermined:
+      if (d.library_failure) {
+        std::string library = d.library_failure->library;
+        if (library.starts_with("the ")) library.front() = 'T';  // "the CUDA runtime" opens the sentence
+        d.headline = fmt::format("{} could not get device memory of its own, outside PyTorch's allocator; the data "
+                                 "cannot decide why; see what would decide it.",
+                                 library);
+        break;
+      }
       if (!d.oom) {
         d.headline = fmt::format("No OOM, but the GPU idles in {} of the nvidia-smi samples and no step telemetry says "
                                  "whether it waits for data.", pct(pipeline.gpu_idle_fraction.value_or(0)));

@@ -279,6 +279,26 @@ void ok(Diagnosis& d) {
 }
 
 // No OOM, and the GPU idles without a measure of why: measure before changing anything.
+/// A CUDA library's own allocation failed (library_failure.h): room for the library, or less to hold.
+void library_failure(Diagnosis& d) {
+  const std::string& library = d.library_failure->library;
+  d.actions.push_back(
+      {"Leave the CUDA libraries room: cap PyTorch's allocator below the device",
+       "torch.cuda.set_per_process_memory_fraction(1 - 2**29 / torch.cuda.get_device_properties(0).total_memory)",
+       fmt::format("{} allocates outside PyTorch's allocator, which does not give its cache back for it; capped "
+                   "512 MiB below the device, PyTorch raises its own OOM (after freeing its cache and retrying) "
+                   "before the library runs out",
+                   library),
+       false});
+  d.actions.push_back({"Create the libraries' handles before memory fills",
+                       "one forward and backward on a batch of 1 before training",
+                       "cuBLAS and cuDNN create a handle per thread at its first call and keep it; autograd's "
+                       "thread makes its own at the first backward, when the forward's activations are live",
+                       false});
+  memory_reduction_actions(d, false);
+  never_buy_or_slice(d, "first find what held the memory when the library failed (see what would decide it)");
+}
+
 void idle_unexplained(Diagnosis& d) {
   d.actions.push_back(
       {"Record the loader's wait time for each step",
@@ -297,7 +317,11 @@ void rank_actions(Diagnosis& d) {
   switch (d.verdict) {
     case Verdict::kFragmentation: fragmentation(d); break;
     case Verdict::kCapacity: capacity(d); break;
-    case Verdict::kUndetermined: d.oom ? undetermined(d) : idle_unexplained(d); break;
+    case Verdict::kUndetermined:
+      if (d.oom) undetermined(d);
+      else if (d.library_failure) library_failure(d);
+      else idle_unexplained(d);
+      break;
     case Verdict::kInputBound: input_bound(d); break;
     case Verdict::kOk: ok(d); break;
   }

@@ -50,7 +50,7 @@ class Walk {
     const FileKind kind = file_kind(path.string());
     if (kind == FileKind::kMissing) return skip(path, "a symlink that leads nowhere");
     if (kind == FileKind::kFifo)  // detection reads its head, the reader reads it again: once is all a FIFO gives
-      return skip(path, "a FIFO, not a regular file: the doctor reads each file twice");
+      return skip(path, "a FIFO, not a regular file: the doctor reads each file more than once");
     if (kind != FileKind::kRegular) return skip(path, fmt::format("{}, not a regular file", describe(kind)));
     if (files_.size() < kMaxWalkedFiles) return files_.push_back(path);
     if (!capped_) skip(path, fmt::format("more than {} files: this one and the rest were not read", kMaxWalkedFiles));
@@ -110,7 +110,7 @@ std::optional<int> telemetry_rank(const std::vector<inputs::StepRecord>& records
 
 bool DoctorInputs::any() const {
   return !snapshots.empty() || !telemetry.empty() || !stats.empty() || !smi.empty() ||
-         !summaries.empty() || !logs.empty();
+         !summaries.empty() || !logs.empty() || !library_failures.empty();
 }
 
 std::optional<int> rank_from_path(const std::string& path) {
@@ -163,11 +163,10 @@ void read_input(const fs::path& file, const snapshot::ReadLimits& limits, const 
       break;
     case inputs::InputKind::kOomLog: {
       auto ooms = inputs::read_oom_messages_file(file);
-      if (ooms.empty()) {
-        inputs.unrecognised.push_back(path);
-      } else {
-        inputs.logs.push_back({path, std::move(ooms)});
-      }
+      auto failures = inputs::read_library_alloc_failures_file(file);
+      if (ooms.empty() && failures.empty()) inputs.unrecognised.push_back(path);
+      if (!ooms.empty()) inputs.logs.push_back({path, std::move(ooms)});
+      if (!failures.empty()) inputs.library_failures.push_back({path, std::move(failures)});
       break;
     }
     case inputs::InputKind::kUnknown:

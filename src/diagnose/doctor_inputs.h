@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "inputs/library_alloc_failure.h"
 #include "inputs/memory_stats.h"
 #include "inputs/memory_summary_reader.h"
 #include "inputs/nvidia_smi_csv.h"
@@ -67,6 +68,12 @@ struct LogInput {
   std::vector<inputs::OomMessage> ooms;  ///< never empty
 };
 
+/// @brief A log in which a CUDA library could not get device memory of its own (cuBLAS, cuDNN, ...).
+struct LibraryFailureInput {
+  std::string path;
+  std::vector<inputs::LibraryAllocFailure> failures;  ///< never empty
+};
+
 /// @brief An input that was not used, and why (one line, without the path).
 struct SkippedInput {
   std::string path;
@@ -83,6 +90,7 @@ struct DoctorInputs {
   std::vector<SmiInput> smi;
   std::vector<SummaryInput> summaries;
   std::vector<LogInput> logs;
+  std::vector<LibraryFailureInput> library_failures;
   std::vector<std::string> unrecognised;  ///< files that are none of the known kinds
   std::vector<SkippedInput> skipped;      ///< damaged or special files, and why each was left out
   std::vector<std::string> warnings;      ///< how ranks were told apart, and what stays merged

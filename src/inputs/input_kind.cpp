@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "inputs/library_alloc_failure.h"
 #include "snapshot/byte_source.h"
 #include "util/error.h"
 #include "util/input_file.h"
@@ -36,9 +37,11 @@ std::string_view first_line(std::string_view text) {
   return text.substr(0, text.find('\n'));
 }
 
+/// PyTorch's OOM message, or a CUDA library's own allocation that failed (library_alloc_failure.h).
 bool has_oom_message(std::string_view text) {
   const auto oom = text.find("out of memory");
-  return oom != std::string_view::npos && text.find("Tried to allocate", oom) != std::string_view::npos;
+  return (oom != std::string_view::npos && text.find("Tried to allocate", oom) != std::string_view::npos) ||
+         has_library_alloc_failure(text);
 }
 
 bool is_text(std::string_view head) {

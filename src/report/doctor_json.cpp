@@ -160,6 +160,11 @@ json doctor_json(const diagnose::Diagnosis& d) {
           {"decide_with", d.decide_with},
           {"healthy", d.healthy},
           {"oom", oom_json(d.oom_context)},
+          {"library_alloc_failure", d.library_failure ? json{{"library", d.library_failure->library},
+                                                             {"status", d.library_failure->status},
+                                                             {"call", d.library_failure->call},
+                                                             {"source", d.library_failure->source}}
+                                                      : json(nullptr)},
           {"capacity_bytes", optional_json(d.capacity_bytes)},
           {"capacity_source", d.capacity_source},
           {"projection", projection_json(d.projection)},

@@ -87,6 +87,8 @@ TEST(InputKind, TextKinds) {
   EXPECT_EQ(of_text(R"({"version": 1, "max_hbm_fraction": 0.9})"), InputKind::kUnknown);
   EXPECT_EQ(of_text("index, memory.used [MiB]\n0, 5 MiB\n"), InputKind::kNvidiaSmiCsv);
   EXPECT_EQ(of_text("x\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2 MiB"), InputKind::kOomLog);
+  EXPECT_EQ(of_text("RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`\n"),
+            InputKind::kOomLog);  // a library's own allocation failed (library_alloc_failure.h)
   EXPECT_EQ(of_text("just a log\n"), InputKind::kUnknown);
   EXPECT_EQ(to_string(InputKind::kOomLog), "oom-log");
 }

@@ -171,7 +171,7 @@ TEST(DoctorJson, AbsentFactsAreNullNotZero) {
                           "largest_free_block_bytes", "smi_used_bytes", "smi_total_bytes", "trace_index"})
     EXPECT_TRUE(oom.at(key).is_null()) << key;
   for (const char* key : {"data_wait_fraction", "steady_data_wait_fraction", "gpu_idle_fraction", "capacity_bytes",
-                          "recommended_alloc_conf", "ideal_peak_bytes"})
+                          "recommended_alloc_conf", "ideal_peak_bytes", "library_alloc_failure"})
     EXPECT_TRUE(j.at(key).is_null()) << key;
   ASSERT_EQ(j.at("ranks").size(), 1u);
   const json& rank = j["ranks"][0];
@@ -181,6 +181,18 @@ TEST(DoctorJson, AbsentFactsAreNullNotZero) {
   EXPECT_EQ(rank.at("oom"), true);
   EXPECT_EQ(rank.at("sources"), json::array({"rank3/steps.jsonl"}));
   EXPECT_EQ(j.at("worst_rank"), 3);
+}
+
+TEST(DoctorJson, ALibrarysAllocationFailureIsAnObject) {
+  Diagnosis d;
+  d.verdict = diagnose::Verdict::kUndetermined;
+  d.library_failure = diagnose::LibraryFailure{"cuBLAS", "CUBLAS_STATUS_ALLOC_FAILED", "cublasCreate(handle)",
+                                               "train.log:16"};
+  const json j = rendered(d);
+  EXPECT_EQ(j.at("library_alloc_failure"),
+            json({{"library", "cuBLAS"}, {"status", "CUBLAS_STATUS_ALLOC_FAILED"}, {"call", "cublasCreate(handle)"},
+                  {"source", "train.log:16"}}));
+  EXPECT_TRUE(j.at("oom").is_null());
 }
 
 }  // namespace

@@ -1,0 +1,72 @@
+// A CUDA library's own allocation that failed, in logs as the users have them: the real one is
+// field vid_lo's (torchvision's video recipe at 0.92 × its peak allocated: cuBLAS could not create
+// autograd's thread's handle), the others as PyTorch's checks spell them.
+#include "inputs/library_alloc_failure.h"
+
+#include <filesystem>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "util/error.h"
+
+namespace fragscope::inputs {
+namespace {
+
+const std::filesystem::path kVidLoLog =
+    std::filesystem::path(FRAGSCOPE_SOURCE_DIR) / "tests" / "data" / "library_failure" / "vid_lo" / "train.log";
+
+TEST(LibraryAllocFailure, TheRealCublasFailureNamesItsCallAndLine) {
+  const auto found = read_library_alloc_failures_file(kVidLoLog);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].library, "cuBLAS");
+  EXPECT_EQ(found[0].status, "CUBLAS_STATUS_ALLOC_FAILED");
+  EXPECT_EQ(found[0].call, "cublasCreate(handle)");
+  EXPECT_EQ(found[0].line, 16u);
+}
+
+TEST(LibraryAllocFailure, EachLibrarysStatus) {
+  const auto cudnn = parse_library_alloc_failure("[rank3]: RuntimeError: cuDNN error: CUDNN_STATUS_ALLOC_FAILED");
+  ASSERT_TRUE(cudnn.has_value());
+  EXPECT_EQ(cudnn->library, "cuDNN");
+  EXPECT_EQ(cudnn->call, "");
+  EXPECT_EQ(parse_library_alloc_failure("CUSOLVER_STATUS_ALLOC_FAILED")->library, "cuSOLVER");
+  EXPECT_EQ(parse_library_alloc_failure("cuFFT error: CUFFT_ALLOC_FAILED")->library, "cuFFT");
+  EXPECT_EQ(parse_library_alloc_failure("CUSPARSE_STATUS_ALLOC_FAILED when calling `cusparseCreate(handle)`")->call,
+            "cusparseCreate(handle)");
+  const auto runtime = parse_library_alloc_failure("RuntimeError: CUDA error: out of memory");
+  ASSERT_TRUE(runtime.has_value());
+  EXPECT_EQ(runtime->library, "the CUDA runtime");
+  EXPECT_EQ(runtime->status, "cudaErrorMemoryAllocation");
+}
+
+// PyTorch's own OOM is oom_message_parser.h's, and other statuses are not memory.
+TEST(LibraryAllocFailure, NotOtherMessages) {
+  EXPECT_FALSE(parse_library_alloc_failure("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"));
+  EXPECT_FALSE(parse_library_alloc_failure("RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED"));
+  EXPECT_FALSE(parse_library_alloc_failure("cuDNN error: CUDNN_STATUS_NOT_SUPPORTED"));
+  EXPECT_FALSE(has_library_alloc_failure("step 3 loss 2.1\n"));
+  EXPECT_TRUE(has_library_alloc_failure("x\nCUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate`\n"));
+}
+
+// A crash loop repeats the failure without end; a call name is cut, never taken whole.
+TEST(LibraryAllocFailure, BoundedOnHostileLogs) {
+  std::string log;
+  for (int i = 0; i < 1000; ++i) log += "CUDA error: CUBLAS_STATUS_ALLOC_FAILED\n";
+  const auto found = find_library_alloc_failures(log);
+  ASSERT_EQ(found.size(), kMaxLibraryAllocFailures);
+  EXPECT_EQ(found.back().line, kMaxLibraryAllocFailures);
+  const auto unterminated = parse_library_alloc_failure("CUBLAS_STATUS_ALLOC_FAILED when calling `" +
+                                                        std::string(100000, 'x'));
+  ASSERT_TRUE(unterminated.has_value());
+  EXPECT_EQ(unterminated->call, "");
+  const auto binary = parse_library_alloc_failure(std::string("CUBLAS_STATUS_ALLOC_FAILED when calling `\x01\xff`"));
+  EXPECT_EQ(binary->call, "??");
+}
+
+TEST(LibraryAllocFailure, AMissingLogIsAnInputError) {
+  EXPECT_THROW(read_library_alloc_failures_file("/nonexistent/train.log"), InputError);
+}
+
+}  // namespace
+}  // namespace fragscope::inputs
