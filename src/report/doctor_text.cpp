@@ -71,10 +71,11 @@ void write_doctor_text(std::ostream& out, const diagnose::Diagnosis& d) {
   else if (t.available)
     field(out, "projected",
           fmt::format("{} peak for the failing step with perfect packing (from unit {} of {}, sizes ×{:.3f}; "
-                      "fit within {} on {} earlier unit{}){}",
+                      "{}){}",
                       format_bytes(t.projected_peak_bytes), t.reference_unit, t.earlier_units + 1, t.scale,
-                      t.fit_error ? fmt::format("{:.1f}%", 100 * *t.fit_error) : std::string("?"), t.checked_units,
-                      t.checked_units == 1 ? "" : "s",
+                      t.fit_error ? fmt::format("fit within {:.1f}% on {} earlier unit{}", 100 * *t.fit_error,
+                                                t.checked_units, t.checked_units == 1 ? "" : "s")
+                                  : std::string("its fit unchecked: no other earlier unit allocates like it"),
                       t.next_unit_extra_bytes == 0
                           ? ""
                           : fmt::format("; {} for a step like it a step later",

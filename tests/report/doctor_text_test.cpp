@@ -99,6 +99,23 @@ TEST(DoctorText, WhatIfRowsMarkRecordedAndRecommendedWithTheirOutcome) {
   EXPECT_TRUE(contains(line_with(text, "ideal packer"), format_bytes(*d.ideal_peak_bytes)));
 }
 
+// A projection no other earlier unit could check says so in words (field crs_edge), not "within ?".
+TEST(DoctorText, AProjectionsFitIsCheckedOrSaidUnchecked) {
+  Diagnosis d;
+  d.verdict = diagnose::Verdict::kUndetermined;
+  d.trace_projection.available = true;
+  d.trace_projection.projected_peak_bytes = 32104722432;
+  d.trace_projection.reference_unit = 1;
+  d.trace_projection.earlier_units = 1;
+  d.trace_projection.scale = 1.45;
+  EXPECT_EQ(line_with(render(d), "projected"),
+            "projected  29.90 GiB peak for the failing step with perfect packing (from unit 1 of 2, sizes ×1.450; its "
+            "fit unchecked: no other earlier unit allocates like it)");
+  d.trace_projection.fit_error = 0.0043;
+  d.trace_projection.checked_units = 4;
+  EXPECT_TRUE(contains(line_with(render(d), "projected"), "sizes ×1.450; fit within 0.4% on 4 earlier units)"));
+}
+
 TEST(DoctorText, InputBoundReportHasNoWhatIfTable) {
   const Diagnosis& d = recorded_diagnosis("input_bound");
   const std::string text = render(d);
