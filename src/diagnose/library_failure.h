@@ -4,8 +4,10 @@
 /// (inputs/library_alloc_failure.h) and nothing shows a PyTorch OOM.
 ///
 /// The log says which library and call failed, not what PyTorch held then: its cached blocks,
-/// which it would have freed for its own retry but not for the library, or its tensors. The
-/// verdict stays undetermined, with what would decide it and what makes room either way.
+/// which it would have freed for its own retry but not for the library, or its tensors. A
+/// snapshot given with the log (none of its entries an `oom`: dumped where the RuntimeError was
+/// caught) shows both at its end, not what the rest of the step would need. The verdict stays
+/// undetermined, with what would decide it and what makes room either way.
 /// Thread-safety: a pure function.
 
 #include "diagnose/diagnosis.h"

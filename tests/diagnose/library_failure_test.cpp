@@ -48,6 +48,21 @@ TEST(LibraryFailureTest, ACublasHandleThatCouldNotBeCreatedIsUndeterminedWithWha
   EXPECT_TRUE(d.recommended_conf.empty());
 }
 
+// The same failure with a snapshot dumped where the RuntimeError was caught (field batch 23):
+// what PyTorch held is shown, the cache apart from the tensors; the verdict stays undetermined.
+TEST(LibraryFailureTest, ASnapshotDumpedAtTheFailureShowsWhatPyTorchHeld) {
+  const std::string dir = std::string(FRAGSCOPE_SOURCE_DIR) + "/tests/data/library_failure/vid_err/";
+  const Diagnosis d = run_doctor(collect_doctor_inputs({dir + "error_snapshot.pickle.gz", dir + "train.log"}),
+                                 fragscope::testing::doctor_options());
+  EXPECT_EQ(d.verdict, Verdict::kUndetermined);
+  ASSERT_TRUE(d.library_failure.has_value());
+  EXPECT_EQ(d.library_failure->call, "cublasCreate(handle)");
+  EXPECT_TRUE(has_evidence(d, "held_at_end", "PyTorch held 11.34 GiB reserved: 11.30 GiB allocated to tensors and "
+                                             "45.82 MiB cached and unallocated"));
+  ASSERT_EQ(d.decide_with.size(), 1u);
+  EXPECT_NE(d.decide_with[0].find("set_per_process_memory_fraction"), std::string::npos);
+}
+
 // With PyTorch's own OOM message in the same log, that message is the failure the doctor reads.
 TEST(LibraryFailureTest, PyTorchsOwnOomComesFirst) {
   DoctorInputs in =
