@@ -278,16 +278,17 @@ void ok(Diagnosis& d) {
                       "it only adds cudaMalloc/cudaFree time; the cache is healthy", false});
 }
 
-// No OOM, and the GPU idles without a measure of why: measure before changing anything.
 /// A CUDA library's own allocation failed (library_failure.h): room for the library, or less to hold.
 void library_failure(Diagnosis& d) {
   const std::string& library = d.library_failure->library;
   d.actions.push_back(
       {"Leave the CUDA libraries room: cap PyTorch's allocator below the device",
-       "torch.cuda.set_per_process_memory_fraction(1 - 2**29 / torch.cuda.get_device_properties(0).total_memory)",
+       "free, total = torch.cuda.mem_get_info(); torch.cuda.set_per_process_memory_fraction((free - 2**29) / total)"
+       "  # at the start, before the first batch",
        fmt::format("{} allocates outside PyTorch's allocator, which does not give its cache back for it; capped "
-                   "512 MiB below the device, PyTorch raises its own OOM (after freeing its cache and retrying) "
-                   "before the library runs out",
+                   "512 MiB below what the device had free at the start (the CUDA context and other processes "
+                   "already counted), PyTorch raises its own OOM (after freeing its cache and retrying) before the "
+                   "library runs out",
                    library),
        false});
   d.actions.push_back({"Create the libraries' handles before memory fills",
@@ -299,6 +300,7 @@ void library_failure(Diagnosis& d) {
   never_buy_or_slice(d, "first find what held the memory when the library failed (see what would decide it)");
 }
 
+// No OOM, and the GPU idles without a measure of why: measure before changing anything.
 void idle_unexplained(Diagnosis& d) {
   d.actions.push_back(
       {"Record the loader's wait time for each step",
