@@ -190,6 +190,11 @@ struct WhatIfLine {
   std::optional<bool> fits;               ///< at the capacity: no OOM at all
   /// The step projected from the trace (trace_projection.h) at the capacity: runs it / not.
   std::optional<bool> runs_projected_step;
+  /// @brief The peak to compare settings by: under the capacity when one is known (without it a cache grows
+  /// past what the device had).
+  std::uint64_t comparable_peak_reserved_bytes() const {
+    return peak_reserved_at_capacity_bytes.value_or(peak_reserved_bytes);
+  }
 };
 
 /// @brief One point of the recorded reserved / allocated curve: the extremes over one stretch

@@ -297,6 +297,26 @@ Verdict judge_oom_without_trace(const DoctorInputs& in, Diagnosis& d) {
   return Verdict::kUndetermined;
 }
 
+/// The first snapshot with `oom` entries the run went on from (snapshot/survived_oom.h), or nullptr.
+const SnapshotInput* snapshot_with_survived_ooms(const DoctorInputs& in) {
+  for (const SnapshotInput& s : in.snapshots)
+    if (s.survived.count > 0) return &s;
+  return nullptr;
+}
+
+std::string survived_ooms_line(const SnapshotInput& s) {
+  const snapshot::SurvivedOoms& o = s.survived;
+  std::string line = fmt::format("no out-of-memory error the run died of: the {} `oom` entr{} of {} {} survived", o.count,
+                                 o.count == 1 ? "y" : "ies", s.path, o.count == 1 ? "was" : "were");
+  if (o.caught_by_aten > 0)
+    line += fmt::format(" ({}caught inside PyTorch at at::native::{}: cuDNN moves to a plan that needs less "
+                        "workspace, perhaps a slower one)",
+                        o.caught_by_aten == o.count ? "" : fmt::format("{} ", o.caught_by_aten), o.last_catcher);
+  if (o.caught_by_aten < o.count) line += o.caught_by_aten > 0 ? "; the others were" : ": each was";
+  if (o.caught_by_aten < o.count) line += " followed by more requests for memory (the program caught it)";
+  return line;
+}
+
 /// `blind_snapshot`: snapshot_blind_to_oom(in).
 void judge_healthy(const DoctorInputs& in, const InputPipelineFindings& pipeline, const TraceChoice& trace,
                    const RecordedCurve& curve, const std::string& blind_snapshot, Diagnosis& d) {
@@ -320,6 +340,8 @@ void judge_healthy(const DoctorInputs& in, const InputPipelineFindings& pipeline
     d.healthy.push_back(fmt::format("no out-of-memory error in any input, though none could show one: {} holds no "
                                     "trace entries (history was off) and no log was given",
                                     blind_snapshot));
+  else if (const SnapshotInput* s = snapshot_with_survived_ooms(in))
+    d.healthy.push_back(survived_ooms_line(*s));
   else
     d.healthy.push_back("no out-of-memory error in any input");
   if (retries >= 0)
@@ -366,10 +388,11 @@ void judge_healthy(const DoctorInputs& in, const InputPipelineFindings& pipeline
       if (w.recorded) recorded = &w;
       if (w.conf == d.recommended_conf) best = &w;
     }
-    if (recorded && best && best->peak_reserved_bytes < recorded->peak_reserved_bytes)
+    if (recorded && best && best->comparable_peak_reserved_bytes() < recorded->comparable_peak_reserved_bytes())
       d.healthy.push_back(fmt::format(
           "headroom available: PYTORCH_CUDA_ALLOC_CONF={} would have peaked at {} reserved instead of {}", best->conf,
-          format_bytes(best->peak_reserved_bytes), format_bytes(recorded->peak_reserved_bytes)));
+          format_bytes(best->comparable_peak_reserved_bytes()),
+          format_bytes(recorded->comparable_peak_reserved_bytes())));
   }
 }
 
@@ -477,6 +500,10 @@ Diagnosis run_doctor(const DoctorInputs& in, const DoctorOptions& options) {
       const replay::PreparedTrace prepared =
           replay::prepare_trace(trace.replay->snapshot, trace.device, trace.replay->path);
       const replay::Capacity capacity = replay::resolve_capacity(prepared, {});
+      if (capacity.bytes) {  // OOMs the run survived measured the device
+        d.capacity_bytes = capacity.bytes;
+        d.capacity_source = capacity.source;
+      }
       replay::WhatIfOptions whatif_options;
       whatif_options.threads = options.threads;
       whatif_options.progress = options.progress;
@@ -557,6 +584,15 @@ Diagnosis run_doctor(const DoctorInputs& in, const DoctorOptions& options) {
       if (!blind_snapshot.empty()) {
         d.headline = "No OOM in the inputs, but none of them could show one: the snapshot has no trace (history was "
                      "off) and no log was given. If the job failed, give its log.";
+        break;
+      }
+      if (const SnapshotInput* s = snapshot_with_survived_ooms(in)) {
+        d.headline = fmt::format("No OOM the run died of: the run went on from the {} out-of-memory error{} its "
+                                 "snapshot records{}.",
+                                 s->survived.count, s->survived.count == 1 ? "" : "s",
+                                 s->survived.caught_by_aten == s->survived.count
+                                     ? " (PyTorch's cuDNN convolution caught them and tried another plan)"
+                                     : "");
         break;
       }
       d.headline =

@@ -268,12 +268,13 @@ void input_bound(Diagnosis& d) {
 void ok(Diagnosis& d) {
   const WhatIfLine* best = line_for(d, d.recommended_conf);
   const WhatIfLine* recorded = recorded_line(d);
-  if (best && recorded && best->peak_reserved_bytes < recorded->peak_reserved_bytes && !best->recorded)
-    d.actions.push_back(
-        {"Optional: lower the reserved peak", "PYTORCH_CUDA_ALLOC_CONF=" + d.recommended_conf,
-         fmt::format("the replay peaks at {} reserved instead of {}: headroom for longer batches",
-                     format_bytes(best->peak_reserved_bytes), format_bytes(recorded->peak_reserved_bytes)),
-         true});
+  if (best && recorded && best->comparable_peak_reserved_bytes() < recorded->comparable_peak_reserved_bytes() &&
+      !best->recorded)
+    d.actions.push_back({"Optional: lower the reserved peak", "PYTORCH_CUDA_ALLOC_CONF=" + d.recommended_conf,
+                         fmt::format("the replay peaks at {} reserved instead of {}: headroom for longer batches",
+                                     format_bytes(best->comparable_peak_reserved_bytes()),
+                                     format_bytes(recorded->comparable_peak_reserved_bytes())),
+                         true});
   d.do_not.push_back({"Do not call torch.cuda.empty_cache() every step", "",
                       "it only adds cudaMalloc/cudaFree time; the cache is healthy", false});
 }

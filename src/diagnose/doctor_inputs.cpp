@@ -141,7 +141,8 @@ void read_input(const fs::path& file, const snapshot::ReadLimits& limits, const 
       s.rank = rank_from_path(path);
       s.snapshot = snapshot::read_snapshot_file(path, snapshot::read_progress(progress, path), limits);
       s.device = snapshot::busiest_device(s.snapshot);
-      s.oom_index = snapshot::last_oom_index(s.snapshot, s.device);
+      s.oom_index = snapshot::fatal_oom_index(s.snapshot, s.device);
+      s.survived = snapshot::survived_ooms(s.snapshot, s.device);
       inputs.snapshots.push_back(std::move(s));
       break;
     }

@@ -26,6 +26,7 @@
 #include "inputs/step_telemetry.h"
 #include "snapshot/read_limits.h"
 #include "snapshot/snapshot.h"
+#include "snapshot/survived_oom.h"
 #include "util/output_file.h"
 #include "util/progress.h"
 
@@ -36,7 +37,8 @@ struct SnapshotInput {
   std::optional<int> rank;  ///< from the path ("rank3.pickle", "rank3/snapshot.pickle")
   snapshot::Snapshot snapshot;
   int device = 0;                          ///< its busiest device: the one the doctor reads
-  std::optional<std::size_t> oom_index;    ///< the last `oom` entry in that device's trace
+  std::optional<std::size_t> oom_index;    ///< the `oom` entry the run died of (snapshot/survived_oom.h)
+  snapshot::SurvivedOoms survived;         ///< the `oom` entries the run went on from
 };
 
 struct TelemetryInput {

@@ -10,6 +10,7 @@
 #include "replay/initial_state.h"
 #include "replay/mem_pools.h"
 #include "replay/release_origin.h"
+#include "snapshot/survived_oom.h"
 #include "util/error.h"
 
 namespace fragscope::replay {
@@ -57,7 +58,7 @@ class Compiler {
  public:
   Compiler(PreparedTrace& out, const snapshot::Snapshot& snapshot, int device,
            std::span<const snapshot::TraceEvent> trace)
-      : out_(out), trace_(trace), origins_(snapshot), pools_(snapshot, device, trace) {}
+      : out_(out), snapshot_(snapshot), trace_(trace), origins_(snapshot), pools_(snapshot, device, trace) {}
 
   MemPoolMap& pools() { return pools_; }
 
@@ -236,9 +237,10 @@ class Compiler {
 
   void on_oom(const snapshot::TraceEvent& e, std::size_t i) {
     if (in_burst_ && burst_is_flush_) emit_empty_cache();
-    // The run asked for memory again after this OOM, served or not: its caller caught the
-    // OutOfMemoryError (cuDNN does, for each workspace it tries). The run died of the last one.
-    const bool caught = last_request_ < trace_.size() && last_request_ > i;
+    // Survived (snapshot/survived_oom.h): ATen catches it (cuDNN, for each workspace it tries), or the run asked
+    // for memory again after it. The run died of the last one otherwise.
+    const bool caught = (last_request_ < trace_.size() && last_request_ > i) ||
+                        !snapshot::aten_oom_catcher(snapshot_, e).empty();
     out_.ops.push_back(make(caught ? OpKind::kCaughtOom : OpKind::kOom, e.size, 0, e.stream, i));
     out_.ops.back().pool = pools_.pool_of_oom(e.stream);
     out_.ooms.push_back({static_cast<std::uint32_t>(i), e.size, e.addr, reserved_, caught});
@@ -346,6 +348,7 @@ class Compiler {
   };
 
   PreparedTrace& out_;
+  const snapshot::Snapshot& snapshot_;
   std::span<const snapshot::TraceEvent> trace_;
   absl::flat_hash_map<std::uint64_t, std::uint32_t> slots_;  // live address → slot
   absl::flat_hash_map<std::uint64_t, alloc::StreamId> stream_ids_;

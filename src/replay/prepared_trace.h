@@ -17,7 +17,8 @@
 ///   and the release bursts of failed cudaMallocs;
 /// - tells cache flushes from a malloc's own releases (release_origin.h: by the releases' stacks,
 ///   else a release followed by anything but a cudaMalloc/map or an OOM is a flush), and OOMs the
-///   run died of from OOMs its caller caught (an `alloc` or another `oom` follows them);
+///   run died of from OOMs it survived (snapshot/survived_oom.h: ATen catches them, or an `alloc` or another
+///   `oom` follows them);
 /// - gives each malloc the memory pool that served it (mem_pools.h: CUDA graphs' private pools).
 
 #include <cstdint>
@@ -63,7 +64,7 @@ struct RecordedOom {
   std::uint64_t size = 0;              ///< rounded request
   std::uint64_t device_free = 0;       ///< cudaMemGetInfo free bytes at the OOM
   std::uint64_t reserved_at_oom = 0;   ///< recorded reserved bytes at that moment
-  bool caught = false;                 ///< the run asked for memory again afterwards (the caller caught it)
+  bool caught = false;                 ///< the run went on from it (snapshot/survived_oom.h)
 };
 
 /// @brief A stretch of the trace over which one capacity explains every cudaMalloc/map the

@@ -251,5 +251,36 @@ TEST(Doctor, ASnapshotWithoutTraceAloneCannotCallTheRunHealthy) {
   EXPECT_EQ(with_log.verdict, Verdict::kUndetermined);
 }
 
+// torchvision's video recipe completed at its edge budget (field batch 18); cuDNN's benchmark had two workspaces
+// refused and caught, and the OOM observer's last dump ends on one. The doctor called it "fragmentation" of a run
+// that did not fail; the OOMs are survived, and the capacity they measured puts the what-if under it.
+TEST(Doctor, OomsTheRunSurvivedAreNoFailure) {
+  const std::string dir = std::string(FRAGSCOPE_SOURCE_DIR) + "/tests/data/survived_oom/vid_edge/";
+  DoctorOptions options = fragscope::testing::doctor_options();
+  options.threads = 2;
+  const Diagnosis d = run_doctor(collect_doctor_inputs({dir + "oom_snapshot.pickle.gz", dir + "train.log"}), options);
+  EXPECT_EQ(d.verdict, Verdict::kOk) << d.headline;
+  EXPECT_FALSE(d.oom);
+  EXPECT_EQ(d.headline, "No OOM the run died of: the run went on from the 2 out-of-memory errors its snapshot "
+                        "records (PyTorch's cuDNN convolution caught them and tried another plan).");
+  ASSERT_FALSE(d.healthy.empty());
+  EXPECT_EQ(d.healthy.front(), "no out-of-memory error the run died of: the 2 `oom` entries of " + dir +
+                                   "oom_snapshot.pickle.gz were survived (caught inside PyTorch at "
+                                   "at::native::run_conv_plan: cuDNN moves to a plan that needs less workspace, "
+                                   "perhaps a slower one)");
+  ASSERT_TRUE(d.capacity_bytes.has_value());
+  EXPECT_NE(d.capacity_source.find("one the run caught"), std::string::npos) << d.capacity_source;
+  // Without the capacity the recorded config's cache would grow to 15.82 GiB; under it the replay peaks where the
+  // run did (12.53 GiB), which the setting's 11.81 GiB is compared with.
+  const auto recorded = std::find_if(d.whatif.begin(), d.whatif.end(), [](const WhatIfLine& w) { return w.recorded; });
+  ASSERT_NE(recorded, d.whatif.end());
+  EXPECT_GT(recorded->peak_reserved_bytes, *d.capacity_bytes);
+  EXPECT_LE(recorded->comparable_peak_reserved_bytes(), *d.capacity_bytes);
+  EXPECT_NE(std::find(d.healthy.begin(), d.healthy.end(),
+                      "headroom available: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True would have peaked at "
+                      "11.81 GiB reserved instead of 12.53 GiB"),
+            d.healthy.end());
+}
+
 }  // namespace
 }  // namespace fragscope::diagnose

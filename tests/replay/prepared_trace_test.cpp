@@ -2,6 +2,8 @@
 
 #include "replay/prepared_trace.h"
 
+#include <vector>
+
 #include <gtest/gtest.h>
 
 #include "util/error.h"
@@ -228,6 +230,24 @@ TEST(PreparedTraceTest, AnOomFollowedByAnotherOomWasCaughtWithNoAllocationBetwee
   EXPECT_FALSE(t.ooms[2].caught);
   ASSERT_NE(fatal_oom(t), nullptr);
   EXPECT_EQ(fatal_oom(t)->trace_index, 6u);
+}
+
+// The OOM observer dumped inside cuDNN's plan loop (tests/data/survived_oom/vid_edge): nothing follows the last
+// `oom` entry, yet its frames run through at::native::run_conv_plan, whose callers catch it (survived_oom.h).
+TEST(PreparedTraceTest, AnOomInsideCuDNNsPlanLoopIsCaughtWhereverTheTraceEnds) {
+  auto s = with_trace({event(TraceAction::kSegmentAlloc, kBase, 20 * kMiB),
+                       event(TraceAction::kAlloc, kBase, 20 * kMiB),
+                       event(TraceAction::kOom, 3 * kMiB, 60 * kMiB)});
+  const PreparedTrace fatal = prepare_trace(s, 0, "t");
+  ASSERT_NE(fatal_oom(fatal), nullptr);
+  const snapshot::FrameId runner = s.stacks.intern_frame(
+      {s.strings.intern(""), s.strings.intern("at::native::run_conv_plan(cudnnContext*, at::Tensor const&)"), 0});
+  s.device_traces[0].back().stack = s.stacks.intern_stack(std::vector<snapshot::FrameId>{runner});
+  const PreparedTrace t = prepare_trace(s, 0, "t");
+  EXPECT_EQ(kinds(t), (std::vector<OpKind>{OpKind::kAlloc, OpKind::kCaughtOom}));
+  ASSERT_EQ(t.ooms.size(), 1u);
+  EXPECT_TRUE(t.ooms[0].caught);
+  EXPECT_EQ(fatal_oom(t), nullptr);
 }
 
 TEST(PreparedTraceTest, OneCapacityStretchWhileOneNumberExplainsTheDriver) {
