@@ -129,6 +129,10 @@ struct TraceStepProjection {
   double scale = 1.0;  ///< the failing unit's allocation sizes / the reference's
   std::size_t aligned_units = 0;  ///< earlier units its prefix aligned with (any kind)
   std::size_t smaller_units = 0;  ///< of them, those the failing unit is larger than (by 2%)
+  /// Of them, those whose sizes are not the failing unit's: by the scale (2%), or in a part of their bytes (a
+  /// pass of a fixed-size part and a part that follows the batch: the scale by bytes is the fixed part's).
+  std::size_t varying_units = 0;
+  double off_scale_share = 0;  ///< the most, over them, of the paired bytes at another size than the scale
   /// The longest of them when one is longer than the failing unit (1-based), and the live peak
   /// of a step that long begun as the failing one began (its held blocks, its kind).
   std::optional<std::size_t> longest_unit;

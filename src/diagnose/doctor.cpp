@@ -306,14 +306,16 @@ const SnapshotInput* snapshot_with_survived_ooms(const DoctorInputs& in) {
 
 std::string survived_ooms_line(const SnapshotInput& s) {
   const snapshot::SurvivedOoms& o = s.survived;
-  std::string line = fmt::format("no out-of-memory error the run died of: the {} `oom` entr{} of {} {} survived", o.count,
-                                 o.count == 1 ? "y" : "ies", s.path, o.count == 1 ? "was" : "were");
+  std::string line =
+      fmt::format("no out-of-memory error the run died of: the {} `oom` entr{} of {} {} survived", o.count,
+                  o.count == 1 ? "y" : "ies", s.path, o.count == 1 ? "was" : "were");
   if (o.caught_by_aten > 0)
     line += fmt::format(" ({}caught inside PyTorch at at::native::{}: cuDNN moves to a plan that needs less "
                         "workspace, perhaps a slower one)",
                         o.caught_by_aten == o.count ? "" : fmt::format("{} ", o.caught_by_aten), o.last_catcher);
-  if (o.caught_by_aten < o.count) line += o.caught_by_aten > 0 ? "; the others were" : ": each was";
-  if (o.caught_by_aten < o.count) line += " followed by more requests for memory (the program caught it)";
+  if (o.caught_by_aten < o.count)
+    line += fmt::format("{} followed by more requests for memory (the program caught {})",
+                        o.caught_by_aten > 0 ? "; the others were" : ": each was", o.caught_by_aten > 0 ? "them" : "it");
   return line;
 }
 

@@ -28,6 +28,11 @@ constexpr double kMinMatchedShare = 0.9;              // of the prefix's bytes, 
 constexpr std::size_t kMinOverlapShare = 4;           // a cut unit's tail: 1/4 of the prefix's allocations at least
 constexpr double kLeast = 0.02;                       // |log scale| below this: the same scale
 constexpr double kMaxExponent = 2.0;                  // sizes grow at most with the scale squared
+// A unit whose paired bytes are at another size than the scale for more than this share is another batch, though
+// its scale by bytes is the failing unit's: Whisper's fixed 30 s of audio against its transcripts (field whs_edge:
+// 26% of the bytes at ×0.78–0.9), CLIP's fixed images against its captions (15%). Fixed shapes pair at one size
+// (0 on field mlm, ngpt, vit); cuDNN's workspaces and rounding stay below 1% (field rn_edge: 0.2%).
+constexpr double kVaryingPartShare = 0.05;
 constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
 
 struct Unit {
@@ -313,6 +318,10 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
     });
     if (!sized) continue;  // nothing the failing unit allocated so far tells its size
     ++p.aligned_units;
+    const double off = share_off_scale(*pairs, [&](std::size_t i) { return trace[candidate.allocs[i]].size; },
+                                       [&](std::size_t j) { return trace[failing.allocs[j]].size; }, scale, 0.02);
+    p.off_scale_share = std::max(p.off_scale_share, off);
+    if (std::abs(std::log(scale)) > std::log(1.02) || off > kVaryingPartShare) ++p.varying_units;
     if (scale > 1.02) ++p.smaller_units;
     if (scale < 1 / 1.02 && (!p.longest_unit || scale < longest_scale)) {  // a longer batch than the failing one
       p.longest_unit = first_unit + k + 1;

@@ -39,7 +39,7 @@ enum class TracedOomRule : std::uint8_t {
   kProjectedStepExceeds,     ///< capacity: the step projected from the trace, beyond its margins
   kNextUnitMayNotFit,        ///< undetermined: it fits, a step like it with the gradients back may not
   kLongerBatchMayNotFit,     ///< undetermined: it fits, a longer batch the trace made may not
-  kFewBatchesSeen,           ///< undetermined: it fits, larger than the few earlier batches (their range unseen)
+  kFewBatchesSeen,           ///< undetermined: it fits, but the batches vary and few were seen (their range unseen)
   kProjectedStepFits,        ///< fragmentation: a setting runs it with its margin
   kNoSettingRunsProjected,   ///< capacity: no setting runs it even with the margin added
   kProjectedStepTooClose,    ///< undetermined: within the projection's margins

@@ -64,6 +64,8 @@ json trace_projection_json(const diagnose::TraceStepProjection& p) {
           {"scale", p.scale},
           {"aligned_units", p.aligned_units},
           {"smaller_units", p.smaller_units},
+          {"varying_units", p.varying_units},
+          {"off_scale_share", p.off_scale_share},
           {"longest_unit", optional_json(p.longest_unit)},
           {"longest_peak_bytes", p.longest_peak_bytes},
           {"constant_bytes", p.constant_bytes},

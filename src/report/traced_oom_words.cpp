@@ -432,14 +432,20 @@ void word_projected_step(const TracedOomFindings& f, TracedOomWords& w) {
       return;
     case TracedOomRule::kFewBatchesSeen: {
       const bool one = p.aligned_units == 1;
+      // Sizes that differ in a part only (a fixed-size input beside one that follows the batch) leave the scale at 1.
+      const std::string part = std::abs(p.scale - 1) < 0.02 && p.off_scale_share > 0
+                                   ? fmt::format(" in most of its bytes, {} of them at other sizes (a part of fixed "
+                                                 "size beside one that follows the batch)",
+                                                 pct(p.off_scale_share))
+                                   : "";
       add(w, "unseen_batches",
-          fmt::format("{} But the trace holds {}, and the failing one is ×{:.2f} {}: the job's batches vary, and "
+          fmt::format("{} But the trace holds {}, and the failing one is ×{:.2f} {}{}: the job's batches vary, and "
                       "{} not tell how large they get (in random order, the next batch would beat the largest of {} "
                       "one time in {}). A larger batch later in the run would fail "
                       "under any setting once it needs more than the device",
                       projected_pass_fits("the failing step itself fits:", next, f) + ".",
                       one ? "one earlier batch" : fmt::format("{} earlier batches", p.aligned_units), p.scale,
-                      one ? "its size" : "the size of the most alike", one ? "one batch does" : "so few do",
+                      one ? "its size" : "the size of the most alike", part, one ? "one batch does" : "so few do",
                       p.aligned_units + 1, p.aligned_units + 2));
       w.decide_with = undecided_projected_step(f);
       return;

@@ -71,7 +71,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Expected{"fsdp_edge", Verdict::kUndetermined, "train"},
                       Expected{"hfc_lo", Verdict::kCapacity, "eval"},
                       Expected{"hfn_edge", Verdict::kFragmentation, "eval"},
-                      Expected{"hft_edge", Verdict::kFragmentation, "train"},
+                      Expected{"hft_edge", Verdict::kUndetermined, "train"},
                       Expected{"hft_lo", Verdict::kCapacity, "train"},
                       Expected{"lit_edge", Verdict::kFragmentation, "train"},
                       Expected{"ring_edge", Verdict::kUndetermined, "train"},
@@ -109,7 +109,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Expected{"cnx_lo", Verdict::kCapacity, "train"},
                       Expected{"det_edge", Verdict::kUndetermined, "train"},
                       Expected{"det_lo", Verdict::kUndetermined, "train"},
-                      Expected{"hfe_edge", Verdict::kFragmentation, "train"},
+                      Expected{"hfe_edge", Verdict::kUndetermined, "train"},
                       Expected{"hfe_lo", Verdict::kCapacity, "train"},
                       Expected{"swin_edge", Verdict::kUndetermined, "train"},
                       Expected{"swin_lo", Verdict::kUndetermined, "train"},
@@ -170,7 +170,15 @@ INSTANTIATE_TEST_SUITE_P(
                       Expected{"hfga_edge", Verdict::kFragmentation, "train"},
                       Expected{"hfga_lo", Verdict::kUndetermined, "train"},
                       Expected{"ngpt_edge", Verdict::kFragmentation, "train"},
-                      Expected{"ngpt_lo", Verdict::kUndetermined, "train"}),
+                      Expected{"ngpt_lo", Verdict::kUndetermined, "train"},
+                      // Batch 24 (predictions at 5206ee5, before the labels): whs_edge was wrong (fragmentation)
+                      // until the rule on few batches seen took smaller failing batches and batches that vary in a
+                      // part (AJobWhoseBatchesVaryInAPart below); clip_edge, hfe_edge and hft_edge, right, are
+                      // undetermined since.
+                      Expected{"clip_edge", Verdict::kUndetermined, "train"},
+                      Expected{"clip_lo", Verdict::kUndetermined, "unknown"},
+                      Expected{"whs_edge", Verdict::kUndetermined, "train"},
+                      Expected{"whs_lo", Verdict::kUndetermined, "unknown"}),
     [](const auto& info) { return info.param.name; });
 
 // torchvision's detection reference with images of random sizes, at 0.92 × its peak allocated: the
@@ -225,6 +233,37 @@ TEST(FieldVerdicts, UnseenBatchesLeaveAStepLargerThanTheFewEarlierOnesUndetermin
   EXPECT_TRUE(has_evidence(fcn, "unseen_batches", "2 earlier batches"));
   EXPECT_TRUE(has_evidence(fcn, "unseen_batches", "beat the largest of 3 one time in 4"));
   EXPECT_TRUE(fcn.recommended_conf.empty());
+}
+
+// Whisper fine-tuned with the Seq2SeqTrainer (field batch 24): every step encodes 30 s of audio, a fixed size, and
+// decodes a transcript of the batch's longest length. By bytes the failing step is ×1.00 the two before it, but 28%
+// of its paired bytes are at other sizes: transcripts of 284 tokens against 316 and 362. Its step fits under
+// expandable segments with 11.6% to spare; the rerun ran it and failed three steps later at 441 tokens. Three
+// batches do not tell how long they get, the failing one the smallest of them or not.
+TEST(FieldVerdicts, AJobWhoseBatchesVaryInAPartIsJudgedOnTheBatchesSeen) {
+  const Diagnosis d = diagnose("whs_edge");
+  ASSERT_EQ(label_of("whs_edge"), "capacity");
+  EXPECT_EQ(d.verdict, Verdict::kUndetermined);
+  const TraceStepProjection& p = d.trace_projection;
+  ASSERT_TRUE(p.available) << p.unavailable_reason;
+  EXPECT_NEAR(p.scale, 1.0, 0.001);
+  EXPECT_EQ(p.aligned_units, 2u);
+  EXPECT_EQ(p.smaller_units, 0u);
+  EXPECT_EQ(p.varying_units, 2u);
+  EXPECT_NEAR(p.off_scale_share, 0.277, 0.005);
+  EXPECT_LE(p.projected_peak_bytes, *d.capacity_bytes);
+  EXPECT_TRUE(has_evidence(d, "unseen_batches", "27.7% of them at other sizes"));
+  EXPECT_TRUE(d.recommended_conf.empty());
+  // CLIP with the HF Trainer: fixed images, captions padded to the batch's longest; its rerun completed.
+  const Diagnosis clip = diagnose("clip_edge");
+  ASSERT_EQ(label_of("clip_edge"), "fragmentation");
+  EXPECT_EQ(clip.verdict, Verdict::kUndetermined);
+  EXPECT_EQ(clip.trace_projection.varying_units, 2u);
+  // Fixed shapes pair at one size: nanoGPT's block of 1024 tokens stays decided.
+  const Diagnosis fixed = diagnose("ngpt_edge");
+  EXPECT_EQ(fixed.trace_projection.varying_units, 0u);
+  EXPECT_EQ(fixed.trace_projection.off_scale_share, 0.0);
+  EXPECT_EQ(fixed.verdict, Verdict::kFragmentation);
 }
 
 // The DCGAN tutorial at 0.92 × its peak allocated (batch 17): with cudnn.benchmark off, cuDNN asks for

@@ -15,7 +15,8 @@ using testing::HandBuiltSnapshot;
 // The stack the unwinder records for a workspace cuDNN's plan loop asks for (tests/data/survived_oom/vid_edge),
 // innermost first, with `runner` for run_conv_plan's frame.
 StackId conv_plan_stack(HandBuiltSnapshot& h, const std::string& runner) {
-  return h.stack({{"CUDACachingAllocator.cpp", 0, "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc"},
+  return h.stack({{"CUDACachingAllocator.cpp", 0,
+                   "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc"},
                   {"", 0, runner},
                   {"", 0, "at::native::run_single_conv(cudnnBackendDescriptorType_t, at::Tensor const&)"},
                   {"train.py", 38, "<module>"}});
