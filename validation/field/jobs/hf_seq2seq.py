@@ -1,7 +1,8 @@
 """A summarisation-style fine-tune with the HF Seq2SeqTrainer, as its docs show (T5, random init: no download).
 
 Encoder-decoder, variable source and target lengths padded per batch, bf16, eval every --eval-steps
-(loss only, no generate), Adafactor or AdamW. History from the start (max_entries=100000); the
+(loss only, or with --generate as the summarisation example runs it: predict_with_generate, greedy, up to
+--gen-len tokens), Adafactor or AdamW. History from the start (max_entries=100000); the
 snapshot is dumped in the except handler around trainer.train().
 """
 import argparse, random
@@ -16,6 +17,8 @@ p.add_argument("--eval-batch", type=int, default=32)
 p.add_argument("--steps", type=int, default=12)
 p.add_argument("--eval-steps", type=int, default=5)
 p.add_argument("--optim", default="adamw_torch", help="adamw_torch | adafactor")
+p.add_argument("--generate", action="store_true", help="predict_with_generate=True in the evals")
+p.add_argument("--gen-len", type=int, default=128, help="generation_max_length")
 p.add_argument("--max-entries", type=int, default=100000)
 args = p.parse_args()
 
@@ -50,12 +53,14 @@ def collate(rows):
 
 model = T5ForConditionalGeneration(T5Config(d_model=args.d_model, d_ff=4 * args.d_model, d_kv=64, num_heads=16,
                                             num_layers=args.layers, num_decoder_layers=args.layers,
-                                            vocab_size=32128, decoder_start_token_id=0, pad_token_id=0))
+                                            vocab_size=32128, decoder_start_token_id=0, pad_token_id=0,
+                                            eos_token_id=1))
 targs = Seq2SeqTrainingArguments(output_dir="hf_out", per_device_train_batch_size=args.batch,
                                  per_device_eval_batch_size=args.eval_batch, max_steps=args.steps, bf16=True,
                                  eval_strategy="steps", eval_steps=args.eval_steps, save_strategy="no",
                                  report_to=[], logging_steps=4, optim=args.optim, dataloader_num_workers=0, seed=0,
-                                 predict_with_generate=False)
+                                 predict_with_generate=args.generate, generation_max_length=args.gen_len,
+                                 generation_num_beams=1)
 torch.cuda.memory._record_memory_history(max_entries=args.max_entries)
 trainer = Seq2SeqTrainer(model=model, args=targs, train_dataset=RandomPairs(args.steps * args.batch, 1),
                          eval_dataset=RandomPairs(2 * args.eval_batch, 2), data_collator=collate)
