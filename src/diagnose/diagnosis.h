@@ -133,6 +133,11 @@ struct TraceStepProjection {
   /// pass of a fixed-size part and a part that follows the batch: the scale by bytes is the fixed part's).
   std::size_t varying_units = 0;
   double off_scale_share = 0;  ///< the most, over them, of the paired bytes at another size than the scale
+  double reference_off_scale_share = 0;  ///< the reference's paired bytes at another size than `scale` (a share)
+  /// The failing unit's sizes follow the reference's by one scale (reference_off_scale_share within 5%): else
+  /// two dimensions vary apart (a translation's source and target), or a part of fixed size sits beside one that
+  /// follows the batch.
+  bool follows_one_scale = true;
   /// The longest of them when one is longer than the failing unit (1-based), and the live peak
   /// of a step that long begun as the failing one began (its held blocks, its kind).
   std::optional<std::size_t> longest_unit;
@@ -156,6 +161,8 @@ struct TraceStepProjection {
   /// unit's kind, two or more of that kind checked).
   std::size_t other_kind_units = 0;
   std::optional<double> fit_error;    ///< largest |projected − real| / real peak among them
+  double fit_error_below = 0;  ///< of them, the largest (real − projected) / real: the projection below the truth
+  double fit_error_above = 0;  ///< and the largest (projected − real) / real: above it
   /// What the projected peak may be above / below the truth by: the reference's kind, frees
   /// without a counterpart, allocations no unit tells how they scale (constant to quadratic).
   std::uint64_t over_bytes = 0;

@@ -45,19 +45,23 @@ double size_scale(const AlignedPairs& pairs, SizeA&& size_a, SizeB&& size_b) {
   return std::exp(sum / total);
 }
 
-/// @brief The share of the paired bytes (pairs of 1 MiB and more) whose b/a ratio is off `scale` by more than
-/// `tolerance` (a fraction): a pass of two parts, one of fixed size (an encoder's input of fixed length) and one
-/// that follows the batch (a decoder's text), has one scale by bytes and another for a good part of them.
+/// @brief The share of the paired bytes (pairs of 1 MiB and more) whose b/a ratio is none of 1, `scale` and
+/// `scale`² within `tolerance` (a fraction): sizes that do not follow the pass's one scale as a constant, linear or
+/// quadratic term would (attention scores grow with the length squared). Two dimensions that vary apart (a
+/// translation's source and target lengths), or a fixed-size part that outweighs the one that follows the batch
+/// (then `scale` is 1 and the rest at another ratio), leave a good part of the bytes at other ratios.
 template <typename SizeA, typename SizeB>
 double share_off_scale(const AlignedPairs& pairs, SizeA&& size_a, SizeB&& size_b, double scale, double tolerance) {
+  const double within = std::log1p(tolerance);
   double off = 0, total = 0;
   for (const auto& [i, j] : pairs) {
     const std::uint64_t sa = size_a(i), sb = size_b(j);
     if (sa < kScaleMinBytes || sb < kScaleMinBytes) continue;
     const double bytes = static_cast<double>(sa + sb);
     total += bytes;
-    if (std::abs(std::log(static_cast<double>(sb) / static_cast<double>(sa) / scale)) > std::log1p(tolerance))
-      off += bytes;
+    const double ratio = std::log(static_cast<double>(sb) / static_cast<double>(sa));
+    const double s = std::log(scale);
+    if (std::abs(ratio) > within && std::abs(ratio - s) > within && std::abs(ratio - 2 * s) > within) off += bytes;
   }
   return total > 0 ? off / total : 0.0;
 }

@@ -28,10 +28,12 @@ constexpr double kMinMatchedShare = 0.9;              // of the prefix's bytes, 
 constexpr std::size_t kMinOverlapShare = 4;           // a cut unit's tail: 1/4 of the prefix's allocations at least
 constexpr double kLeast = 0.02;                       // |log scale| below this: the same scale
 constexpr double kMaxExponent = 2.0;                  // sizes grow at most with the scale squared
-// A unit whose paired bytes are at another size than the scale for more than this share is another batch, though
-// its scale by bytes is the failing unit's: Whisper's fixed 30 s of audio against its transcripts (field whs_edge:
-// 26% of the bytes at ×0.78–0.9), CLIP's fixed images against its captions (15%). Fixed shapes pair at one size
-// (0 on field mlm, ngpt, vit); cuDNN's workspaces and rounding stay below 1% (field rn_edge: 0.2%).
+// A unit whose paired bytes are, for more than this share, none of 1, the scale and its square against the failing
+// unit's (size_scale.h, share_off_scale) follows it by more than one scale: Whisper's fixed 30 s of audio against
+// its transcripts (field whs_edge: 26%, the scale by bytes 1), CLIP's fixed images against its captions (15%), the
+// translation tutorial's source against its target (trn_lo: 36%), images whose height and width vary apart
+// (ret_lo: 9.5%). Fixed shapes pair at one size (0 on field mlm, ngpt, vit, mae); cuDNN's workspaces and rounding
+// in jobs of one dimension stayed below (field det_lo 2.9%, rn_edge's units up to 4.6%).
 constexpr double kVaryingPartShare = 0.05;
 constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
 
@@ -339,6 +341,8 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
     aligned_position = pairs->back().first;
     p.scale = scale;
     p.matched_allocations = pairs->size();
+    p.reference_off_scale_share = off;
+    p.follows_one_scale = off <= kVaryingPartShare;
   }
   if (!reference) {
     p.unavailable_reason =
@@ -427,9 +431,11 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
       continue;
     }
     const std::uint64_t projected = projected_peak(trace, ref, fit, k, scale, unit[k]);
-    const double error = std::abs(static_cast<double>(projected) - static_cast<double>(unit[k].peak)) /
-                         static_cast<double>(std::max<std::uint64_t>(unit[k].peak, 1));
-    p.fit_error = std::max(p.fit_error.value_or(0.0), error);
+    const double real = static_cast<double>(std::max<std::uint64_t>(unit[k].peak, 1));
+    const double error = (static_cast<double>(projected) - real) / real;
+    p.fit_error = std::max(p.fit_error.value_or(0.0), std::abs(error));
+    p.fit_error_above = std::max(p.fit_error_above, error);
+    p.fit_error_below = std::max(p.fit_error_below, -error);
     ++p.checked_units;
   }
   if (*reference + 1 < unit.size() &&

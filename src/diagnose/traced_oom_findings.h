@@ -35,6 +35,7 @@ enum class TracedOomRule : std::uint8_t {
   kNextStepExceeds,          ///< capacity: ... or the next one, with the gradients back
   kStepTooClose,             ///< undetermined: within too_close_fraction below the capacity
   kStepFits,                 ///< fragmentation (stranded: no setting of the sweep passes)
+  kUncheckedSeveralScales,   ///< undetermined: sizes follow the reference by more than one scale, no unit checks it
   kProjectionMissesHistory,  ///< undetermined: the trace projection misses its own earlier units
   kProjectedStepExceeds,     ///< capacity: the step projected from the trace, beyond its margins
   kNextUnitMayNotFit,        ///< undetermined: it fits, a step like it with the gradients back may not
@@ -143,6 +144,10 @@ struct TracedOomFindings {
   std::uint64_t next_needed_bytes = 0;   ///< a step like it with the carried bytes back
   double too_close_fraction = 0;         ///< kStepTooClose: the band below the capacity
   double max_fit_error = 0;              ///< kProjectionMissesHistory: the error it exceeded
+  /// kProjectionMissesHistory: by how much it missed, and on which side when only the side that would decide
+  /// missed (a fit checked on enough units keeps its residuals' signs): "below", "above" or "" (both).
+  double missed_by = 0;
+  std::string missed_side;
   std::optional<ProjectedRun> best_run;  ///< the projected pass's least-memory setting with margin
   bool any_relaid_start = false;         ///< some setting replayed from a re-laid start
   /// Undetermined on a trace that starts mid-run with no earlier step to project from.

@@ -214,12 +214,38 @@ void set_margins(TraceStepProjection& p, std::uint64_t cap, bool starts_mid_run)
     return static_cast<double>(bytes) / static_cast<double>(std::max<std::uint64_t>(cap, 1));
   };
   const bool near_its_reference = std::abs(std::log(p.scale)) < kUncheckedMaxLogScale;
+  // Checked on kCheckedUnits or more, the residuals keep their sign: a projection never below an earlier unit's
+  // real peak bounds the truth from above, whatever it missed above it (field s2g_edge: 4 of 6 units to the byte,
+  // 2 over by 1.9% and 6.9% — their peaks came early, freed sooner —, and the rerun's peak was the projection's).
   const bool checked = p.fit_error && p.checked_units >= kCheckedUnits;
-  const double checked_margin = checked ? std::max(kCheckedProjectionFloor, *p.fit_error) : 0;
   p.margin_to_fit =
-      (checked ? checked_margin : p.fit_error || !near_its_reference ? p.fit_margin : kProjectionFloor) +
+      (checked ? std::max(kCheckedProjectionFloor, p.fit_error_below)
+               : p.fit_error || !near_its_reference ? p.fit_margin : kProjectionFloor) +
       share(p.under_bytes);
-  p.margin_to_fail = (checked ? checked_margin : p.fit_margin) + share(p.over_bytes);
+  p.margin_to_fail =
+      (checked ? std::max(kCheckedProjectionFloor, p.fit_error_above) : p.fit_margin) + share(p.over_bytes);
+}
+
+/// By how much the fit missed its own history on the side that would decide `verdict` (below the real peaks for
+/// fragmentation, above them for capacity; either, when not checked on kCheckedUnits units), when by more than
+/// kMaxFitError: then the projection decides nothing on that side.
+std::optional<double> missed_history(const TraceStepProjection& p, Verdict verdict) {
+  if (!p.fit_error) return std::nullopt;
+  const double missed = p.checked_units < kCheckedUnits ? *p.fit_error
+                        : verdict == Verdict::kCapacity  ? p.fit_error_above
+                                                         : p.fit_error_below;
+  if (missed <= kMaxFitError) return std::nullopt;
+  return missed;
+}
+
+/// Undetermined for a fit that missed its history by `missed` on the side it would decide (`side`: "below",
+/// "above", or "" for both).
+Verdict fit_rejected(double missed, std::string side, TracedOomFindings& f) {
+  f.rule = TracedOomRule::kProjectionMissesHistory;
+  f.max_fit_error = kMaxFitError;
+  f.missed_by = missed;
+  f.missed_side = std::move(side);
+  return Verdict::kUndetermined;
 }
 
 /// Marks which settings of the what-if table run the projected pass.
@@ -260,17 +286,25 @@ Verdict judge_projected_step(ProjectedStep& step, const std::vector<replay::What
   const double lower = static_cast<double>(cap) * (1 - p.margin_to_fit);
   const auto peak = static_cast<double>(p.projected_peak_bytes);
   const double next = peak + static_cast<double>(p.next_unit_extra_bytes);
-  if (p.fit_error && *p.fit_error > kMaxFitError) {
-    f.rule = TracedOomRule::kProjectionMissesHistory;
-    f.max_fit_error = kMaxFitError;
+  if (missed_history(p, Verdict::kCapacity) && missed_history(p, Verdict::kFragmentation))
+    return fit_rejected(*p.fit_error, "", f);
+  // One scale carries the reference to the failing unit only when its sizes follow it: with two that vary apart
+  // (a translation's source and target lengths), projected from the step before it alone, steps of the
+  // translation tutorial (field trn_*) peaked up to 74% above the projection, or 2× below it. Only a fit checked
+  // on other units shows how each allocation follows.
+  if (!p.fit_error && !p.follows_one_scale) {
+    f.rule = TracedOomRule::kUncheckedSeveralScales;
     return Verdict::kUndetermined;
   }
+  const bool signed_residuals = p.checked_units >= kCheckedUnits;
   // Sizes recorded under roundup_power2_divisions are rounded up: what the step needs with
   // perfect packing at the sizes it asked for is less (the snapshot's live blocks tell by how much).
   const double asked = peak / inflation;
   f.needed_bytes = static_cast<std::uint64_t>(asked);
   f.next_needed_bytes = static_cast<std::uint64_t>(next / inflation);
   if (asked > upper) {
+    if (const auto missed = missed_history(p, Verdict::kCapacity))
+      return fit_rejected(*missed, signed_residuals ? "above" : "", f);
     f.rule = TracedOomRule::kProjectedStepExceeds;
     return Verdict::kCapacity;
   }
@@ -287,7 +321,16 @@ Verdict judge_projected_step(ProjectedStep& step, const std::vector<replay::What
     f.rule = TracedOomRule::kFewBatchesSeen;
     return Verdict::kUndetermined;
   }
+  // Batches that vary, with no unit to check the fit: the rest of the step may follow a dimension the prefix does
+  // not show (field trn_edge, step 9 cut a quarter in: the source's encoder alone, one scale; the target's decoder
+  // then peaked 74% above the projection).
+  if (f.best_run && p.varying_units > 0 && !p.fit_error) {
+    f.rule = TracedOomRule::kUncheckedSeveralScales;
+    return Verdict::kUndetermined;
+  }
   if (f.best_run) {
+    if (const auto missed = missed_history(p, Verdict::kFragmentation))
+      return fit_rejected(*missed, signed_residuals ? "below" : "", f);
     d.recommended_conf = f.best_run->conf;
     f.rule = TracedOomRule::kProjectedStepFits;
     return Verdict::kFragmentation;
@@ -295,6 +338,8 @@ Verdict judge_projected_step(ProjectedStep& step, const std::vector<replay::What
   const bool all_fail =
       std::all_of(p.runs.begin(), p.runs.end(), [](const ProjectedRun& r) { return r.fails_with_margin; });
   if (all_fail && !step.trace.starts_mid_run && !p.runs.empty() && inflation <= 1.01) {
+    if (const auto missed = missed_history(p, Verdict::kCapacity))
+      return fit_rejected(*missed, signed_residuals ? "above" : "", f);
     f.rule = TracedOomRule::kNoSettingRunsProjected;
     return Verdict::kCapacity;
   }

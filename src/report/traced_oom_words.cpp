@@ -326,16 +326,19 @@ std::string describe_fit(const TraceStepProjection& p) {
         "no other unit allocates like unit {}, so the fit cannot be checked on the trace's own "
         "history; {}",
         p.reference_unit, margins);
+  const std::string sides = p.checked_units == 1 ? ""
+                            : fmt::format(" (at most {} below, {} above)", pct(p.fit_error_below),
+                                          pct(p.fit_error_above));
   return fmt::format(
       "the fit checked on {} earlier unit{}{}: projected from unit {}, {} peak{} came within {} of "
-      "the real one{}; {}",
+      "the real one{}{}; {}",
       p.checked_units, p.checked_units == 1 ? "" : "s",
       p.other_kind_units == 0 ? ""
                               : fmt::format(" of the failing unit's kind ({} of another kind left out: they begin "
                                             "holding other blocks, gradients or the optimizer's state)",
                                             p.other_kind_units),
       p.reference_unit, p.checked_units == 1 ? "its" : "their", p.checked_units == 1 ? "" : "s", pct(*p.fit_error),
-      p.checked_units == 1 ? "" : "s", margins);
+      p.checked_units == 1 ? "" : "s", sides, margins);
 }
 
 void word_projected_step(const TracedOomFindings& f, TracedOomWords& w) {
@@ -384,11 +387,32 @@ void word_projected_step(const TracedOomFindings& f, TracedOomWords& w) {
                 "the longest batch of the trace so far: larger than the {} earlier step(s) it aligns with ({}), {}",
                 p.aligned_units, p.unit_statement, size)
           : fmt::format("training step {} of the trace ({}), {}", p.earlier_units + 1, p.unit_statement, size);
+  if (f.rule == TracedOomRule::kUncheckedSeveralScales) {
+    add(w, "several_scales",
+        p.follows_one_scale
+            ? fmt::format("the batches vary, and no other unit allocates like unit {} to show how each allocation "
+                          "follows their size: the rest of the step may follow a dimension its first part does not "
+                          "show (a translation's target beside its source), so the projection decides nothing",
+                          p.reference_unit)
+            : fmt::format("its sizes do not follow unit {}'s by one scale: {} of the paired bytes are at none of ×1, "
+                          "×{:.2f} and its square (two dimensions that vary apart, such as a translation's source and "
+                          "target lengths, or a part of fixed size beside one that follows the batch), and no other "
+                          "unit allocates like it to show how each allocation follows; a projection by one scale "
+                          "decides nothing",
+                          p.reference_unit, pct(p.reference_off_scale_share), p.scale));
+    w.decide_with = undecided_projected_step(f);
+    return;
+  }
   if (f.rule == TracedOomRule::kProjectionMissesHistory) {
     add(w, "fit_rejected",
-        fmt::format("the projection misses the trace's own earlier units by up to {} (more than {}): it "
-                    "does not fit its own history, so it decides nothing",
-                    pct(*p.fit_error), pct(f.max_fit_error)));
+        f.missed_side.empty()
+            ? fmt::format("the projection misses the trace's own earlier units by up to {} (more than {}): it "
+                          "does not fit its own history, so it decides nothing",
+                          pct(f.missed_by), pct(f.max_fit_error))
+            : fmt::format("the projection came out {} the trace's own earlier units by up to {} (more than {}), the "
+                          "side that would decide: it cannot show that the step {}",
+                          f.missed_side, pct(f.missed_by), pct(f.max_fit_error),
+                          f.missed_side == "below" ? "fits" : "needs more than the device"));
     w.decide_with = undecided_projected_step(f);
     return;
   }

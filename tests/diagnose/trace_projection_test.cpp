@@ -147,6 +147,11 @@ std::uint64_t rest_peak(const ProjectedStep& step) {
 // reference, the real peak of the rest of the unit never lay more than 0.5% above the
 // projection plus its under_bytes (docs/VALIDATION.md): the doctor keeps its 0.5% floor there
 // (traced_oom_verdict.cpp, kUncheckedMaxLogScale); further, 7.9% (kUncheckedProjection keeps 8%).
+// That holds between units of one size; between batches that vary it did not: the translation
+// tutorial's source and target lengths vary apart (field trn_*), and a quarter into a step the prefix
+// (the encoder's) shows one scale while the decoder's rest peaked 74% above the projection. Unchecked,
+// such a projection decides no fragmentation (kFewBatchesSeen, kUncheckedSeveralScales), nor anything
+// when its sizes follow the reference by more than one scale (left out here).
 // The other way, the projection lay at most 5.1% above the real peak beyond its over_bytes, and
 // 11.7% when projected from the job's first step (rx_lo: cudnn.benchmark's trials in it), which
 // kUncheckedProjection and kUncheckedFromFirstStep cover. The doubts of a unit smaller than its
@@ -162,8 +167,9 @@ TEST(ProjectedFromOneUnit, MissesTheRealPeakByLessThanTheUncheckedMargins) {
       for (const char* file : {"snapshot.pickle.gz", "oom_snapshot.pickle.gz"})
         if (std::filesystem::exists(entry.path() / file))
           recordings.emplace_back(entry.path().filename().string(), entry.path() / file);
-  std::size_t cuts = 0, near = 0;
-  double worst_near = 0, worst_far = 0;  // real above the projection and its under_bytes, by the real peak
+  std::size_t cuts = 0, near = 0, several_scales = 0;
+  double worst_varying = 0;  // real above the projection and its under_bytes, between batches that vary
+  double worst_near = 0, worst_far = 0;  // one size: real above the projection and its under_bytes, by the real peak
   double worst_high_first = 0, worst_high_later = 0;  // the projection above the real peak and its over_bytes
   for (const auto& [name, path] : recordings) {
     const snapshot::Snapshot snap = snapshot::read_snapshot_file(path.string());
@@ -205,6 +211,10 @@ TEST(ProjectedFromOneUnit, MissesTheRealPeakByLessThanTheUncheckedMargins) {
         two.iteration_ends = {units.iteration_ends[k - 1]};
         const ProjectedStep step = project_step_from_trace(prepared, snap, 0, curve, allocs[cut], two);
         if (!step.figures.available) continue;
+        if (!step.figures.follows_one_scale) {  // unchecked, the doctor does not use it (kUncheckedSeveralScales)
+          ++several_scales;
+          continue;
+        }
         const auto projected = static_cast<double>(rest_peak(step));
         std::size_t end = allocs[cut] + 1;  // the unit's end, or an eval pass inside its iteration
         while (end < units.iteration_ends[k] &&
@@ -220,13 +230,21 @@ TEST(ProjectedFromOneUnit, MissesTheRealPeakByLessThanTheUncheckedMargins) {
         worst_high = std::max(worst_high, high);
         EXPECT_LT(step.figures.over_bytes, 1ull << 50) << name << " unit " << k;  // no wraparound
         EXPECT_LT(step.figures.under_bytes, 1ull << 50) << name << " unit " << k;
+        // Unchecked, a projection between batches that vary decides no fragmentation (kFewBatchesSeen,
+        // kUncheckedSeveralScales): the rest of the step may follow a dimension its prefix does not show.
+        const bool varies = step.figures.varying_units > 0;
+        if (varies) worst_varying = std::max(worst_varying, miss);
         if (std::abs(std::log(step.figures.scale)) < 1.0) {
-          EXPECT_LT(miss, 0.005) << name << " unit " << k << " cut " << allocs[cut];
-          worst_near = std::max(worst_near, miss);
+          if (!varies) {
+            EXPECT_LT(miss, 0.005) << name << " unit " << k << " cut " << allocs[cut];
+          }
+          if (!varies) worst_near = std::max(worst_near, miss);
           ++near;
         } else {
-          EXPECT_LT(miss, 0.08) << name << " unit " << k << " cut " << allocs[cut];
-          worst_far = std::max(worst_far, miss);
+          if (!varies) {
+            EXPECT_LT(miss, 0.08) << name << " unit " << k << " cut " << allocs[cut];
+          }
+          if (!varies) worst_far = std::max(worst_far, miss);
         }
         ++cuts;
       }
@@ -235,7 +253,9 @@ TEST(ProjectedFromOneUnit, MissesTheRealPeakByLessThanTheUncheckedMargins) {
   std::cout << cuts << " cuts; within 1/e..e of the reference (" << near << "), the real peak at most "
             << 100 * worst_near << "% above the projection and its under_bytes; further, " << 100 * worst_far
             << "%; the projection at most " << 100 * worst_high_later << "% above the real peak and its over_bytes ("
-            << 100 * worst_high_first << "% from the job's first step)\n";
+            << 100 * worst_high_first << "% from the job's first step); " << several_scales
+            << " cuts whose sizes follow the reference by more than one scale left out; between batches that vary, "
+            << "the real peak at most " << 100 * worst_varying << "% above the projection\n";
   EXPECT_GE(near, 250u);
 }
 
