@@ -58,7 +58,8 @@ class Compiler {
  public:
   Compiler(PreparedTrace& out, const snapshot::Snapshot& snapshot, int device,
            std::span<const snapshot::TraceEvent> trace)
-      : out_(out), snapshot_(snapshot), trace_(trace), origins_(snapshot), pools_(snapshot, device, trace) {}
+      : out_(out), trace_(trace), fatal_oom_(snapshot::fatal_oom_index(snapshot, device)), origins_(snapshot),
+        pools_(snapshot, device, trace) {}
 
   MemPoolMap& pools() { return pools_; }
 
@@ -77,13 +78,6 @@ class Compiler {
     reserved_ = initial_reserved;
     out_.recorded_peak_reserved = reserved_;
     out_.capacity.pieces.push_back({0, reserved_, 0, std::nullopt, 0, std::nullopt});
-    last_request_ = trace_.size();
-    for (std::size_t i = trace_.size(); i-- > 0;) {
-      if (trace_[i].action == TraceAction::kAlloc || trace_[i].action == TraceAction::kOom) {
-        last_request_ = i;
-        break;
-      }
-    }
     for (std::size_t i = 0; i < trace_.size(); ++i) {
       const snapshot::TraceEvent& e = trace_[i];
       const TraceAction a = e.action;
@@ -237,10 +231,9 @@ class Compiler {
 
   void on_oom(const snapshot::TraceEvent& e, std::size_t i) {
     if (in_burst_ && burst_is_flush_) emit_empty_cache();
-    // Survived (snapshot/survived_oom.h): ATen catches it (cuDNN, for each workspace it tries), or the run asked
-    // for memory again after it. The run died of the last one otherwise.
-    const bool caught = (last_request_ < trace_.size() && last_request_ > i) ||
-                        !snapshot::aten_oom_catcher(snapshot_, e).empty();
+    // Every OOM but the one the run died of was survived (snapshot/survived_oom.h): ATen caught it (cuDNN, for
+    // each workspace it tries), or the run asked for memory again after it.
+    const bool caught = i != fatal_oom_;
     out_.ops.push_back(make(caught ? OpKind::kCaughtOom : OpKind::kOom, e.size, 0, e.stream, i));
     out_.ops.back().pool = pools_.pool_of_oom(e.stream);
     out_.ooms.push_back({static_cast<std::uint32_t>(i), e.size, e.addr, reserved_, caught});
@@ -348,8 +341,8 @@ class Compiler {
   };
 
   PreparedTrace& out_;
-  const snapshot::Snapshot& snapshot_;
   std::span<const snapshot::TraceEvent> trace_;
+  std::optional<std::size_t> fatal_oom_;  // the `oom` entry the run died of (snapshot/survived_oom.h)
   absl::flat_hash_map<std::uint64_t, std::uint32_t> slots_;  // live address → slot
   absl::flat_hash_map<std::uint64_t, alloc::StreamId> stream_ids_;
   std::vector<std::uint32_t> spare_;
@@ -359,7 +352,6 @@ class Compiler {
   std::uint64_t reserved_ = 0;
   std::uint64_t burst_reserved_ = 0;
   std::uint32_t burst_first_ = 0;   // trace index of the group's first release
-  std::size_t last_request_ = 0;    // trace index of the last `alloc` or `oom` (trace size when none)
   bool in_burst_ = false;
   bool burst_failed_ = false;
   bool burst_is_flush_ = false;     // the stacks say emptyCache()
