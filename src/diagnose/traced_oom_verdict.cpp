@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "diagnose/batch_headroom.h"
 #include "diagnose/compiled_graph.h"
@@ -226,25 +228,32 @@ void set_margins(TraceStepProjection& p, std::uint64_t cap, bool starts_mid_run)
       (checked ? std::max(kCheckedProjectionFloor, p.fit_error_above) : p.fit_margin) + share(p.over_bytes);
 }
 
-/// By how much the fit missed its own history on the side that would decide `verdict` (below the real peaks for
-/// fragmentation, above them for capacity; either, when not checked on kCheckedUnits units), when by more than
-/// kMaxFitError: then the projection decides nothing on that side.
-std::optional<double> missed_history(const TraceStepProjection& p, Verdict verdict) {
+/// A fit's miss of its own history on the side that would decide a verdict: by how much, and which side ("below"
+/// the real peaks for fragmentation, "above" them for capacity; "" when not checked on kCheckedUnits units, whose
+/// residuals' signs tell little, so that the miss is the larger one either way).
+struct HistoryMiss {
+  double by = 0;
+  std::string side;
+};
+
+/// The fit's miss on the side that would decide `verdict`, when by more than kMaxFitError: then the projection
+/// decides nothing on that side.
+std::optional<HistoryMiss> missed_history(const TraceStepProjection& p, Verdict verdict) {
   if (!p.fit_error) return std::nullopt;
-  const double missed = p.checked_units < kCheckedUnits ? *p.fit_error
-                        : verdict == Verdict::kCapacity  ? p.fit_error_above
-                                                         : p.fit_error_below;
-  if (missed <= kMaxFitError) return std::nullopt;
-  return missed;
+  HistoryMiss miss{*p.fit_error, ""};
+  if (p.checked_units >= kCheckedUnits)
+    miss = verdict == Verdict::kCapacity ? HistoryMiss{p.fit_error_above, "above"}
+                                         : HistoryMiss{p.fit_error_below, "below"};
+  if (miss.by <= kMaxFitError) return std::nullopt;
+  return miss;
 }
 
-/// Undetermined for a fit that missed its history by `missed` on the side it would decide (`side`: "below",
-/// "above", or "" for both).
-Verdict fit_rejected(double missed, std::string side, TracedOomFindings& f) {
+/// Undetermined for a fit that missed its history by `miss`.
+Verdict fit_rejected(HistoryMiss miss, TracedOomFindings& f) {
   f.rule = TracedOomRule::kProjectionMissesHistory;
   f.max_fit_error = kMaxFitError;
-  f.missed_by = missed;
-  f.missed_side = std::move(side);
+  f.missed_by = miss.by;
+  f.missed_side = std::move(miss.side);
   return Verdict::kUndetermined;
 }
 
@@ -287,7 +296,7 @@ Verdict judge_projected_step(ProjectedStep& step, const std::vector<replay::What
   const auto peak = static_cast<double>(p.projected_peak_bytes);
   const double next = peak + static_cast<double>(p.next_unit_extra_bytes);
   if (missed_history(p, Verdict::kCapacity) && missed_history(p, Verdict::kFragmentation))
-    return fit_rejected(*p.fit_error, "", f);
+    return fit_rejected({*p.fit_error, ""}, f);
   // One scale carries the reference to the failing unit only when its sizes follow it: with two that vary apart
   // (a translation's source and target lengths), projected from the step before it alone, steps of the
   // translation tutorial (field trn_*) peaked up to 74% above the projection, or 2× below it. Only a fit checked
@@ -296,15 +305,13 @@ Verdict judge_projected_step(ProjectedStep& step, const std::vector<replay::What
     f.rule = TracedOomRule::kUncheckedSeveralScales;
     return Verdict::kUndetermined;
   }
-  const bool signed_residuals = p.checked_units >= kCheckedUnits;
   // Sizes recorded under roundup_power2_divisions are rounded up: what the step needs with
   // perfect packing at the sizes it asked for is less (the snapshot's live blocks tell by how much).
   const double asked = peak / inflation;
   f.needed_bytes = static_cast<std::uint64_t>(asked);
   f.next_needed_bytes = static_cast<std::uint64_t>(next / inflation);
   if (asked > upper) {
-    if (const auto missed = missed_history(p, Verdict::kCapacity))
-      return fit_rejected(*missed, signed_residuals ? "above" : "", f);
+    if (auto miss = missed_history(p, Verdict::kCapacity)) return fit_rejected(std::move(*miss), f);
     f.rule = TracedOomRule::kProjectedStepExceeds;
     return Verdict::kCapacity;
   }
@@ -329,8 +336,7 @@ Verdict judge_projected_step(ProjectedStep& step, const std::vector<replay::What
     return Verdict::kUndetermined;
   }
   if (f.best_run) {
-    if (const auto missed = missed_history(p, Verdict::kFragmentation))
-      return fit_rejected(*missed, signed_residuals ? "below" : "", f);
+    if (auto miss = missed_history(p, Verdict::kFragmentation)) return fit_rejected(std::move(*miss), f);
     d.recommended_conf = f.best_run->conf;
     f.rule = TracedOomRule::kProjectedStepFits;
     return Verdict::kFragmentation;
@@ -338,8 +344,7 @@ Verdict judge_projected_step(ProjectedStep& step, const std::vector<replay::What
   const bool all_fail =
       std::all_of(p.runs.begin(), p.runs.end(), [](const ProjectedRun& r) { return r.fails_with_margin; });
   if (all_fail && !step.trace.starts_mid_run && !p.runs.empty() && inflation <= 1.01) {
-    if (const auto missed = missed_history(p, Verdict::kCapacity))
-      return fit_rejected(*missed, signed_residuals ? "above" : "", f);
+    if (auto miss = missed_history(p, Verdict::kCapacity)) return fit_rejected(std::move(*miss), f);
     f.rule = TracedOomRule::kNoSettingRunsProjected;
     return Verdict::kCapacity;
   }
