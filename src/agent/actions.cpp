@@ -194,6 +194,7 @@ void ActionDispatcher::remove_requests_of_gone_ranks(const std::set<std::string>
     if (!folder || ::unlinkat(folder->fd.get(), leaf.c_str(), 0) != 0) continue;
     written_.erase(name);
     checkpoint_ids_.erase(rank_file);
+    limiters_.at(ActionKind::kCheckpoint).forget(rank_file);
     events_ << nlohmann::json{{"event", "checkpoint_request_removed"}, {"node", node_},
                               {"path", (rank_dir_ / name).string()}, {"reason", "rank gone"}}.dump()
             << '\n' << std::flush;

@@ -97,6 +97,8 @@ class ActionDispatcher {
   /// Only while checkpoints are enabled and not dry; only regular files among `checkpoint_files`
   /// (RankScan::checkpoint_files) that this agent wrote, or that belong to the agent's user (at
   /// the top level) or to the folder's owner (in a per-user folder); never through a link.
+  /// The rank's checkpoint rate limit goes with its request: a rank that was only stale for a
+  /// while (stopped, starved of CPU) is asked again when it comes back still firing.
   void remove_requests_of_gone_ranks(const std::set<std::string>& present,
                                      const std::vector<std::string>& checkpoint_files);
 

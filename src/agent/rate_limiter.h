@@ -21,6 +21,9 @@ class RateLimiter {
     return true;
   }
 
+  /// @brief Lets `key` go ahead at its next try, as if it had never gone.
+  void forget(const std::string& key) { last_.erase(key); }
+
  private:
   std::chrono::seconds interval_;
   std::map<std::string, std::chrono::steady_clock::time_point> last_;

@@ -107,6 +107,19 @@ TEST_F(ActionDispatcherTest, RequestsOfGoneRanksAreRemovedOthersKept) {
   EXPECT_EQ(events[3]["path"], (dir_.path() / "rank3-pid77.fsr.checkpoint").string());
 }
 
+// CI run 28: rank 1 of agent_e2e missed its heartbeats for a moment under load, its request was
+// removed as a gone rank's, and the 600 s rate limit kept it from being asked again.
+TEST_F(ActionDispatcherTest, ARankBackFromStaleIsAskedAgain) {
+  ActionDispatcher actions(settings_, dir_.path(), "node-a", events_);
+  actions.dispatch({alert_}, view_, t0_);
+  actions.remove_requests_of_gone_ranks({}, checkpoint_files());  // stale for one poll
+  ASSERT_FALSE(std::filesystem::exists(dir_.path() / "rank3-pid77.fsr.checkpoint"));
+  actions.dispatch({alert_}, view_, t0_ + seconds(1));  // back, still fragmented
+  EXPECT_EQ(read_file(dir_.path() / "rank3-pid77.fsr.checkpoint"), "1\n");
+  EXPECT_EQ(actions.count(ActionKind::kCheckpoint, ActionOutcome::kExecuted), 2u);
+  EXPECT_EQ(actions.count(ActionKind::kCheckpoint, ActionOutcome::kRateLimited), 0u);
+}
+
 // Issue 16: with checkpoints off, the agent still deleted orphaned requests.
 TEST_F(ActionDispatcherTest, NothingIsRemovedWithoutTheCheckpointOptIn) {
   std::ofstream(dir_.path() / "rank5-pid90.fsr.checkpoint") << "2\n";
