@@ -123,6 +123,9 @@ struct TraceStepProjection {
   std::size_t aligned_event = 0;  ///< the reference's allocation matched with the failing malloc
   std::size_t prefix_allocations = 0;   ///< the failing unit's, up to the failing malloc
   std::size_t matched_allocations = 0;  ///< of them, matched with the reference's
+  /// The reference's allocations up to the aligned one that the failing prefix has no counterpart for
+  /// (a first step's cudnn.benchmark trials, lazily made workspaces), in bytes.
+  std::uint64_t reference_unmatched_bytes = 0;
   /// Unavailable because a ring or a late history start cut the trace's only earlier unit: the
   /// trace events a whole unit takes (its record plus the failing unit's head that it lost).
   std::optional<std::size_t> cut_unit_events;

@@ -383,6 +383,12 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
   p.reference_first_event = ref.first;
   p.reference_end_event = ref.end;
   p.aligned_event = ref.allocs[aligned_position];
+  {
+    std::vector<bool> paired(aligned_position + 1, false);
+    for (const auto& pair : reference_pairs) paired[pair.first] = true;
+    for (std::size_t i = 0; i <= aligned_position; ++i)
+      if (!paired[i]) p.reference_unmatched_bytes += trace[ref.allocs[i]].size;
+  }
 
   // The fit: the other units aligned with the whole reference, and the failing prefix.
   ExponentFit fit(ref.allocs.size());

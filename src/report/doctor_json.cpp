@@ -67,6 +67,7 @@ json trace_projection_json(const diagnose::TraceStepProjection& p) {
           {"varying_units", p.varying_units},
           {"off_scale_share", p.off_scale_share},
           {"reference_off_scale_share", p.reference_off_scale_share},
+          {"reference_unmatched_bytes", p.reference_unmatched_bytes},
           {"follows_one_scale", p.follows_one_scale},
           {"longest_unit", optional_json(p.longest_unit)},
           {"longest_peak_bytes", p.longest_peak_bytes},

@@ -225,8 +225,11 @@ TEST(ProjectedFromOneUnit, MissesTheRealPeakByLessThanTheUncheckedMargins) {
                               curve.allocated.begin() + static_cast<std::ptrdiff_t>(end)));
         const double miss = (real - projected - static_cast<double>(step.figures.under_bytes)) / real;
         const double high = (projected - static_cast<double>(step.figures.over_bytes) - real) / real;
-        double& worst_high = k == 1 ? worst_high_first : worst_high_later;
-        EXPECT_LT(high, k == 1 ? 0.12 : 0.08) << name << " unit " << k << " cut " << allocs[cut];
+        // A first step that allocated more than the failing prefix has (cudnn.benchmark's trials) keeps the
+        // doctor's kUncheckedFromFirstStep; one alike (kFirstStepAlikeShare) the later steps' margin.
+        const bool unlike_first = k == 1 && static_cast<double>(step.figures.reference_unmatched_bytes) > 0.05 * real;
+        double& worst_high = unlike_first ? worst_high_first : worst_high_later;
+        EXPECT_LT(high, unlike_first ? 0.12 : 0.08) << name << " unit " << k << " cut " << allocs[cut];
         worst_high = std::max(worst_high, high);
         EXPECT_LT(step.figures.over_bytes, 1ull << 50) << name << " unit " << k;  // no wraparound
         EXPECT_LT(step.figures.under_bytes, 1ull << 50) << name << " unit " << k;
@@ -253,7 +256,7 @@ TEST(ProjectedFromOneUnit, MissesTheRealPeakByLessThanTheUncheckedMargins) {
   std::cout << cuts << " cuts; within 1/e..e of the reference (" << near << "), the real peak at most "
             << 100 * worst_near << "% above the projection and its under_bytes; further, " << 100 * worst_far
             << "%; the projection at most " << 100 * worst_high_later << "% above the real peak and its over_bytes ("
-            << 100 * worst_high_first << "% from the job's first step); " << several_scales
+            << 100 * worst_high_first << "% from a first step unlike the failing one); " << several_scales
             << " cuts whose sizes follow the reference by more than one scale left out; between batches that vary, "
             << "the real peak at most " << 100 * worst_varying << "% above the projection\n";
   EXPECT_GE(near, 250u);
