@@ -211,9 +211,10 @@ Verdict judge_training_step(const snapshot::Snapshot& snap, int device, const al
 
 /// The fit's error on earlier units as a fraction (at least kProjectionFloor; when no unit could
 /// check it, kUncheckedProjection, or kUncheckedFromFirstStep when the reference is the job's first
-/// step and unlike the failing one, kFirstStepAlikeShare), and the margins the verdict keeps from the capacity each way (a fit checked on
-/// kCheckedUnits or more keeps its own error, at least kCheckedProjectionFloor; an unchecked fit
-/// within kUncheckedMaxLogScale of its reference keeps the floor to fit).
+/// step and unlike the failing one, kFirstStepAlikeShare), and the margins the verdict keeps from
+/// the capacity each way (a fit checked on kCheckedUnits or more keeps its own error, at least
+/// kCheckedProjectionFloor; an unchecked fit within kUncheckedMaxLogScale of its reference keeps
+/// the floor to fit).
 void set_margins(TraceStepProjection& p, std::uint64_t cap, bool starts_mid_run) {
   const auto share = [&](std::uint64_t bytes) {
     return static_cast<double>(bytes) / static_cast<double>(std::max<std::uint64_t>(cap, 1));
