@@ -201,7 +201,10 @@ INSTANTIATE_TEST_SUITE_P(
                       Expected{"swag_edge", Verdict::kFragmentation, "train"},
                       Expected{"swag_lo", Verdict::kUndetermined, "train"},
                       Expected{"nst_edge", Verdict::kFragmentation, "train"},
-                      Expected{"nst_lo", Verdict::kUndetermined, "train"}),
+                      Expected{"nst_lo", Verdict::kUndetermined, "train"},
+                      // Batch 29 (predictions at 6f9a172, before the labels): 1 right, 1 undetermined.
+                      Expected{"w2v_edge", Verdict::kUndetermined, "unknown"},
+                      Expected{"w2v_lo", Verdict::kCapacity, "unknown"}),
     [](const auto& info) { return info.param.name; });
 
 // torchvision's detection reference with images of random sizes, at 0.92 × its peak allocated: the
