@@ -92,6 +92,8 @@ void describe_inputs(const DoctorInputs& in, bool oom, Diagnosis& d) {
   for (const auto& l : in.library_failures)
     d.inputs_used.push_back(fmt::format("log ({} library allocation failure{}): {}", l.failures.size(),
                                         l.failures.size() == 1 ? "" : "s", l.path));
+  for (const auto& l : in.cudnn_no_plan)
+    d.inputs_used.push_back(fmt::format("log (cuDNN found no plan, line {}): {}", l.line, l.path));
   for (const auto& u : in.unrecognised) d.inputs_used.push_back("not recognised, ignored: " + u);
   for (const auto& skipped : in.skipped) d.skipped_inputs.emplace_back(skipped.path, skipped.reason);
   if (in.snapshots.empty())
@@ -313,9 +315,11 @@ std::string survived_ooms_line(const SnapshotInput& s) {
     line += fmt::format(" ({}caught inside PyTorch at at::native::{}: cuDNN moves to a plan that needs less "
                         "workspace, perhaps a slower one)",
                         o.caught_by_aten == o.count ? "" : fmt::format("{} ", o.caught_by_aten), o.last_catcher);
-  if (o.caught_by_aten < o.count)
+  const std::size_t others = o.count - o.caught_by_aten;
+  if (others > 0)
     line += fmt::format("{} followed by more requests for memory (the program caught {})",
-                        o.caught_by_aten > 0 ? "; the others were" : ": each was", o.caught_by_aten > 0 ? "them" : "it");
+                        o.caught_by_aten == 0 ? ": each was" : others == 1 ? "; the other was" : "; the others were",
+                        o.caught_by_aten > 0 && others > 1 ? "them" : "it");
   return line;
 }
 
@@ -500,7 +504,7 @@ Diagnosis run_doctor(const DoctorInputs& in, const DoctorOptions& options) {
     d.phase_source = in.telemetry.empty() ? "no OOM" : "no OOM; the telemetry covers the training steps";
     if (trace.replay && !trace.replay->snapshot.trace(trace.device).empty()) {
       const replay::PreparedTrace prepared =
-          replay::prepare_trace(trace.replay->snapshot, trace.device, trace.replay->path);
+          replay::prepare_trace(trace.replay->snapshot, trace.device, trace.replay->path, trace.replay->run_end);
       const replay::Capacity capacity = replay::resolve_capacity(prepared, {});
       if (capacity.bytes) {  // OOMs the run survived measured the device
         d.capacity_bytes = capacity.bytes;
@@ -589,12 +593,14 @@ Diagnosis run_doctor(const DoctorInputs& in, const DoctorOptions& options) {
         break;
       }
       if (const SnapshotInput* s = snapshot_with_survived_ooms(in)) {
+        const bool one = s->survived.count == 1;
         d.headline = fmt::format("No OOM the run died of: the run went on from the {} out-of-memory error{} its "
                                  "snapshot records{}.",
-                                 s->survived.count, s->survived.count == 1 ? "" : "s",
-                                 s->survived.caught_by_aten == s->survived.count
-                                     ? " (PyTorch's cuDNN convolution caught them and tried another plan)"
-                                     : "");
+                                 s->survived.count, one ? "" : "s",
+                                 s->survived.caught_by_aten != s->survived.count
+                                     ? ""
+                                     : fmt::format(" (PyTorch's cuDNN convolution caught {} and tried another plan)",
+                                                   one ? "it" : "them"));
         break;
       }
       d.headline =

@@ -11,8 +11,8 @@
 #include "diagnose/rank_assignment.h"
 #include "inputs/input_kind.h"
 #include "inputs/memory_stats_reader.h"
-#include "inputs/oom_message_parser.h"
 #include "inputs/telemetry_reader.h"
+#include "inputs/training_log.h"
 #include "snapshot/snapshot_reader.h"
 #include "util/error.h"
 #include "util/input_file.h"
@@ -163,11 +163,11 @@ void read_input(const fs::path& file, const snapshot::ReadLimits& limits, const 
       inputs.summaries.push_back({path, rank_from_path(path), inputs::read_memory_summary_file(file)});
       break;
     case inputs::InputKind::kOomLog: {
-      auto ooms = inputs::read_oom_messages_file(file);
-      auto failures = inputs::read_library_alloc_failures_file(file);
-      if (ooms.empty() && failures.empty()) inputs.unrecognised.push_back(path);
-      if (!ooms.empty()) inputs.logs.push_back({path, std::move(ooms)});
-      if (!failures.empty()) inputs.library_failures.push_back({path, std::move(failures)});
+      inputs::TrainingLog log = inputs::read_training_log_file(file);
+      if (!log.any()) inputs.unrecognised.push_back(path);
+      if (!log.oom_messages.empty()) inputs.logs.push_back({path, std::move(log.oom_messages)});
+      if (!log.library_failures.empty()) inputs.library_failures.push_back({path, std::move(log.library_failures)});
+      if (log.cudnn_no_plan_line) inputs.cudnn_no_plan.push_back({path, *log.cudnn_no_plan_line});
       break;
     }
     case inputs::InputKind::kUnknown:
@@ -190,6 +190,14 @@ DoctorInputs collect_doctor_inputs(const std::vector<std::string>& paths, const 
       read_input(file, limits, progress, inputs);
     } catch (const InputError& e) {
       inputs.skipped.push_back({path, reason_of(e, path)});
+    }
+  }
+  // A log saying cuDNN found no plan tells how every snapshot's run ended, whatever the order they came in.
+  if (!inputs.cudnn_no_plan.empty()) {
+    for (SnapshotInput& s : inputs.snapshots) {
+      s.run_end = snapshot::RunEnd::kCudnnFoundNoPlan;
+      s.oom_index = snapshot::fatal_oom_index(s.snapshot, s.device, s.run_end);
+      s.survived = snapshot::survived_ooms(s.snapshot, s.device, s.run_end);
     }
   }
   assign_ranks(inputs);

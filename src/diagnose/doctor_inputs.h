@@ -37,6 +37,9 @@ struct SnapshotInput {
   std::optional<int> rank;  ///< from the path ("rank3.pickle", "rank3/snapshot.pickle")
   snapshot::Snapshot snapshot;
   int device = 0;                          ///< its busiest device: the one the doctor reads
+  /// How the run ended where a log tells it (kCudnnFoundNoPlan when one says cuDNN found no plan): it picks the
+  /// fatal OOM below, and the replay's (replay::prepare_trace).
+  snapshot::RunEnd run_end = snapshot::RunEnd::kUnknown;
   std::optional<std::size_t> oom_index;    ///< the `oom` entry the run died of (snapshot/survived_oom.h)
   snapshot::SurvivedOoms survived;         ///< the `oom` entries the run went on from
 };
@@ -76,6 +79,12 @@ struct LibraryFailureInput {
   std::vector<inputs::LibraryAllocFailure> failures;  ///< never empty
 };
 
+/// @brief A log that says cuDNN found no plan to run a convolution (inputs/training_log.h).
+struct CudnnNoPlanInput {
+  std::string path;
+  std::size_t line = 0;  ///< 1-based, the last such line
+};
+
 /// @brief An input that was not used, and why (one line, without the path).
 struct SkippedInput {
   std::string path;
@@ -93,6 +102,7 @@ struct DoctorInputs {
   std::vector<SummaryInput> summaries;
   std::vector<LogInput> logs;
   std::vector<LibraryFailureInput> library_failures;
+  std::vector<CudnnNoPlanInput> cudnn_no_plan;
   std::vector<std::string> unrecognised;  ///< files that are none of the known kinds
   std::vector<SkippedInput> skipped;      ///< damaged or special files, and why each was left out
   std::vector<std::string> warnings;      ///< how ranks were told apart, and what stays merged

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "diagnose/input_pipeline.h"
+#include "snapshot/survived_oom.h"
 #include "util/bytes.h"
 
 namespace fragscope::diagnose {
@@ -63,7 +64,17 @@ OomSignals gather_oom_signals(const DoctorInputs& in) {
       }
   for (const SnapshotInput& snap : in.snapshots) {
     if (snap.oom_index) {
-      s.sources.push_back(fmt::format("the `oom` entry at trace event {} of {}", *snap.oom_index, snap.path));
+      const auto& entry = snap.snapshot.trace(snap.device)[*snap.oom_index];
+      const std::string_view catcher = snapshot::aten_oom_catcher(snap.snapshot, entry);
+      // Caught inside ATen, yet fatal: a log said cuDNN found no plan (snapshot::RunEnd::kCudnnFoundNoPlan).
+      const std::string no_plan =
+          catcher.empty() || in.cudnn_no_plan.empty()
+              ? ""
+              : fmt::format(", a convolution plan's workspace refused inside at::native::{}: cuDNN then found no plan "
+                            "(line {} of {})",
+                            catcher, in.cudnn_no_plan.front().line, in.cudnn_no_plan.front().path);
+      s.sources.push_back(
+          fmt::format("the `oom` entry at trace event {} of {}{}", *snap.oom_index, snap.path, no_plan));
       if (!s.rank && snap.rank) s.rank = snap.rank;
     }
   }

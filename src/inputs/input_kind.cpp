@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "inputs/library_alloc_failure.h"
+#include "inputs/training_log.h"
 #include "snapshot/byte_source.h"
 #include "util/error.h"
 #include "util/input_file.h"
@@ -37,11 +38,12 @@ std::string_view first_line(std::string_view text) {
   return text.substr(0, text.find('\n'));
 }
 
-/// PyTorch's OOM message, or a CUDA library's own allocation that failed (library_alloc_failure.h).
-bool has_oom_message(std::string_view text) {
+/// A training log's failure the doctor reads (training_log.h): PyTorch's OOM message, a CUDA library's own
+/// allocation that failed (library_alloc_failure.h), or cuDNN finding no plan.
+bool has_failure_message(std::string_view text) {
   const auto oom = text.find("out of memory");
   return (oom != std::string_view::npos && text.find("Tried to allocate", oom) != std::string_view::npos) ||
-         has_library_alloc_failure(text);
+         has_library_alloc_failure(text) || is_cudnn_no_plan_error(text);
 }
 
 bool is_text(std::string_view head) {
@@ -105,7 +107,7 @@ InputKind detect_input_kind(std::span<const std::uint8_t> head) {
        line.find("memory.total") != std::string_view::npos))
     return InputKind::kNvidiaSmiCsv;
   if (const auto kind = classify_json(text); kind != InputKind::kUnknown) return kind;
-  if (has_oom_message(text)) return InputKind::kOomLog;
+  if (has_failure_message(text)) return InputKind::kOomLog;
   return InputKind::kUnknown;
 }
 
@@ -132,7 +134,7 @@ InputKind detect_input_kind_file(const std::filesystem::path& path) {
     const std::size_t got = file.read(chunk);
     if (got == 0) break;
     window.append(chunk, 0, got);
-    if (has_oom_message(window)) return InputKind::kOomLog;
+    if (has_failure_message(window)) return InputKind::kOomLog;
     window.erase(0, window.size() - std::min(window.size(), kOverlap));
   }
   return InputKind::kUnknown;

@@ -17,7 +17,7 @@ enum class InputKind : std::uint8_t {
   kTelemetryJsonl,     ///< step telemetry, one JSON object per line
   kNvidiaSmiCsv,       ///< `nvidia-smi --query-gpu=... --format=csv`
   kMemorySummaryText,  ///< `torch.cuda.memory_summary()`
-  kOomLog,             ///< any text holding a PyTorch OOM message
+  kOomLog,             ///< a training log holding a failure the doctor reads (training_log.h)
   kUnknown,
 };
 

@@ -3,7 +3,6 @@
 #include <array>
 
 #include "inputs/text_file.h"
-#include "util/input_file.h"
 
 namespace fragscope::inputs {
 
@@ -65,18 +64,6 @@ std::vector<LibraryAllocFailure> find_library_alloc_failures(std::string_view lo
     if (end == std::string_view::npos) break;
     log.remove_prefix(end + 1);
   }
-  return found;
-}
-
-std::vector<LibraryAllocFailure> read_library_alloc_failures_file(const std::filesystem::path& path) {
-  LineReader lines(open_input(path.string()), kMaxLogLineBytes, LineReader::LongLines::kCut, 0, "a log");
-  std::vector<LibraryAllocFailure> found;
-  std::string_view line;
-  while (found.size() < kMaxLibraryAllocFailures && lines.next(line))
-    if (auto f = parse_library_alloc_failure(line)) {
-      f->line = lines.line_number();
-      found.push_back(std::move(*f));
-    }
   return found;
 }
 

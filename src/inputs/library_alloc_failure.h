@@ -16,7 +16,6 @@
 /// Thread-safety: pure functions.
 
 #include <cstddef>
-#include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -42,9 +41,5 @@ std::optional<LibraryAllocFailure> parse_library_alloc_failure(std::string_view 
 
 /// @brief The first kMaxLibraryAllocFailures failures of `log`, in order.
 std::vector<LibraryAllocFailure> find_library_alloc_failures(std::string_view log);
-
-/// @brief The same for the log at `path`, streamed (memory holds one line, cut at kMaxLogLineBytes).
-/// @throws InputError naming `path` when it cannot be read or is a special file.
-std::vector<LibraryAllocFailure> read_library_alloc_failures_file(const std::filesystem::path& path);
 
 }  // namespace fragscope::inputs

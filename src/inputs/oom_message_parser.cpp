@@ -9,14 +9,11 @@
 
 #include "inputs/text_file.h"
 #include "util/bytes.h"
-#include "util/input_file.h"
 
 namespace fragscope::inputs {
 
 namespace {
 
-// A wrapped message spans a handful of lines; more than this is not one message.
-constexpr std::size_t kMaxContinuationLines = 12;
 // A message is a few hundred characters; text past this is not part of it (and would only
 // make the figure search slow).
 constexpr std::size_t kMaxMessageChars = 8192;
@@ -212,60 +209,49 @@ std::size_t message_start(std::string_view text, std::size_t oom_at) {
   return oom_at;
 }
 
-// Finds the messages of a log given line by line, holding only the last few lines: each line is
-// judged once the kMaxContinuationLines after it (its possible continuations) have arrived.
-class OomScanner {
- public:
-  void add(std::string_view raw) {
-    ring_[(first_ + count_) % ring_.size()].assign(raw);
-    if (++count_ == ring_.size()) judge_first();
-  }
-  std::vector<OomMessage> finish() {
-    while (count_ > 0) judge_first();
-    return std::move(found_);
-  }
-
- private:
-  const std::string& at(std::size_t i) const { return ring_[(first_ + i) % ring_.size()]; }
-
-  void judge_first() {
-    judge(at(0));
-    first_ = (first_ + 1) % ring_.size();
-    --count_;
-    ++line_no_;
-  }
-
-  void judge(std::string_view raw) {
-    if (raw.find("out of memory") == std::string_view::npos) return;  // fast path
-    const LogLine first = split_rank_prefix(strip_control(raw));
-    const auto oom_at = first.text.find("out of memory");
-    if (oom_at == std::string::npos) return;
-    std::string joined = first.text.substr(message_start(first.text, oom_at));
-    for (std::size_t n = 1; n < count_; ++n) {
-      if (message_complete(joined)) break;
-      const LogLine next = split_rank_prefix(strip_control(at(n)));
-      if (next.rank != first.rank && next.rank && first.rank) continue;  // another rank's line
-      const std::string_view content = trim(next.text);
-      if (content.empty() || starts_new_record(content)) break;
-      if (ends_sentence(joined) && !starts_continuation(content)) break;
-      joined += ' ';
-      joined += content;
-    }
-    auto msg = parse_oom_message(joined);
-    if (!msg || found_.size() >= kMaxOomMessages) return;  // not an allocator OOM, or enough kept
-    msg->line = line_no_;
-    msg->rank = first.rank;
-    found_.push_back(std::move(*msg));
-  }
-
-  std::array<std::string, kMaxContinuationLines + 1> ring_;  // a line and its possible continuations
-  std::size_t first_ = 0;
-  std::size_t count_ = 0;
-  std::size_t line_no_ = 1;  // of the ring's first line
-  std::vector<OomMessage> found_;
-};
-
 }  // namespace
+
+void OomMessageScanner::add(std::string_view raw) {
+  ring_[(first_ + count_) % ring_.size()].assign(raw);
+  if (++count_ == ring_.size()) judge_first();
+}
+
+std::vector<OomMessage> OomMessageScanner::finish() {
+  while (count_ > 0) judge_first();
+  return std::move(found_);
+}
+
+const std::string& OomMessageScanner::at(std::size_t i) const { return ring_[(first_ + i) % ring_.size()]; }
+
+void OomMessageScanner::judge_first() {
+  judge(at(0));
+  first_ = (first_ + 1) % ring_.size();
+  --count_;
+  ++line_no_;
+}
+
+void OomMessageScanner::judge(std::string_view raw) {
+  if (raw.find("out of memory") == std::string_view::npos) return;  // fast path
+  const LogLine first = split_rank_prefix(strip_control(raw));
+  const auto oom_at = first.text.find("out of memory");
+  if (oom_at == std::string::npos) return;
+  std::string joined = first.text.substr(message_start(first.text, oom_at));
+  for (std::size_t n = 1; n < count_; ++n) {
+    if (message_complete(joined)) break;
+    const LogLine next = split_rank_prefix(strip_control(at(n)));
+    if (next.rank != first.rank && next.rank && first.rank) continue;  // another rank's line
+    const std::string_view content = trim(next.text);
+    if (content.empty() || starts_new_record(content)) break;
+    if (ends_sentence(joined) && !starts_continuation(content)) break;
+    joined += ' ';
+    joined += content;
+  }
+  auto msg = parse_oom_message(joined);
+  if (!msg || found_.size() >= kMaxOomMessages) return;  // not an allocator OOM, or enough kept
+  msg->line = line_no_;
+  msg->rank = first.rank;
+  found_.push_back(std::move(*msg));
+}
 
 std::optional<OomMessage> parse_oom_message(std::string_view text) {
   const std::string clean = collapse_spaces(strip_control(text));
@@ -279,20 +265,12 @@ std::optional<OomMessage> parse_oom_message(std::string_view text) {
 }
 
 std::vector<OomMessage> find_oom_messages(std::string_view log) {
-  OomScanner scanner;
+  OomMessageScanner scanner;
   for (std::size_t pos = 0; pos < log.size();) {
     const auto end = std::min(log.find('\n', pos), log.size());
     scanner.add(log.substr(pos, end - pos));
     pos = end + 1;
   }
-  return scanner.finish();
-}
-
-std::vector<OomMessage> read_oom_messages_file(const std::filesystem::path& path) {
-  LineReader lines(open_input(path.string()), kMaxLogLineBytes, LineReader::LongLines::kCut, 0, "a log");
-  OomScanner scanner;
-  std::string_view line;
-  while (lines.next(line)) scanner.add(line);
   return scanner.finish();
 }
 

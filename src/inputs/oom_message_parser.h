@@ -8,9 +8,11 @@
 /// rank are joined until the message is complete). Nothing is executed or evaluated.
 /// Thread-safety: pure functions.
 
+#include <array>
 #include <cstddef>
 #include <filesystem>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -30,9 +32,28 @@ std::vector<OomMessage> find_oom_messages(std::string_view log);
 /// @return nullopt when `text` holds no "out of memory ... Tried to allocate" message.
 std::optional<OomMessage> parse_oom_message(std::string_view text);
 
-/// @brief Finds the OOM messages of the log at `path` (a regular file or a pipe, of any size),
-/// streamed: memory holds a few lines (each cut at kMaxLogLineBytes, text_file.h), not the log.
-/// @throws InputError naming `path` when it cannot be read or is a special file.
-std::vector<OomMessage> read_oom_messages_file(const std::filesystem::path& path);
+/// @brief A wrapped message spans a handful of lines; more than this is not one message.
+inline constexpr std::size_t kMaxContinuationLines = 12;
+
+/// @brief Finds the messages of a log given line by line (training_log.h streams a file through it), holding only
+/// the last few lines: each line is judged once the kMaxContinuationLines after it (its possible continuations)
+/// have arrived. Not thread-safe: one reader feeds it.
+class OomMessageScanner {
+ public:
+  void add(std::string_view line);
+  /// @brief Judges the lines still held and returns every message found (the first kMaxOomMessages).
+  std::vector<OomMessage> finish();
+
+ private:
+  const std::string& at(std::size_t i) const;
+  void judge_first();
+  void judge(std::string_view raw);
+
+  std::array<std::string, kMaxContinuationLines + 1> ring_;  // a line and its possible continuations
+  std::size_t first_ = 0;
+  std::size_t count_ = 0;
+  std::size_t line_no_ = 1;  // of the ring's first line
+  std::vector<OomMessage> found_;
+};
 
 }  // namespace fragscope::inputs

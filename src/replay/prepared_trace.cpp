@@ -57,8 +57,8 @@ alloc::SegmentAction segment_action(TraceAction a) {
 class Compiler {
  public:
   Compiler(PreparedTrace& out, const snapshot::Snapshot& snapshot, int device,
-           std::span<const snapshot::TraceEvent> trace)
-      : out_(out), trace_(trace), fatal_oom_(snapshot::fatal_oom_index(snapshot, device)), origins_(snapshot),
+           std::span<const snapshot::TraceEvent> trace, snapshot::RunEnd end)
+      : out_(out), trace_(trace), fatal_oom_(snapshot::fatal_oom_index(snapshot, device, end)), origins_(snapshot),
         pools_(snapshot, device, trace) {}
 
   MemPoolMap& pools() { return pools_; }
@@ -440,8 +440,8 @@ void check_allocating_pools(const PreparedTrace& out) {
 
 }  // namespace
 
-PreparedTrace prepare_trace(const snapshot::Snapshot& snapshot, int device,
-                            const std::string& source) {
+PreparedTrace prepare_trace(const snapshot::Snapshot& snapshot, int device, const std::string& source,
+                            snapshot::RunEnd end) {
   const std::span<const snapshot::TraceEvent> trace = snapshot.trace(device);
   if (trace.empty()) {
     throw InputError(fmt::format(
@@ -461,7 +461,7 @@ PreparedTrace prepare_trace(const snapshot::Snapshot& snapshot, int device,
   out.recorded_config = recorded_config(snapshot.allocator_settings);
   out.ops.reserve(trace.size() * 3 / 5 + 16);
 
-  Compiler compiler(out, snapshot, device, trace);
+  Compiler compiler(out, snapshot, device, trace, end);
   compiler.stream_id(0);  // the legacy default stream is always id 0
   InitialState initial = reconstruct_initial_state(
       snapshot, device, trace, out.recorded_config,

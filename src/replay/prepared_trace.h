@@ -32,6 +32,7 @@
 #include "alloc/allocator_model.h"
 #include "alloc/device_memory.h"
 #include "snapshot/snapshot.h"
+#include "snapshot/survived_oom.h"
 
 namespace fragscope::replay {
 
@@ -134,12 +135,13 @@ inline constexpr std::size_t kMaxTraceStreams = 1024;
 inline constexpr std::size_t kMaxTraceMemPools = 1024;
 inline constexpr std::size_t kMaxAllocatingPools = 256;
 
-/// @brief Compiles `device`'s trace of `snapshot`.
+/// @brief Compiles `device`'s trace of `snapshot`; `end`, what the run's log says of how it ended, picks the fatal
+/// OOM (snapshot::fatal_oom_index), the others becoming kCaughtOom.
 /// @throws InputError naming `source` when the snapshot has no trace for `device`, names more
 ///         streams or pools than the limits above, or its
 ///         allocator_settings hold a config PyTorch would reject.
-PreparedTrace prepare_trace(const snapshot::Snapshot& snapshot, int device,
-                            const std::string& source);
+PreparedTrace prepare_trace(const snapshot::Snapshot& snapshot, int device, const std::string& source,
+                            snapshot::RunEnd end = snapshot::RunEnd::kUnknown);
 
 /// @brief For each of the trace's events, the index in `trace.ops` of the kAlloc or kOom op it
 /// made, or kNoOp (frees, segment events, events the compiler dropped).

@@ -38,21 +38,21 @@ std::string_view aten_oom_catcher(const Snapshot& snapshot, const TraceEvent& ev
   return {};
 }
 
-std::optional<std::size_t> fatal_oom_index(const Snapshot& snapshot, int device) {
+std::optional<std::size_t> fatal_oom_index(const Snapshot& snapshot, int device, RunEnd end) {
   const auto trace = snapshot.trace(device);
   for (std::size_t i = trace.size(); i-- > 0;) {
     if (trace[i].action == TraceAction::kAlloc) return std::nullopt;
     if (trace[i].action == TraceAction::kOom) {
-      if (!aten_oom_catcher(snapshot, trace[i]).empty()) return std::nullopt;
+      if (end != RunEnd::kCudnnFoundNoPlan && !aten_oom_catcher(snapshot, trace[i]).empty()) return std::nullopt;
       return i;
     }
   }
   return std::nullopt;
 }
 
-SurvivedOoms survived_ooms(const Snapshot& snapshot, int device) {
+SurvivedOoms survived_ooms(const Snapshot& snapshot, int device, RunEnd end) {
   const auto trace = snapshot.trace(device);
-  const std::optional<std::size_t> fatal = fatal_oom_index(snapshot, device);
+  const std::optional<std::size_t> fatal = fatal_oom_index(snapshot, device, end);
   SurvivedOoms s;
   for (std::size_t i = 0; i < trace.size(); ++i) {
     if (trace[i].action != TraceAction::kOom || i == fatal) continue;

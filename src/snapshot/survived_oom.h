@@ -13,8 +13,10 @@
 ///   catch it); a trace with Python frames alone cannot show it.
 /// - **Followed by another request.** The run asked for memory again (an `alloc` or `oom` later in the trace):
 ///   whatever raised the error was caught by the program.
-/// The fatal OOM is the trace's last `oom` entry unless it is survived. The replay reads the same rule
-/// (replay/prepared_trace.h: `OpKind::kCaughtOom`).
+/// The fatal OOM is the trace's last `oom` entry unless it is survived. When the run's log says cuDNN found no plan
+/// (inputs/training_log.h), a last entry caught inside ATen with no request after it is the fatal one: every plan's
+/// workspace was refused, the last of them here. The replay reads the same rule (replay/prepared_trace.h:
+/// `OpKind::kCaughtOom`).
 /// Thread-safety: pure functions of an immutable snapshot.
 
 #include <cstddef>
@@ -29,9 +31,15 @@ namespace fragscope::snapshot {
 /// `event`'s stack runs through one; empty otherwise.
 std::string_view aten_oom_catcher(const Snapshot& snapshot, const TraceEvent& event);
 
-/// @brief Index of the `oom` entry the run died of in `device`'s trace: the last one, unless ATen catches it or a
-/// request follows it; nullopt when the trace has no such entry.
-std::optional<std::size_t> fatal_oom_index(const Snapshot& snapshot, int device);
+/// @brief How the run ended, as its log tells (inputs/training_log.h), where it changes which OOM was fatal.
+enum class RunEnd {
+  kUnknown,
+  kCudnnFoundNoPlan,  ///< ATen raised "unable to find an engine": every convolution plan failed
+};
+
+/// @brief Index of the `oom` entry the run died of in `device`'s trace: the last one, unless ATen catches it (and
+/// `end` is not kCudnnFoundNoPlan) or a request follows it; nullopt when the trace has no such entry.
+std::optional<std::size_t> fatal_oom_index(const Snapshot& snapshot, int device, RunEnd end = RunEnd::kUnknown);
 
 /// @brief The `oom` entries of `device`'s trace the run went on from.
 struct SurvivedOoms {
@@ -39,6 +47,6 @@ struct SurvivedOoms {
   std::size_t caught_by_aten = 0;  ///< of them, those caught inside ATen
   std::string_view last_catcher;   ///< aten_oom_catcher of the last one caught inside ATen
 };
-SurvivedOoms survived_ooms(const Snapshot& snapshot, int device);
+SurvivedOoms survived_ooms(const Snapshot& snapshot, int device, RunEnd end = RunEnd::kUnknown);
 
 }  // namespace fragscope::snapshot

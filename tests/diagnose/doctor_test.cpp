@@ -282,5 +282,31 @@ TEST(Doctor, OomsTheRunSurvivedAreNoFailure) {
             d.healthy.end());
 }
 
+// Had cuDNN found no plan at all where vid_edge's trace ends, the run would have died of ATen's "FIND was unable to
+// find an engine" (tests/data/survived_oom/no_plan): then the last refused workspace is the failure, and the
+// replay stops there as the run did.
+TEST(Doctor, ACudnnThatFoundNoPlanDiedOfItsRefusedWorkspace) {
+  const std::string data = std::string(FRAGSCOPE_SOURCE_DIR) + "/tests/data/survived_oom/";
+  DoctorOptions options = fragscope::testing::doctor_options();
+  options.threads = 2;
+  const Diagnosis d = run_doctor(
+      collect_doctor_inputs({data + "vid_edge/oom_snapshot.pickle.gz", data + "no_plan/train.log"}), options);
+  EXPECT_TRUE(d.oom);
+  EXPECT_NE(d.verdict, Verdict::kOk) << d.headline;
+  ASSERT_TRUE(d.oom_context.has_value());
+  EXPECT_EQ(d.oom_context->trace_index, 11093u);
+  EXPECT_EQ(d.phase, "train");
+  EXPECT_TRUE(std::any_of(d.evidence.begin(), d.evidence.end(), [](const Evidence& e) {
+    return e.text.find("refused inside at::native::run_conv_plan: cuDNN then found no plan (line 7 of") !=
+           std::string::npos;
+  }));
+  EXPECT_NE(std::find(d.inputs_used.begin(), d.inputs_used.end(),
+                      "log (cuDNN found no plan, line 7): " + data + "no_plan/train.log"),
+            d.inputs_used.end());
+  EXPECT_TRUE(std::any_of(d.evidence.begin(), d.evidence.end(), [](const Evidence& e) {
+    return e.text.find("fails as the real run did at the recorded OOM (event 11093)") != std::string::npos;
+  }));
+}
+
 }  // namespace
 }  // namespace fragscope::diagnose

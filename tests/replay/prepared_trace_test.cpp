@@ -248,6 +248,10 @@ TEST(PreparedTraceTest, AnOomInsideCuDNNsPlanLoopIsCaughtWhereverTheTraceEnds) {
   ASSERT_EQ(t.ooms.size(), 1u);
   EXPECT_TRUE(t.ooms[0].caught);
   EXPECT_EQ(fatal_oom(t), nullptr);
+  // The run's log said cuDNN found no plan: the refusal was the run's end.
+  const PreparedTrace no_plan = prepare_trace(s, 0, "t", snapshot::RunEnd::kCudnnFoundNoPlan);
+  EXPECT_EQ(kinds(no_plan), (std::vector<OpKind>{OpKind::kAlloc, OpKind::kOom}));
+  ASSERT_NE(fatal_oom(no_plan), nullptr);
 }
 
 TEST(PreparedTraceTest, OneCapacityStretchWhileOneNumberExplainsTheDriver) {

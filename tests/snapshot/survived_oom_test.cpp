@@ -91,5 +91,23 @@ TEST(SurvivedOom, ARunThatCompletedHasNoFatalOom) {
   EXPECT_EQ(s.last_catcher, "run_conv_plan");
 }
 
+// When every plan's workspace is refused, ATen raises "unable to find an engine" and the run dies of the last
+// refusal; the log says so (tests/data/survived_oom/no_plan), the trace alone cannot.
+TEST(SurvivedOom, ACudnnThatFoundNoPlanDiedOfTheLastRefusal) {
+  const Snapshot snap = read_snapshot_file(std::string(FRAGSCOPE_SOURCE_DIR) +
+                                           "/tests/data/survived_oom/vid_edge/oom_snapshot.pickle.gz");
+  EXPECT_EQ(fatal_oom_index(snap, 0, RunEnd::kCudnnFoundNoPlan), 11093u);
+  const SurvivedOoms s = survived_ooms(snap, 0, RunEnd::kCudnnFoundNoPlan);
+  EXPECT_EQ(s.count, 1u);
+  EXPECT_EQ(s.caught_by_aten, 1u);
+  // A request after the last refusal: the search found a plan, whatever another rank's log says.
+  HandBuiltSnapshot h;
+  h.event(0, TraceAction::kOom, 0, 1 << 20);
+  last(h).stack = conv_plan_stack(h, "at::native::run_conv_plan(cudnnContext*)");
+  EXPECT_EQ(fatal_oom_index(h.snap, 0, RunEnd::kCudnnFoundNoPlan), 0u);
+  h.event(0, TraceAction::kAlloc, 1, 512);
+  EXPECT_EQ(fatal_oom_index(h.snap, 0, RunEnd::kCudnnFoundNoPlan), std::nullopt);
+}
+
 }  // namespace
 }  // namespace fragscope::snapshot
