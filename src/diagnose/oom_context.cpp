@@ -35,6 +35,15 @@ void take_printed(std::optional<std::uint64_t>& exact, const std::optional<std::
   if (printed && !(exact && as_pytorch_prints(*exact, *printed))) exact = printed;
 }
 
+// The most OOMs a snapshot of `rank` shows the run survived, none fatal (snapshot/survived_oom.h): the counters of
+// memory_stats, memory_summary and the telemetry count those too, so up to that many are no failure.
+std::int64_t survived_by_rank(const DoctorInputs& in, const std::optional<int>& rank) {
+  std::int64_t most = 0;
+  for (const SnapshotInput& s : in.snapshots)
+    if (!s.oom_index && (!rank || !s.rank || s.rank == rank)) most = std::max(most, static_cast<std::int64_t>(s.survived.count));
+  return most;
+}
+
 }  // namespace
 
 OomSignals gather_oom_signals(const DoctorInputs& in) {
@@ -47,17 +56,17 @@ OomSignals gather_oom_signals(const DoctorInputs& in) {
     s.sources.push_back(fmt::format("the OOM message in {}", log.path));
   }
   for (const MemoryStatsInput& st : in.stats) {
-    if (st.stats.num_ooms > 0) {
+    if (st.stats.num_ooms > survived_by_rank(in, st.rank)) {
       s.sources.push_back(fmt::format("num_ooms = {} in {}", st.stats.num_ooms, st.path));
       if (!s.rank && st.rank) s.rank = st.rank;
     }
   }
   for (const SummaryInput& su : in.summaries)
-    if (su.summary.num_ooms.value_or(0) > 0)
+    if (su.summary.num_ooms.value_or(0) > survived_by_rank(in, su.rank))
       s.sources.push_back(fmt::format("CUDA OOMs: {} in {}", *su.summary.num_ooms, su.path));
   for (const TelemetryInput& t : in.telemetry)
     for (const inputs::StepRecord& r : t.records)
-      if (r.memory_stat("num_ooms").value_or(0) > 0) {
+      if (r.memory_stat("num_ooms").value_or(0) > survived_by_rank(in, t.rank)) {
         s.sources.push_back(fmt::format("num_ooms > 0 at step {} in {}", r.step, t.path));
         if (!s.rank && t.rank) s.rank = t.rank;
         break;

@@ -4,6 +4,7 @@
 #include "diagnose/doctor.h"
 
 #include <algorithm>
+#include <fstream>
 
 #include <gtest/gtest.h>
 
@@ -280,6 +281,17 @@ TEST(Doctor, OomsTheRunSurvivedAreNoFailure) {
                       "headroom available: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True would have peaked at "
                       "11.81 GiB reserved instead of 12.53 GiB"),
             d.healthy.end());
+  // memory_stats() counts the survived OOMs too (num_ooms 2): no more than the snapshot shows survived, no failure.
+  const Diagnosis with_stats = run_doctor(
+      collect_doctor_inputs({dir + "oom_snapshot.pickle.gz", dir + "train.log", dir + "memory_stats.json"}), options);
+  EXPECT_EQ(with_stats.verdict, Verdict::kOk) << with_stats.headline;
+  // One more than it shows is an OOM the snapshot did not see (a dump before it).
+  const std::string more = ::testing::TempDir() + "/stats_3_ooms.json";
+  std::ofstream(more) << R"({"num_ooms": 3, "num_alloc_retries": 10, "allocated_bytes.all.peak": 12440301568,
+                             "reserved_bytes.all.peak": 13451132928, "reserved_bytes.all.current": 11511267328})";
+  const Diagnosis with_more = run_doctor(collect_doctor_inputs({dir + "oom_snapshot.pickle.gz", more}), options);
+  EXPECT_TRUE(with_more.oom);
+  EXPECT_NE(with_more.verdict, Verdict::kOk);
 }
 
 // Had cuDNN found no plan at all where vid_edge's trace ends, the run would have died of ATen's "FIND was unable to
