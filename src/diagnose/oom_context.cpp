@@ -40,7 +40,8 @@ void take_printed(std::optional<std::uint64_t>& exact, const std::optional<std::
 std::int64_t survived_by_rank(const DoctorInputs& in, const std::optional<int>& rank) {
   std::int64_t most = 0;
   for (const SnapshotInput& s : in.snapshots)
-    if (!s.oom_index && (!rank || !s.rank || s.rank == rank)) most = std::max(most, static_cast<std::int64_t>(s.survived.count));
+    if (!s.oom_index && (!rank || !s.rank || s.rank == rank))
+      most = std::max(most, static_cast<std::int64_t>(s.survived.count));
   return most;
 }
 

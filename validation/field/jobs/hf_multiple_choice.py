@@ -32,8 +32,10 @@ class RandomSwag(torch.utils.data.Dataset):
         self.rows = []
         for _ in range(n):
             context = max(8, int(rng.lognormvariate(4.0, 0.6)))
-            pairs = [min(args.max_len, context + max(4, int(rng.lognormvariate(3.0, 0.5)))) for _ in range(args.choices)]
-            self.rows.append(([[rng.randrange(2, 30522) for _ in range(k)] for k in pairs], rng.randrange(args.choices)))
+            pairs = [min(args.max_len, context + max(4, int(rng.lognormvariate(3.0, 0.5))))
+                     for _ in range(args.choices)]
+            ids = [[rng.randrange(2, 30522) for _ in range(k)] for k in pairs]
+            self.rows.append((ids, rng.randrange(args.choices)))
 
     def __len__(self):
         return len(self.rows)

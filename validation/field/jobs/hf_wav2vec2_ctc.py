@@ -2,8 +2,9 @@
 English ASR" runs it: Wav2Vec2ForCTC (random init: no download), the feature encoder frozen, the blog's
 DataCollatorCTCWithPadding (audio padded to the batch's longest, labels padded with -100), the config's LayerDrop
 (0.1: each step skips a random set of layers), bf16, eval every --eval-steps; without the blog's gradient
-checkpointing (its recompute failed here with a SystemError in F.dropout, batch 28). Random utterances of 2 to 12 s and transcripts about as long. History from step
---history-from-step; the snapshot is dumped in an except handler around trainer.train().
+checkpointing (its recompute failed here with a SystemError in F.dropout, batch 28). Random utterances of 2 to
+12 s and transcripts about as long. History from step --history-from-step; the snapshot is dumped in an except
+handler around trainer.train().
 """
 import argparse, random
 import torch
