@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "util/file_name.h"
+
 namespace fragscope::diagnose {
 
 namespace {
@@ -38,7 +40,7 @@ class FramesInFile {
 }  // namespace
 
 bool is_inductor_module(std::string_view file) {
-  if (const auto slash = file.rfind('/'); slash != std::string_view::npos) file.remove_prefix(slash + 1);
+  file = file_name_of(file);
   if (file.size() != 1 + kHashChars + 3 || file.front() != 'c' || !file.ends_with(".py")) return false;
   const std::string_view hash = file.substr(1, kHashChars);
   return std::all_of(hash.begin(), hash.end(), [](char c) {
@@ -64,9 +66,7 @@ std::optional<CompiledAnew> compiled_anew(const snapshot::Snapshot& snapshot, in
     if (in_module(trace[i].stack)) return std::nullopt;
   std::size_t first = unit_start;
   while (first < oom_index && !in_module(trace[first].stack)) ++first;
-  std::string_view name = snapshot.strings.view(*module);
-  if (const auto slash = name.rfind('/'); slash != std::string_view::npos) name.remove_prefix(slash + 1);
-  return CompiledAnew{std::string(name), first};
+  return CompiledAnew{std::string(file_name_of(snapshot.strings.view(*module))), first};
 }
 
 }  // namespace fragscope::diagnose

@@ -18,6 +18,7 @@
 #include "diagnose/python_frames.h"
 #include "diagnose/sequence_alignment.h"
 #include "diagnose/size_scale.h"
+#include "util/file_name.h"
 
 namespace fragscope::diagnose {
 namespace {
@@ -387,11 +388,7 @@ ProjectedStep project_eval_from_training(const replay::PreparedTrace& prepared, 
   const RestModel rest(trace, eval, call, call_keys[reference->call], *reference, free_at);
   const std::size_t failing_position = rest.failing_position();
   p.shared_function = fmt::format(
-      "{} in {}",
-      [&] {
-        std::string_view file = snapshot.strings.view(snapshot.stacks.frame(shared->training_frame).filename);
-        return file.substr(file.rfind('/') == std::string_view::npos ? 0 : file.rfind('/') + 1);
-      }(),
+      "{} in {}", file_name_of(snapshot.strings.view(snapshot.stacks.frame(shared->training_frame).filename)),
       snapshot.strings.view(snapshot.stacks.frame(shared->training_frame).name));
   p.training_call =
       shared->training_prefix.empty() ? std::string() : describe_frame(snapshot, shared->training_prefix.back());

@@ -9,6 +9,7 @@
 
 #include "diagnose/optimizer_code.h"
 #include "diagnose/python_frames.h"
+#include "util/file_name.h"
 
 namespace fragscope::diagnose {
 namespace {
@@ -52,9 +53,8 @@ bool name_contains(const snapshot::Snapshot& snapshot, FrameId frame, std::strin
 
 std::string describe_frame(const snapshot::Snapshot& snapshot, FrameId frame) {
   const snapshot::Frame& f = snapshot.stacks.frame(frame);
-  std::string_view file = snapshot.strings.view(f.filename);
-  if (const auto slash = file.rfind('/'); slash != std::string_view::npos) file.remove_prefix(slash + 1);
-  return fmt::format("{}:{} in {}", file, f.line_text(), snapshot.strings.view(f.name));
+  return fmt::format("{}:{} in {}", file_name_of(snapshot.strings.view(f.filename)), f.line_text(),
+                     snapshot.strings.view(f.name));
 }
 
 OomCallPath analyze_oom_call_path(const snapshot::Snapshot& snapshot, int device, std::size_t oom_index,

@@ -6,6 +6,7 @@
 
 #include "diagnose/oom_call_path.h"
 #include "diagnose/python_frames.h"
+#include "util/file_name.h"
 
 namespace fragscope::diagnose {
 namespace {
@@ -66,8 +67,7 @@ TraceUnits find_trace_units(const snapshot::Snapshot& snapshot, int device, std:
     }
     const bool by_name =
         inside.empty() && names_evaluation(snapshot.strings.view(snapshot.stacks.frame(anchor[d]).name));
-    const bool by_file = inside.empty() &&
-                         names_evaluation(file.substr(file.rfind('/') == std::string_view::npos ? 0 : file.rfind('/')));
+    const bool by_file = inside.empty() && names_evaluation(file_name_of(file));
     if (by_name) eval_depth = d + 1;
     if ((by_name || by_file) && !units.eval) {
       least_depth = d + 1;
