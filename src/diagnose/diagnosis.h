@@ -126,6 +126,11 @@ struct TraceStepProjection {
   /// The reference's allocations up to the aligned one that the failing prefix has no counterpart for
   /// (a first step's cudnn.benchmark trials, lazily made workspaces), in bytes.
   std::uint64_t reference_unmatched_bytes = 0;
+  /// The reference is the job's first step (the trace starts with the job).
+  bool reference_is_first_step = false;
+  /// ... and its unmatched bytes are more than its later steps would allocate (a share of the capacity): first-time
+  /// work such as cudnn.benchmark's trials, which its rest may hold too; an unchecked fit keeps a wider margin.
+  bool first_step_unlike = false;
   /// Unavailable because a ring or a late history start cut the trace's only earlier unit: the
   /// trace events a whole unit takes (its record plus the failing unit's head that it lost).
   std::optional<std::size_t> cut_unit_events;

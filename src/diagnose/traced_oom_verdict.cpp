@@ -219,9 +219,9 @@ void set_margins(TraceStepProjection& p, std::uint64_t cap, bool starts_mid_run)
   const auto share = [&](std::uint64_t bytes) {
     return static_cast<double>(bytes) / static_cast<double>(std::max<std::uint64_t>(cap, 1));
   };
-  const bool from_unlike_first_step = p.reference_unit == 1 && !starts_mid_run &&
-                                      share(p.reference_unmatched_bytes) > kFirstStepAlikeShare;
-  const double unchecked = from_unlike_first_step ? kUncheckedFromFirstStep : kUncheckedProjection;
+  p.reference_is_first_step = p.reference_unit == 1 && !starts_mid_run;
+  p.first_step_unlike = p.reference_is_first_step && share(p.reference_unmatched_bytes) > kFirstStepAlikeShare;
+  const double unchecked = p.first_step_unlike ? kUncheckedFromFirstStep : kUncheckedProjection;
   p.fit_margin = p.fit_error ? std::max(kProjectionFloor, *p.fit_error) : unchecked;
   p.relaid_start_margin = starts_mid_run ? kRelaidStart : 0;
   const bool near_its_reference = std::abs(std::log(p.scale)) < kUncheckedMaxLogScale;

@@ -68,6 +68,8 @@ json trace_projection_json(const diagnose::TraceStepProjection& p) {
           {"off_scale_share", p.off_scale_share},
           {"reference_off_scale_share", p.reference_off_scale_share},
           {"reference_unmatched_bytes", p.reference_unmatched_bytes},
+          {"reference_is_first_step", p.reference_is_first_step},
+          {"first_step_unlike", p.first_step_unlike},
           {"follows_one_scale", p.follows_one_scale},
           {"longest_unit", optional_json(p.longest_unit)},
           {"longest_peak_bytes", p.longest_peak_bytes},

@@ -321,11 +321,22 @@ std::string describe_fit(const TraceStepProjection& p) {
       "a setting must run it with {} of the capacity to spare, and perfect packing must "
       "miss it by {}, to decide",
       pct(p.margin_to_fit), pct(p.margin_to_fail));
-  if (!p.fit_error)
+  if (!p.fit_error) {
+    const std::string first_step =
+        !p.reference_is_first_step ? ""
+        : p.first_step_unlike
+            ? fmt::format(" (unit 1 is the job's first step, and {} of what it allocated up to the aligned allocation "
+                          "the failing unit did not: first-time work such as cudnn.benchmark's trials, which its "
+                          "rest may hold too)",
+                          format_bytes(p.reference_unmatched_bytes))
+            : fmt::format(" (unit 1 is the job's first step, alike the failing unit up to the aligned allocation "
+                          "but for {})",
+                          format_bytes(p.reference_unmatched_bytes));
     return fmt::format(
-        "no other unit allocates like unit {}, so the fit cannot be checked on the trace's own "
+        "no other unit allocates like unit {}{}, so the fit cannot be checked on the trace's own "
         "history; {}",
-        p.reference_unit, margins);
+        p.reference_unit, first_step, margins);
+  }
   const std::string sides = p.checked_units == 1 ? ""
                             : fmt::format(" (at most {} below, {} above)", pct(p.fit_error_below),
                                           pct(p.fit_error_above));
