@@ -167,7 +167,8 @@ void read_input(const fs::path& file, const snapshot::ReadLimits& limits, const 
       if (!log.any()) inputs.unrecognised.push_back(path);
       if (!log.oom_messages.empty()) inputs.logs.push_back({path, std::move(log.oom_messages)});
       if (!log.library_failures.empty()) inputs.library_failures.push_back({path, std::move(log.library_failures)});
-      if (log.cudnn_no_plan_line) inputs.cudnn_no_plan.push_back({path, *log.cudnn_no_plan_line});
+      if (log.cudnn_no_plan_line)
+        inputs.cudnn_no_plan.push_back({path, *log.cudnn_no_plan_line, log.cudnn_no_plan_rank});
       break;
     }
     case inputs::InputKind::kUnknown:
@@ -192,15 +193,17 @@ DoctorInputs collect_doctor_inputs(const std::vector<std::string>& paths, const 
       inputs.skipped.push_back({path, reason_of(e, path)});
     }
   }
-  // A log saying cuDNN found no plan tells how every snapshot's run ended, whatever the order they came in.
-  if (!inputs.cudnn_no_plan.empty()) {
-    for (SnapshotInput& s : inputs.snapshots) {
-      s.run_end = snapshot::RunEnd::kCudnnFoundNoPlan;
-      s.oom_index = snapshot::fatal_oom_index(s.snapshot, s.device, s.run_end);
-      s.survived = snapshot::survived_ooms(s.snapshot, s.device, s.run_end);
-    }
-  }
   assign_ranks(inputs);
+  // A log saying cuDNN found no plan tells how the run of each snapshot of its rank ended (of every snapshot when
+  // the line or the snapshot has no rank), whatever the order they came in.
+  for (SnapshotInput& s : inputs.snapshots) {
+    const bool told = std::any_of(inputs.cudnn_no_plan.begin(), inputs.cudnn_no_plan.end(),
+                                  [&](const CudnnNoPlanInput& l) { return !l.rank || !s.rank || l.rank == s.rank; });
+    if (!told) continue;
+    s.run_end = snapshot::RunEnd::kCudnnFoundNoPlan;
+    s.oom_index = snapshot::fatal_oom_index(s.snapshot, s.device, s.run_end);
+    s.survived = snapshot::survived_ooms(s.snapshot, s.device, s.run_end);
+  }
   return inputs;
 }
 

@@ -82,7 +82,8 @@ struct LibraryFailureInput {
 /// @brief A log that says cuDNN found no plan to run a convolution (inputs/training_log.h).
 struct CudnnNoPlanInput {
   std::string path;
-  std::size_t line = 0;  ///< 1-based, the last such line
+  std::size_t line = 0;     ///< 1-based, the last such line
+  std::optional<int> rank;  ///< its rank prefix: it tells only that rank's snapshots how the run ended
 };
 
 /// @brief An input that was not used, and why (one line, without the path).

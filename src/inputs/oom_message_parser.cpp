@@ -264,6 +264,8 @@ std::optional<OomMessage> parse_oom_message(std::string_view text) {
   return msg;
 }
 
+std::optional<int> rank_prefix_of(std::string_view line) { return split_rank_prefix(strip_control(line)).rank; }
+
 std::vector<OomMessage> find_oom_messages(std::string_view log) {
   OomMessageScanner scanner;
   for (std::size_t pos = 0; pos < log.size();) {

@@ -28,6 +28,9 @@ inline constexpr std::size_t kMaxOomMessages = 1000;
 /// `rank`, `backend` and `text` set.
 std::vector<OomMessage> find_oom_messages(std::string_view log);
 
+/// @brief The rank a launcher's prefix gives `line` ("[rank3]:", "[default3]:", "[1,3]<stderr>:"), if any.
+std::optional<int> rank_prefix_of(std::string_view line);
+
 /// @brief Parses a single message text (one OOM, already joined on one line).
 /// @return nullopt when `text` holds no "out of memory ... Tried to allocate" message.
 std::optional<OomMessage> parse_oom_message(std::string_view text);

@@ -35,7 +35,10 @@ TrainingLog read_training_log_file(const std::filesystem::path& path) {
         failure->line = lines.line_number();
         log.library_failures.push_back(std::move(*failure));
       }
-    if (is_cudnn_no_plan_error(line)) log.cudnn_no_plan_line = lines.line_number();
+    if (is_cudnn_no_plan_error(line)) {
+      log.cudnn_no_plan_line = lines.line_number();
+      log.cudnn_no_plan_rank = rank_prefix_of(line);
+    }
   }
   log.oom_messages = ooms.finish();
   return log;

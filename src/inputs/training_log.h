@@ -28,6 +28,7 @@ struct TrainingLog {
   std::vector<OomMessage> oom_messages;               ///< the first kMaxOomMessages
   std::vector<LibraryAllocFailure> library_failures;  ///< the first kMaxLibraryAllocFailures
   std::optional<std::size_t> cudnn_no_plan_line;      ///< 1-based line of the last "unable to find an engine"
+  std::optional<int> cudnn_no_plan_rank;              ///< that line's rank prefix ("[rank3]:"), if any
 
   /// @brief True when the log says something the doctor reads.
   bool any() const { return !oom_messages.empty() || !library_failures.empty() || cudnn_no_plan_line; }

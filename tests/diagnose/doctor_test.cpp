@@ -4,6 +4,7 @@
 #include "diagnose/doctor.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 
 #include <gtest/gtest.h>
@@ -318,6 +319,16 @@ TEST(Doctor, ACudnnThatFoundNoPlanDiedOfItsRefusedWorkspace) {
   EXPECT_TRUE(std::any_of(d.evidence.begin(), d.evidence.end(), [](const Evidence& e) {
     return e.text.find("fails as the real run did at the recorded OOM (event 11093)") != std::string::npos;
   }));
+  // Rank 3's log says nothing of rank 0's snapshot, whose run went on from its refusals.
+  const std::string folder = ::testing::TempDir() + "/no_plan_ranks";
+  std::filesystem::create_directories(folder + "/rank0");
+  std::filesystem::copy_file(data + "vid_edge/oom_snapshot.pickle.gz", folder + "/rank0/oom_snapshot.pickle.gz",
+                             std::filesystem::copy_options::overwrite_existing);
+  std::ofstream(folder + "/train.log")
+      << "[rank3]: RuntimeError: FIND was unable to find an engine to execute this computation\n";
+  const Diagnosis other_rank = run_doctor(
+      collect_doctor_inputs({folder + "/rank0/oom_snapshot.pickle.gz", folder + "/train.log"}), options);
+  EXPECT_EQ(other_rank.verdict, Verdict::kOk) << other_rank.headline;
 }
 
 }  // namespace

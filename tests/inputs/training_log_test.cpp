@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -102,9 +103,20 @@ TEST(TrainingLog, TheLastNoPlanLineIsKeptBesideTheOtherFailures) {
                          "RuntimeError: GET was unable to find an engine to execute this computation\n";
   const TrainingLog log = read_training_log_file(path);
   EXPECT_EQ(log.cudnn_no_plan_line, 6u);
+  EXPECT_EQ(log.cudnn_no_plan_rank, std::nullopt);
   EXPECT_TRUE(log.oom_messages.empty());
   EXPECT_TRUE(log.library_failures.empty());
   EXPECT_TRUE(log.any());
+  fs::remove(path);
+}
+
+TEST(TrainingLog, TheNoPlanLineKeepsItsRank) {
+  const fs::path path = fs::path(::testing::TempDir()) / "no_plan_rank3.log";
+  std::ofstream(path) << "[rank0]: step 1 loss 6.8\n"
+                         "[rank3]: RuntimeError: GET was unable to find an engine to execute this computation\n";
+  const TrainingLog log = read_training_log_file(path);
+  EXPECT_EQ(log.cudnn_no_plan_line, 2u);
+  EXPECT_EQ(log.cudnn_no_plan_rank, 3);
   fs::remove(path);
 }
 
