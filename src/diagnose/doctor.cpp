@@ -33,7 +33,7 @@ TraceChoice choose_trace(const DoctorInputs& in, const std::optional<int>& rank,
   TraceChoice choice;
   std::vector<const SnapshotInput*> candidates;
   for (const SnapshotInput& s : in.snapshots)
-    if (!rank || !s.rank || s.rank == rank) candidates.push_back(&s);
+    if (may_be_same_rank(rank, s.rank)) candidates.push_back(&s);
   if (candidates.empty())
     for (const SnapshotInput& s : in.snapshots) candidates.push_back(&s);
   std::size_t best_events = 0;
@@ -504,7 +504,7 @@ Diagnosis run_doctor(const DoctorInputs& in, const DoctorOptions& options) {
     d.phase_source = in.telemetry.empty() ? "no OOM" : "no OOM; the telemetry covers the training steps";
     if (trace.replay && !trace.replay->snapshot.trace(trace.device).empty()) {
       const replay::PreparedTrace prepared =
-          replay::prepare_trace(trace.replay->snapshot, trace.device, trace.replay->path, trace.replay->run_end);
+          replay::prepare_trace(trace.replay->snapshot, trace.device, trace.replay->path, trace.replay->run_end());
       const replay::Capacity capacity = replay::resolve_capacity(prepared, {});
       if (capacity.bytes) {  // OOMs the run survived measured the device
         d.capacity_bytes = capacity.bytes;

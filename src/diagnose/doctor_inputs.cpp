@@ -197,12 +197,12 @@ DoctorInputs collect_doctor_inputs(const std::vector<std::string>& paths, const 
   // A log saying cuDNN found no plan tells how the run of each snapshot of its rank ended (of every snapshot when
   // the line or the snapshot has no rank), whatever the order they came in.
   for (SnapshotInput& s : inputs.snapshots) {
-    const bool told = std::any_of(inputs.cudnn_no_plan.begin(), inputs.cudnn_no_plan.end(),
-                                  [&](const CudnnNoPlanInput& l) { return !l.rank || !s.rank || l.rank == s.rank; });
-    if (!told) continue;
-    s.run_end = snapshot::RunEnd::kCudnnFoundNoPlan;
-    s.oom_index = snapshot::fatal_oom_index(s.snapshot, s.device, s.run_end);
-    s.survived = snapshot::survived_ooms(s.snapshot, s.device, s.run_end);
+    const auto told = std::find_if(inputs.cudnn_no_plan.begin(), inputs.cudnn_no_plan.end(),
+                                   [&](const CudnnNoPlanInput& l) { return may_be_same_rank(l.rank, s.rank); });
+    if (told == inputs.cudnn_no_plan.end()) continue;
+    s.cudnn_no_plan = *told;
+    s.oom_index = snapshot::fatal_oom_index(s.snapshot, s.device, s.run_end());
+    s.survived = snapshot::survived_ooms(s.snapshot, s.device, s.run_end());
   }
   return inputs;
 }

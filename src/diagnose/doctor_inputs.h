@@ -32,16 +32,28 @@
 
 namespace fragscope::diagnose {
 
+/// @brief A log that says cuDNN found no plan to run a convolution (inputs/training_log.h).
+struct CudnnNoPlanInput {
+  std::string path;
+  std::size_t line = 0;     ///< 1-based, the last such line
+  std::optional<int> rank;  ///< its rank prefix: it tells only that rank's snapshots how the run ended
+};
+
 struct SnapshotInput {
   std::string path;
   std::optional<int> rank;  ///< from the path ("rank3.pickle", "rank3/snapshot.pickle")
   snapshot::Snapshot snapshot;
   int device = 0;                          ///< its busiest device: the one the doctor reads
-  /// How the run ended where a log tells it (kCudnnFoundNoPlan when one says cuDNN found no plan): it picks the
-  /// fatal OOM below, and the replay's (replay::prepare_trace).
-  snapshot::RunEnd run_end = snapshot::RunEnd::kUnknown;
+  /// The log line of its rank saying cuDNN found no plan, when one does: it tells how the run ended.
+  std::optional<CudnnNoPlanInput> cudnn_no_plan;
   std::optional<std::size_t> oom_index;    ///< the `oom` entry the run died of (snapshot/survived_oom.h)
   snapshot::SurvivedOoms survived;         ///< the `oom` entries the run went on from
+
+  /// @brief How the run ended as its logs tell it: it picks the fatal OOM above, and the replay's
+  /// (replay::prepare_trace).
+  snapshot::RunEnd run_end() const {
+    return cudnn_no_plan ? snapshot::RunEnd::kCudnnFoundNoPlan : snapshot::RunEnd::kUnknown;
+  }
 };
 
 struct TelemetryInput {
@@ -79,13 +91,6 @@ struct LibraryFailureInput {
   std::vector<inputs::LibraryAllocFailure> failures;  ///< never empty
 };
 
-/// @brief A log that says cuDNN found no plan to run a convolution (inputs/training_log.h).
-struct CudnnNoPlanInput {
-  std::string path;
-  std::size_t line = 0;     ///< 1-based, the last such line
-  std::optional<int> rank;  ///< its rank prefix: it tells only that rank's snapshots how the run ended
-};
-
 /// @brief An input that was not used, and why (one line, without the path).
 struct SkippedInput {
   std::string path;
@@ -113,6 +118,9 @@ struct DoctorInputs {
   /// @brief True when at least one input was recognised.
   bool any() const;
 };
+
+/// @brief Whether inputs of ranks `a` and `b` may come from one process: the same rank, or either unknown.
+inline bool may_be_same_rank(const std::optional<int>& a, const std::optional<int>& b) { return !a || !b || a == b; }
 
 /// @brief A rank number in a path: the last "rank<N>" (or "rank_<N>", "rank-<N>") in the
 /// file name or its folders, case-insensitive. nullopt when there is none.

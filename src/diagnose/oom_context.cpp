@@ -40,7 +40,7 @@ void take_printed(std::optional<std::uint64_t>& exact, const std::optional<std::
 std::int64_t survived_by_rank(const DoctorInputs& in, const std::optional<int>& rank) {
   std::int64_t most = 0;
   for (const SnapshotInput& s : in.snapshots)
-    if (!s.oom_index && (!rank || !s.rank || s.rank == rank))
+    if (!s.oom_index && may_be_same_rank(rank, s.rank))
       most = std::max(most, static_cast<std::int64_t>(s.survived.count));
   return most;
 }
@@ -76,13 +76,13 @@ OomSignals gather_oom_signals(const DoctorInputs& in) {
     if (snap.oom_index) {
       const auto& entry = snap.snapshot.trace(snap.device)[*snap.oom_index];
       const std::string_view catcher = snapshot::aten_oom_catcher(snap.snapshot, entry);
-      // Caught inside ATen, yet fatal: a log said cuDNN found no plan (snapshot::RunEnd::kCudnnFoundNoPlan).
+      // Caught inside ATen, yet fatal: its rank's log said cuDNN found no plan (snapshot::RunEnd).
       const std::string no_plan =
-          catcher.empty() || in.cudnn_no_plan.empty()
+          catcher.empty() || !snap.cudnn_no_plan
               ? ""
               : fmt::format(", a convolution plan's workspace refused inside at::native::{}: cuDNN then found no plan "
                             "(line {} of {})",
-                            catcher, in.cudnn_no_plan.front().line, in.cudnn_no_plan.front().path);
+                            catcher, snap.cudnn_no_plan->line, snap.cudnn_no_plan->path);
       s.sources.push_back(
           fmt::format("the `oom` entry at trace event {} of {}{}", *snap.oom_index, snap.path, no_plan));
       if (!s.rank && snap.rank) s.rank = snap.rank;

@@ -439,7 +439,7 @@ Verdict decide_traced_oom(const TraceChoice& trace, const TelemetryInput* teleme
   const snapshot::Snapshot& snap = trace.replay->snapshot;
   const std::size_t oom_index = *trace.oom_index;
   const replay::PreparedTrace prepared =
-      replay::prepare_trace(snap, trace.device, trace.replay->path, trace.replay->run_end);
+      replay::prepare_trace(snap, trace.device, trace.replay->path, trace.replay->run_end());
   replay::CapacityRequest capacity_request;
   capacity_request.allowed_from_message = d.oom_context->allowed_bytes;
   const replay::Capacity capacity = replay::resolve_capacity(prepared, capacity_request);
