@@ -30,7 +30,8 @@ class RandomPairs(torch.utils.data.Dataset):
         for _ in range(n):
             src = max(32, min(1024, int(rng.lognormvariate(6.0, 0.6))))
             tgt = max(8, min(256, int(rng.lognormvariate(4.4, 0.6))))
-            self.rows.append(([rng.randrange(2, 32000) for _ in range(src)], [rng.randrange(2, 32000) for _ in range(tgt)]))
+            src_ids = [rng.randrange(2, 32000) for _ in range(src)]
+            self.rows.append((src_ids, [rng.randrange(2, 32000) for _ in range(tgt)]))
 
     def __len__(self):
         return len(self.rows)

@@ -35,8 +35,10 @@ args = p.parse_args()
 class RandomText(torch.utils.data.Dataset):
     def __init__(self, n, seed):
         rng = random.Random(seed)
-        self.rows = [[rng.randrange(32000) for _ in range(max(16, min(args.max_len, int(rng.lognormvariate(6.3, 0.7)))))]
-                     for _ in range(n)]
+        self.rows = []
+        for _ in range(n):
+            length = max(16, min(args.max_len, int(rng.lognormvariate(6.3, 0.7))))
+            self.rows.append([rng.randrange(32000) for _ in range(length)])
 
     def __len__(self):
         return len(self.rows)

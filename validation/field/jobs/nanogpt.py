@@ -2,7 +2,8 @@
 F.scaled_dot_product_attention, tied embedding), AdamW with fused=True, bf16 autocast, a GradScaler that
 is a no-op under bf16, gradient accumulation over --ga micro-steps, gradient clipping at 1.0, and
 estimate_loss() (eval_iters batches per split under torch.no_grad) at iteration 0 and every
---eval-interval. History from the start; the snapshot is dumped in the except handler.
+--eval-interval; --compile compiles the model after the optimizer is made, as train.py does. History from the
+start; the snapshot is dumped in the except handler.
 """
 import argparse, math
 import torch, torch.nn as nn, torch.nn.functional as F
@@ -18,6 +19,7 @@ p.add_argument("--iters", type=int, default=8)
 p.add_argument("--eval-interval", type=int, default=4)
 p.add_argument("--eval-iters", type=int, default=3)
 p.add_argument("--max-entries", type=int, default=100000)
+p.add_argument("--compile", action="store_true", help="model = torch.compile(model), as train.py's compile=True")
 args = p.parse_args()
 vocab = 50304
 
@@ -81,6 +83,8 @@ no_decay = [p_ for p_ in model.parameters() if p_.dim() < 2]
 optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
                               lr=6e-4, betas=(0.9, 0.95), fused=True)
 ctx = torch.autocast("cuda", dtype=torch.bfloat16)
+if args.compile:
+    model = torch.compile(model)
 
 
 @torch.no_grad()

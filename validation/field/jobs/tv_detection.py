@@ -1,11 +1,11 @@
 """Object-detection training as torchvision's detection reference (references/detection/train.py) does it,
 on random images and boxes (random init: no download).
 
-Faster R-CNN with a ResNet-50 FPN, images of random sizes (GeneralizedRCNNTransform resizes them to
-800 px on the short side, 1333 at most, and pads the batch to a multiple of 32), a random number of
-boxes per image, SGD with momentum, fp16 autocast with GradScaler (--amp), `optimizer.zero_grad()`
-before backward as the reference does. History from the start; the snapshot is dumped in an `except`
-handler around the training loop.
+Faster R-CNN with a ResNet-50 FPN (or --arch: RetinaNet, Mask R-CNN with a mask per box), images of random
+sizes (GeneralizedRCNNTransform resizes them to 800 px on the short side, 1333 at most, and pads the batch to a
+multiple of 32), a random number of boxes per image, SGD with momentum, fp16 autocast with GradScaler (--amp),
+`optimizer.zero_grad()` before backward as the reference does. History from the start; the snapshot is dumped in
+an `except` handler around the training loop.
 """
 import argparse, random
 import torch, torchvision
@@ -37,7 +37,13 @@ def sample():
     bh = 16 + torch.rand(n) * (h - y1 - 16)
     boxes = torch.stack([x1, y1, x1 + bw, y1 + bh], dim=1).cuda()
     labels = torch.randint(1, 91, (n,), device="cuda")
-    return torch.rand(3, h, w, device="cuda"), {"boxes": boxes, "labels": labels}
+    target = {"boxes": boxes, "labels": labels}
+    if "mask" in args.arch:  # the reference's COCO masks: one binary mask per box, the size of its image
+        masks = torch.zeros(n, h, w, dtype=torch.uint8, device="cuda")
+        for i, (a, b, c, d) in enumerate(boxes.int().tolist()):
+            masks[i, b:d, a:c] = 1
+        target["masks"] = masks
+    return torch.rand(3, h, w, device="cuda"), target
 
 
 def train():
