@@ -45,10 +45,12 @@ def strip(snap, option):
                 event["frames"] = []
     if option == 'stacks="python"':
         for segment in snap.get("segments", []):
+            segment["frames"] = python_frames(segment.get("frames", []))
             for block in segment.get("blocks", []):
                 block["frames"] = python_frames(block.get("frames", []))
     if option == "context=None":
         for segment in snap.get("segments", []):
+            segment["frames"] = []
             for block in segment.get("blocks", []):
                 block["frames"] = []
 

@@ -93,7 +93,9 @@ struct ProjectedRun {
   bool recorded = false;
   bool runs = false;               ///< completes the projected step at the capacity
   bool runs_with_margin = false;   ///< ... at the capacity less margin_to_fit
-  bool fails_with_margin = false;  ///< fails even at the capacity plus margin_to_fail
+  /// Fails even at the capacity plus margin_to_fail, with its elastic mallocs refused where they do not fit
+  /// (replay::ElasticAllocs::kRefuseWhenFull: ATen would run a plan with less workspace).
+  bool fails_with_margin = false;
   /// Replayed from a mid-run trace's live blocks re-laid as this setting holds them
   /// (replay::relays_initial_state): it must leave relaid_start_margin more.
   bool relaid_start = false;
@@ -182,6 +184,9 @@ struct TraceStepProjection {
   std::uint64_t start_level_bytes = 0;     ///< live when the failing unit began
   std::uint64_t live_at_oom_bytes = 0;     ///< live + the failing request
   std::uint64_t projected_peak_bytes = 0;  ///< the ideal packer's peak over the projected step
+  /// The same without its elastic mallocs (replay::Op::elastic: cuDNN workspaces, which ATen replaces by a plan
+  /// with less when they are refused): the least the step can need, what a capacity verdict weighs.
+  std::uint64_t inelastic_peak_bytes = 0;
   /// The unit after the reference began this much higher than the reference (gradients the
   /// steps after a zero_grad hold again); 0 when it did not.
   std::uint64_t next_unit_extra_bytes = 0;

@@ -12,7 +12,8 @@ namespace {
 /// True when the replay served every malloc of the projection; `memory_bytes` grows to the most
 /// the replay held. `factor` scales the device: its cudaMalloc limit and any memory-fraction cap.
 bool runs_at(const replay::PreparedTrace& trace, const replay::WhatIfConfig& config, const replay::Capacity& capacity,
-             double factor, std::uint64_t& memory_bytes) {
+             double factor, std::uint64_t& memory_bytes,
+             replay::ElasticAllocs elastic = replay::ElasticAllocs::kServe) {
   if (factor <= 0) return false;  // a margin of the whole capacity or more: nothing runs with it
   replay::ReplayOptions options = replay::replay_options_for(capacity);
   const auto scaled = [&](std::uint64_t bytes) {
@@ -21,6 +22,7 @@ bool runs_at(const replay::PreparedTrace& trace, const replay::WhatIfConfig& con
   if (options.capacity) options.capacity = scaled(*options.capacity);
   if (options.allowed_memory_maximum) options.allowed_memory_maximum = scaled(*options.allowed_memory_maximum);
   options.timeline_points = 0;
+  options.elastic = elastic;
   const replay::ReplayResult result = replay::run_replay(trace, replay::ModelKind::kCaching, config.config, options);
   memory_bytes = std::max(memory_bytes, result.memory_bytes);
   return !result.oom;
@@ -50,7 +52,8 @@ void replay_projected_step(ProjectedStep& step, const std::vector<replay::WhatIf
         run.runs_with_margin = runs_at(step.trace, configs[i], capacity,
                                        1 - p.margin_to_fit - (run.relaid_start ? p.relaid_start_margin : 0), held);
       else
-        run.fails_with_margin = !runs_at(step.trace, configs[i], capacity, 1 + p.margin_to_fail, held);
+        run.fails_with_margin = !runs_at(step.trace, configs[i], capacity, 1 + p.margin_to_fail, held,
+                                         replay::ElasticAllocs::kRefuseWhenFull);
       return held;
     });
   }
@@ -60,7 +63,19 @@ void replay_projected_step(ProjectedStep& step, const std::vector<replay::WhatIf
     p.projected_peak_bytes = ideal.stats.peak_reserved_bytes;
     return ideal.memory_bytes;
   });
+  const bool elastic = replay::has_elastic_allocs(step.trace);
+  if (elastic) {
+    tasks.emplace_back([&] {
+      replay::ReplayOptions without = unlimited;
+      without.elastic = replay::ElasticAllocs::kSkip;
+      const replay::ReplayResult floor =
+          replay::run_replay(step.trace, replay::ModelKind::kIdeal, step.trace.recorded_config, without);
+      p.inelastic_peak_bytes = floor.stats.peak_reserved_bytes;
+      return floor.memory_bytes;
+    });
+  }
   replay::run_replays(tasks, threads, replay::replay_memory_budget(step.trace));
+  if (!elastic) p.inelastic_peak_bytes = p.projected_peak_bytes;
 }
 
 }  // namespace fragscope::diagnose

@@ -204,6 +204,7 @@ SyntheticStart start_synthetic_trace(const replay::PreparedTrace& prepared, std:
   synthetic.initial_segments = prepared.initial_segments;
   synthetic.initial_slots = prepared.initial_slots;
   synthetic.starts_mid_run = prepared.starts_mid_run;
+  synthetic.elastic_hidden = prepared.elastic_hidden;
   synthetic.streams = prepared.streams;
   synthetic.recorded_config = prepared.recorded_config;
   synthetic.recorded_config_known = prepared.recorded_config_known;

@@ -44,6 +44,7 @@ enum class TracedOomRule : std::uint8_t {
   kProjectedStepFits,        ///< fragmentation: a setting runs it with its margin
   kNoSettingRunsProjected,   ///< capacity: no setting runs it even with the margin added
   kProjectedStepTooClose,    ///< undetermined: within the projection's margins
+  kWorkspacesHidden,         ///< undetermined: needs more, but stacks without C++ frames hide its cuDNN workspaces
   kEvalExceeds,              ///< capacity: a first eval pass, projected from the training's call
   kEvalFits,                 ///< fragmentation
   kEvalTooClose,             ///< undetermined

@@ -134,6 +134,23 @@ const replay::WhatIfRow* expandable_row(const replay::WhatIfReport& report) {
   return nullptr;
 }
 
+/// Whether expandable segments, replayed from the start at the capacity, fail at or before the failing malloc even
+/// when the cuDNN workspaces that do not fit are refused (replay::ElasticAllocs::kRefuseWhenFull): ATen survives
+/// those, and a rerun would go on with plans that ask for less. REQUIRES: expandable.at_capacity.
+bool expandable_fails_without_workspaces(const replay::PreparedTrace& prepared, const replay::WhatIfRow& expandable,
+                                         const replay::Capacity& capacity) {
+  // Stacks that cannot show the workspaces: only a failure at the failing malloc itself, which no earlier
+  // workspace's plan changes (they are freed before it), is the rerun's.
+  if (prepared.elastic_hidden) return expandable.at_capacity->oom_matches_recorded;
+  if (!replay::has_elastic_allocs(prepared)) return true;
+  replay::ReplayOptions options = replay::replay_options_for(capacity);
+  options.timeline_points = 0;
+  options.elastic = replay::ElasticAllocs::kRefuseWhenFull;
+  const replay::ReplayResult r =
+      replay::run_replay(prepared, replay::ModelKind::kCaching, expandable.config.config, options);
+  return !r.passed_recorded_oom && r.oom;
+}
+
 /// The first setting (least reserved up to the OOM point first) that runs the projected pass with its margin.
 std::optional<ProjectedRun> best_projected_run(const std::vector<WhatIfLine>& whatif,
                                                const std::vector<ProjectedRun>& runs) {
@@ -266,6 +283,13 @@ Verdict fit_rejected(HistoryMiss miss, TracedOomFindings& f) {
   return Verdict::kUndetermined;
 }
 
+/// Undetermined for a projection that needs more than the device, from stacks that cannot show its cuDNN workspaces
+/// (replay::PreparedTrace::elastic_hidden): ATen would replace those by plans that ask for less.
+Verdict workspaces_hidden(TracedOomFindings& f) {
+  f.rule = TracedOomRule::kWorkspacesHidden;
+  return Verdict::kUndetermined;
+}
+
 /// Marks which settings of the what-if table run the projected pass.
 void mark_projected_runs(const std::vector<ProjectedRun>& runs, std::vector<WhatIfLine>& whatif) {
   for (WhatIfLine& line : whatif)
@@ -319,8 +343,12 @@ Verdict judge_projected_step(ProjectedStep& step, const std::vector<replay::What
   const double asked = peak / inflation;
   f.needed_bytes = static_cast<std::uint64_t>(asked);
   f.next_needed_bytes = static_cast<std::uint64_t>(next / inflation);
-  if (asked > upper) {
+  // A capacity verdict weighs the step without its cuDNN workspaces: refused, ATen runs a plan that asks for less
+  // (field mrc2_edge: Mask R-CNN's projected peak held 600 MiB of them; the rerun went on with smaller plans).
+  if (const double least = static_cast<double>(p.inelastic_peak_bytes) / inflation; least > upper) {
     if (auto miss = missed_history(p, Verdict::kCapacity)) return fit_rejected(std::move(*miss), f);
+    if (step.trace.elastic_hidden) return workspaces_hidden(f);
+    f.needed_bytes = static_cast<std::uint64_t>(least);
     f.rule = TracedOomRule::kProjectedStepExceeds;
     return Verdict::kCapacity;
   }
@@ -354,6 +382,7 @@ Verdict judge_projected_step(ProjectedStep& step, const std::vector<replay::What
       std::all_of(p.runs.begin(), p.runs.end(), [](const ProjectedRun& r) { return r.fails_with_margin; });
   if (all_fail && !step.trace.starts_mid_run && !p.runs.empty() && inflation <= 1.01) {
     if (auto miss = missed_history(p, Verdict::kCapacity)) return fit_rejected(std::move(*miss), f);
+    if (step.trace.elastic_hidden) return workspaces_hidden(f);
     f.rule = TracedOomRule::kNoSettingRunsProjected;
     return Verdict::kCapacity;
   }
@@ -528,7 +557,8 @@ Verdict decide_traced_oom(const TraceChoice& trace, const TelemetryInput* teleme
   // recorded setting would overstate what it asks for, and a trace that starts mid-run keeps
   // the pieces the run had before it.
   if (const replay::WhatIfRow* expandable = expandable_row(report);
-      expandable && !expandable->passes_oom_point() && !prepared.starts_mid_run && inflation <= 1.01) {
+      expandable && !expandable->passes_oom_point() && !prepared.starts_mid_run && inflation <= 1.01 &&
+      expandable_fails_without_workspaces(prepared, *expandable, capacity)) {
     f.expandable_reserved_bytes = expandable->at_capacity->stats.peak_reserved_bytes;
     f.step = StepProjection{};
     f.step_gap = StepProjectionGap::kNotNeeded;

@@ -58,8 +58,8 @@ class Compiler {
  public:
   Compiler(PreparedTrace& out, const snapshot::Snapshot& snapshot, int device,
            std::span<const snapshot::TraceEvent> trace, snapshot::RunEnd end)
-      : out_(out), trace_(trace), fatal_oom_(snapshot::fatal_oom_index(snapshot, device, end)), origins_(snapshot),
-        pools_(snapshot, device, trace) {}
+      : out_(out), snapshot_(snapshot), trace_(trace), fatal_oom_(snapshot::fatal_oom_index(snapshot, device, end)),
+        origins_(snapshot), pools_(snapshot, device, trace) {}
 
   MemPoolMap& pools() { return pools_; }
 
@@ -122,6 +122,14 @@ class Compiler {
   }
   void release_slot(std::uint32_t slot) { spare_.push_back(slot); }
 
+  // Whether ATen catches an OOM of this malloc (snapshot/survived_oom.h), once per interned stack.
+  bool is_elastic(const snapshot::TraceEvent& e) {
+    if (e.stack == 0) return false;
+    const auto [it, fresh] = elastic_stacks_.try_emplace(e.stack, false);
+    if (fresh) it->second = !snapshot::aten_oom_catcher(snapshot_, e).empty();
+    return it->second;
+  }
+
   Op make(OpKind kind, std::uint64_t size, std::uint32_t slot, std::uint64_t stream,
           std::size_t index) {
     Op op;
@@ -180,6 +188,7 @@ class Compiler {
     slots_[e.addr] = slot;
     out_.ops.push_back(make(OpKind::kAlloc, e.size, slot, e.stream, i));
     out_.ops.back().pool = pools_.pool_of_block(e.addr, e.stream);
+    out_.ops.back().elastic = is_elastic(e);
     flush_deferred(static_cast<std::uint32_t>(i));
     end_group();
   }
@@ -341,7 +350,9 @@ class Compiler {
   };
 
   PreparedTrace& out_;
+  const snapshot::Snapshot& snapshot_;
   std::span<const snapshot::TraceEvent> trace_;
+  absl::flat_hash_map<snapshot::StackId, bool> elastic_stacks_;
   std::optional<std::size_t> fatal_oom_;  // the `oom` entry the run died of (snapshot/survived_oom.h)
   absl::flat_hash_map<std::uint64_t, std::uint32_t> slots_;  // live address → slot
   absl::flat_hash_map<std::uint64_t, alloc::StreamId> stream_ids_;
@@ -363,6 +374,10 @@ class Compiler {
 };
 
 }  // namespace
+
+bool has_elastic_allocs(const PreparedTrace& trace) {
+  return std::any_of(trace.ops.begin(), trace.ops.end(), [](const Op& op) { return op.elastic; });
+}
 
 std::vector<std::uint32_t> malloc_op_of_event(const PreparedTrace& trace) {
   std::vector<std::uint32_t> op_of_event(trace.trace_events, kNoOp);
@@ -475,6 +490,8 @@ PreparedTrace prepare_trace(const snapshot::Snapshot& snapshot, int device, cons
   }
   // A small segment with nothing live may predate recording; a large one means mid-run.
   if (out.recorded_initial_reserved > alloc::kSmallBuffer) out.starts_mid_run = true;
+
+  out.elastic_hidden = snapshot::hides_aten_catchers(snapshot);
 
   compiler.seed_initial_slots();
   compiler.run(initial.reserved);

@@ -19,7 +19,8 @@
 ///   else a release followed by anything but a cudaMalloc/map or an OOM is a flush), and OOMs the
 ///   run died of from OOMs it survived (snapshot/survived_oom.h: ATen catches them, or an `alloc` or another
 ///   `oom` follows them);
-/// - gives each malloc the memory pool that served it (mem_pools.h: CUDA graphs' private pools).
+/// - gives each malloc the memory pool that served it (mem_pools.h: CUDA graphs' private pools), and marks the
+///   mallocs ATen would survive refused (Op::elastic).
 
 #include <cstdint>
 #include <limits>
@@ -55,6 +56,9 @@ struct Op {
   std::uint32_t hint_end = 0;       ///< this op's address hints end here (see address_hints)
   alloc::StreamId stream = 0;
   OpKind kind = OpKind::kAlloc;
+  /// kAlloc inside an ATen function whose caller catches its OOM (snapshot/survived_oom.h): a cuDNN plan's
+  /// workspace, which a plan with less workspace replaces when it is refused (ReplayOptions::elastic).
+  bool elastic = false;
   alloc::MemPoolId pool = alloc::kDefaultPool;  ///< kAlloc/kOom/kCaughtOom: the pool asked (mem_pools.h)
 };
 static_assert(sizeof(Op) == 32);
@@ -109,6 +113,8 @@ struct PreparedTrace {
   std::vector<alloc::InitialSegment> initial_segments;
   std::vector<std::uint32_t> initial_slots;
   bool starts_mid_run = false;  ///< the trace does not start from an empty allocator
+  /// Its stacks cannot tell elastic mallocs (snapshot::hides_aten_catchers): those marked are all there may be.
+  bool elastic_hidden = false;
 
   std::vector<std::uint64_t> streams;  ///< dense stream id → cudaStream_t value
   /// Dense memory-pool id → PyTorch's pool id ([0] = (0, 0), the default pools; others are
@@ -147,6 +153,9 @@ PreparedTrace prepare_trace(const snapshot::Snapshot& snapshot, int device, cons
 /// made, or kNoOp (frees, segment events, events the compiler dropped).
 inline constexpr std::uint32_t kNoOp = std::numeric_limits<std::uint32_t>::max();
 std::vector<std::uint32_t> malloc_op_of_event(const PreparedTrace& trace);
+
+/// @brief True when a malloc of `trace` is elastic (Op::elastic).
+bool has_elastic_allocs(const PreparedTrace& trace);
 
 /// @brief The recorded OOM the run died of (the last one no caller caught), or nullptr.
 const RecordedOom* fatal_oom(const PreparedTrace& trace);

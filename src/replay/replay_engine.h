@@ -30,6 +30,15 @@ enum class ModelKind : std::uint8_t {
   kIdeal,    ///< the ideal packer: live rounded bytes, the floor
 };
 
+/// How a replay treats the mallocs ATen retries smaller when they are refused (Op::elastic). The plan ATen
+/// falls back to asks for less workspace, by how much the trace cannot tell: a replay that lets them go is a lower
+/// bound of what the run needs, fit to show that it fails, not that it runs.
+enum class ElasticAllocs : std::uint8_t {
+  kServe,           ///< as recorded: one refused is an OOM like any other
+  kRefuseWhenFull,  ///< one the model cannot serve is refused and the replay goes on (its fallback taken as none)
+  kSkip,            ///< never allocated (the floor without workspaces)
+};
+
 struct ReplayOptions {
   /// Bytes this process may hold on the device (cudaMalloc fails beyond); nullopt = unlimited.
   std::optional<std::uint64_t> capacity;
@@ -45,6 +54,8 @@ struct ReplayOptions {
   bool self_check = false;
   /// Points of the reserved/allocated timeline (0 = none).
   std::size_t timeline_points = 60;
+  /// What an elastic malloc (Op::elastic: a cuDNN plan's workspace) does when the model cannot serve it.
+  ElasticAllocs elastic = ElasticAllocs::kServe;
   /// Counts every op of the trace in batches as it is replayed, the ops after a stop included
   /// (null = not counted).
   ProgressCounter* progress = nullptr;
@@ -71,6 +82,7 @@ struct ReplayResult {
   bool passed_recorded_oom = false;      ///< served the fatal recorded OOM's request; stopped there
   std::uint32_t caught_ooms = 0;         ///< recorded caught OOMs that failed here too
   std::uint32_t served_caught_ooms = 0;  ///< recorded caught OOMs this config served
+  std::uint32_t refused_elastic = 0;     ///< elastic mallocs refused or skipped (ReplayOptions::elastic)
   bool completed = false;                ///< replayed every op to the end of the trace
   std::uint32_t last_trace_index = 0;    ///< the last event replayed
   std::size_t ops_replayed = 0;

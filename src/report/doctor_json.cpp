@@ -95,6 +95,7 @@ json trace_projection_json(const diagnose::TraceStepProjection& p) {
           {"start_level_bytes", p.start_level_bytes},
           {"live_at_oom_bytes", p.live_at_oom_bytes},
           {"projected_peak_bytes", p.projected_peak_bytes},
+          {"inelastic_peak_bytes", p.inelastic_peak_bytes},
           {"next_unit_extra_bytes", p.next_unit_extra_bytes},
           {"runs", runs}};
 }

@@ -432,6 +432,17 @@ void word_projected_step(const TracedOomFindings& f, TracedOomWords& w) {
         fmt::format("the recorded setting rounds requests up: the snapshot's live blocks hold ×{:.3f} the bytes "
                     "they asked for, so at the sizes asked for the step needs about {}",
                     f.inflation, format_bytes(f.needed_bytes)));
+  const bool weighs_capacity = f.rule == TracedOomRule::kProjectedStepExceeds ||
+                               f.rule == TracedOomRule::kNoSettingRunsProjected ||
+                               f.rule == TracedOomRule::kProjectedStepTooClose;
+  if (const std::uint64_t workspaces = p.projected_peak_bytes - std::min(p.projected_peak_bytes,
+                                                                          p.inelastic_peak_bytes);
+      weighs_capacity && workspaces > 0)
+    add(w, "workspaces",
+        fmt::format("{} of the projected peak are cuDNN workspaces, which ATen replaces by a plan that asks for "
+                    "less when one is refused: the step needs at least {} live, and a setting fails it only if it "
+                    "fails with the workspaces that do not fit refused",
+                    format_bytes(workspaces), format_bytes(p.inelastic_peak_bytes)));
   const std::uint64_t next = f.next_needed_bytes;
   switch (f.rule) {
     case TracedOomRule::kProjectedStepExceeds:
@@ -487,6 +498,18 @@ void word_projected_step(const TracedOomFindings& f, TracedOomWords& w) {
     }
     case TracedOomRule::kProjectedStepFits:
       add(w, "projection_vs_capacity", projected_pass_fits("the projected step fits:", next, f));
+      return;
+    case TracedOomRule::kWorkspacesHidden:
+      add(w, "workspaces_hidden",
+          fmt::format("the projected step needs {} live with perfect packing against {}, but the snapshot's "
+                      "stacks hold no C++ frames and the job may run convolutions: cuDNN workspaces, which ATen "
+                      "replaces by plans that ask for less when one is refused, cannot be told from the step's "
+                      "other allocations, so how much less it can do with is unknown",
+                      format_bytes(p.projected_peak_bytes), format_bytes(cap)));
+      w.decide_with = undecided_projected_step(f);
+      w.decide_with.insert(w.decide_with.begin(),
+                           "a snapshot recorded with C++ frames (_record_memory_history(stacks=\"all\"), the "
+                           "default), whose stacks show the cuDNN workspaces");
       return;
     case TracedOomRule::kNoSettingRunsProjected:
       add(w, "projection_vs_capacity",

@@ -38,6 +38,21 @@ std::string_view aten_oom_catcher(const Snapshot& snapshot, const TraceEvent& ev
   return {};
 }
 
+bool hides_aten_catchers(const Snapshot& snapshot) {
+  bool any_frame = false;
+  bool convolution = false;
+  for (FrameId id = 0; id < snapshot.stacks.frame_count(); ++id) {
+    const Frame& frame = snapshot.stacks.frame(id);
+    const std::string_view file = snapshot.strings.view(frame.filename);
+    const std::string_view name = snapshot.strings.view(frame.name);
+    if (file.empty() && name.empty()) continue;  // the table's empty frame
+    any_frame = true;
+    if (!file.ends_with(".py")) return false;  // the unwinder's C++ frames are recorded
+    convolution = convolution || file.ends_with("torch/nn/modules/conv.py");
+  }
+  return !any_frame || convolution;
+}
+
 std::optional<std::size_t> fatal_oom_index(const Snapshot& snapshot, int device, RunEnd end) {
   const auto trace = snapshot.trace(device);
   for (std::size_t i = trace.size(); i-- > 0;) {

@@ -31,6 +31,11 @@ namespace fragscope::snapshot {
 /// `event`'s stack runs through one; empty otherwise.
 std::string_view aten_oom_catcher(const Snapshot& snapshot, const TraceEvent& event);
 
+/// @brief True when `snapshot`'s stacks cannot show a malloc inside one of those functions: they hold no C++
+/// frame (`stacks="python"`, or no stacks at all) and convolutions may run (no frame at all, or a frame of
+/// torch/nn/modules/conv.py). A cuDNN workspace then looks like any other allocation.
+bool hides_aten_catchers(const Snapshot& snapshot);
+
 /// @brief How the run ended, as its log tells (inputs/training_log.h), where it changes which OOM was fatal.
 enum class RunEnd {
   kUnknown,

@@ -254,6 +254,30 @@ TEST(PreparedTraceTest, AnOomInsideCuDNNsPlanLoopIsCaughtWhereverTheTraceEnds) {
   ASSERT_NE(fatal_oom(no_plan), nullptr);
 }
 
+// A malloc whose frames run through ATen's plan loop is elastic (a refused workspace is replaced by a smaller
+// plan's); the same frames under another function, or none, are not.
+TEST(PreparedTraceTest, AMallocInsideCuDNNsPlanLoopIsElastic) {
+  auto s = with_trace({event(TraceAction::kSegmentAlloc, kBase, 20 * kMiB),
+                       event(TraceAction::kAlloc, kBase, 2 * kMiB),
+                       event(TraceAction::kAlloc, kBase + 2 * kMiB, 4 * kMiB),
+                       event(TraceAction::kAlloc, kBase + 6 * kMiB, 4 * kMiB)});
+  const auto frame = [&](const char* name) {
+    return s.stacks.intern_frame({s.strings.intern(""), s.strings.intern(name), 0});
+  };
+  s.device_traces[0][2].stack = s.stacks.intern_stack(std::vector<snapshot::FrameId>{
+      frame("c10::cuda::CUDACachingAllocator::Native::NativeCachingAllocator::allocate(unsigned long)"),
+      frame("at::native::run_conv_plan(cudnnContext*, at::Tensor const&)"),
+      frame("at::native::try_configs(std::vector<...> const&)")});
+  s.device_traces[0][3].stack = s.stacks.intern_stack(std::vector<snapshot::FrameId>{
+      frame("at::native::cudnn_convolution(at::Tensor const&, at::Tensor const&)")});
+  const PreparedTrace t = prepare_trace(s, 0, "t");
+  ASSERT_EQ(t.ops.size(), 3u);
+  EXPECT_FALSE(t.ops[0].elastic);
+  EXPECT_TRUE(t.ops[1].elastic);
+  EXPECT_FALSE(t.ops[2].elastic);
+  EXPECT_TRUE(has_elastic_allocs(t));
+}
+
 TEST(PreparedTraceTest, OneCapacityStretchWhileOneNumberExplainsTheDriver) {
   // A cudaMalloc of 40 MiB refused with 20 MiB held (60 MiB), then 40 MiB served after the
   // release: one capacity in [40, 60) MiB explains both.

@@ -106,5 +106,56 @@ TEST(ReplayEngineTest, AFlushReleasesWhatTheReplayedConfigHolds) {
   EXPECT_TRUE(expandable.completed);
 }
 
+/// 20 MiB held; 30 MiB asked inside cuDNN's plan loop (at::native::run_conv_plan: a workspace) and freed; 10 MiB
+/// more. Recorded on a device with room for all of it.
+PreparedTrace with_workspace() {
+  snapshot::Snapshot s;
+  s.device_traces.push_back({event(TraceAction::kSegmentAlloc, kBase, 20 * kMiB),
+                             event(TraceAction::kAlloc, kBase, 20 * kMiB),
+                             event(TraceAction::kSegmentAlloc, kBase + 64 * kMiB, 30 * kMiB),
+                             event(TraceAction::kAlloc, kBase + 64 * kMiB, 30 * kMiB),
+                             event(TraceAction::kFreeRequested, kBase + 64 * kMiB, 30 * kMiB),
+                             event(TraceAction::kFreeCompleted, kBase + 64 * kMiB, 30 * kMiB),
+                             event(TraceAction::kSegmentAlloc, kBase + 128 * kMiB, 10 * kMiB),
+                             event(TraceAction::kAlloc, kBase + 128 * kMiB, 10 * kMiB)});
+  const snapshot::FrameId plan = s.stacks.intern_frame(
+      {s.strings.intern(""), s.strings.intern("at::native::run_conv_plan(cudnnContext*, at::Tensor const&)"), 0});
+  s.device_traces[0][3].stack = s.stacks.intern_stack(std::vector<snapshot::FrameId>{plan});
+  return prepare_trace(s, 0, "t");
+}
+
+// ATen catches a refused workspace and runs a plan that asks for less: a replay may serve it as recorded (an OOM
+// like any other), refuse it where it does not fit and go on, or leave it out (the floor without workspaces).
+TEST(ReplayEngineTest, AWorkspaceThatDoesNotFitIsAnOomOrRefusedOrLeftOut) {
+  const PreparedTrace trace = with_workspace();
+  ASSERT_TRUE(has_elastic_allocs(trace));
+  ReplayOptions options = at(40 * kMiB);
+  options.self_check = false;
+  const ReplayResult served = run_replay(trace, ModelKind::kCaching, trace.recorded_config, options);
+  ASSERT_TRUE(served.oom);
+  EXPECT_EQ(*served.oom_trace_index, 3u);
+  EXPECT_EQ(served.refused_elastic, 0u);
+
+  options.elastic = ElasticAllocs::kRefuseWhenFull;
+  const ReplayResult refused = run_replay(trace, ModelKind::kCaching, trace.recorded_config, options);
+  EXPECT_FALSE(refused.oom);
+  EXPECT_TRUE(refused.completed);
+  EXPECT_EQ(refused.refused_elastic, 1u);
+  EXPECT_EQ(refused.stats.peak_reserved_bytes, 30 * kMiB);  // 20 held + the 10 after it
+  // Where it fits, it is served as recorded.
+  options.capacity = 60 * kMiB;
+  const ReplayResult roomy = run_replay(trace, ModelKind::kCaching, trace.recorded_config, options);
+  EXPECT_EQ(roomy.refused_elastic, 0u);
+  EXPECT_EQ(roomy.stats.peak_reserved_bytes, 50 * kMiB);  // the 10 MiB split from the cached workspace
+
+  ReplayOptions floor = at(std::nullopt);
+  floor.self_check = false;
+  EXPECT_EQ(run_replay(trace, ModelKind::kIdeal, trace.recorded_config, floor).stats.peak_reserved_bytes, 50 * kMiB);
+  floor.elastic = ElasticAllocs::kSkip;
+  const ReplayResult without = run_replay(trace, ModelKind::kIdeal, trace.recorded_config, floor);
+  EXPECT_EQ(without.stats.peak_reserved_bytes, 30 * kMiB);
+  EXPECT_EQ(without.refused_elastic, 1u);
+}
+
 }  // namespace
 }  // namespace fragscope::replay
