@@ -1,9 +1,9 @@
 """Object-detection training as torchvision's detection reference (references/detection/train.py) does it,
 on random images and boxes (random init: no download).
 
-Faster R-CNN with a ResNet-50 FPN (or --arch: RetinaNet, Mask R-CNN with a mask per box), images of random
-sizes (GeneralizedRCNNTransform resizes them to 800 px on the short side, 1333 at most, and pads the batch to a
-multiple of 32), a random number of boxes per image, SGD with momentum, fp16 autocast with GradScaler (--amp),
+Faster R-CNN with a ResNet-50 FPN (or --arch: RetinaNet, Mask R-CNN with a mask per box, Keypoint R-CNN with 17
+keypoints per box), images of random sizes (GeneralizedRCNNTransform resizes them to 800 px on the short side, 1333
+at most, and pads the batch to a multiple of 32), a random number of boxes per image, SGD with momentum, fp16 autocast with GradScaler (--amp),
 `optimizer.zero_grad()` before backward as the reference does. History from the start; the snapshot is dumped in
 an `except` handler around the training loop.
 """
@@ -20,7 +20,8 @@ p.add_argument("--max-entries", type=int, default=100000)
 args = p.parse_args()
 
 torch.cuda.memory._record_memory_history(max_entries=args.max_entries)
-model = getattr(torchvision.models.detection, args.arch)(weights=None, weights_backbone=None, num_classes=91)
+classes = 2 if "keypoint" in args.arch else 91
+model = getattr(torchvision.models.detection, args.arch)(weights=None, weights_backbone=None, num_classes=classes)
 model.cuda().train()
 params = [q for q in model.parameters() if q.requires_grad]
 optimizer = torch.optim.SGD(params, lr=0.02, momentum=0.9, weight_decay=1e-4)
@@ -43,6 +44,11 @@ def sample():
         for i, (a, b, c, d) in enumerate(boxes.int().tolist()):
             masks[i, b:d, a:c] = 1
         target["masks"] = masks
+    if "keypoint" in args.arch:  # COCO person keypoints: 17 per box, (x, y, visibility) inside the box
+        kx = boxes[:, None, 0] + torch.rand(n, 17, device="cuda") * (boxes[:, None, 2] - boxes[:, None, 0])
+        ky = boxes[:, None, 1] + torch.rand(n, 17, device="cuda") * (boxes[:, None, 3] - boxes[:, None, 1])
+        target["keypoints"] = torch.stack([kx, ky, torch.randint(0, 3, (n, 17), device="cuda").float()], dim=2)
+        target["labels"] = torch.ones_like(labels)
     return torch.rand(3, h, w, device="cuda"), target
 
 
