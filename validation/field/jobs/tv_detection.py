@@ -3,9 +3,9 @@ on random images and boxes (random init: no download).
 
 Faster R-CNN with a ResNet-50 FPN (or --arch: RetinaNet, Mask R-CNN with a mask per box, Keypoint R-CNN with 17
 keypoints per box), images of random sizes (GeneralizedRCNNTransform resizes them to 800 px on the short side, 1333
-at most, and pads the batch to a multiple of 32), a random number of boxes per image, SGD with momentum, fp16 autocast with GradScaler (--amp),
-`optimizer.zero_grad()` before backward as the reference does. History from the start; the snapshot is dumped in
-an `except` handler around the training loop.
+at most, and pads the batch to a multiple of 32), a random number of boxes per image, SGD with momentum, fp16
+autocast with GradScaler (--amp), `optimizer.zero_grad()` before backward as the reference does. History from the
+start; the snapshot is dumped in an `except` handler around the training loop.
 """
 import argparse, random
 import torch, torchvision
