@@ -484,7 +484,8 @@ ProjectedStep project_eval_from_training(const replay::PreparedTrace& prepared, 
   synthetic.slot_count = next_slot;
 
   // The lower estimate: every block whose lifetime the eval has not shown freed right after the
-  // next allocation, the eval's live blocks where their like's lifetime ends, nothing after the call.
+  // next allocation, the eval's live blocks where their like's lifetime ends, no cuDNN workspace (replay::Op::elastic:
+  // refused, ATen runs a plan that asks for less), nothing after the call.
   FreeQueue lower;
   double low = level_start, low_peak = level_start;
   std::unordered_map<std::uint32_t, std::uint64_t> low_size;  // by key: eval position or rest position + eval.size()
@@ -510,7 +511,8 @@ ProjectedStep project_eval_from_training(const replay::PreparedTrace& prepared, 
       lower.pop();
     }
     const auto like_q = rest.like(position, failing_position);
-    const std::uint64_t bytes = rest.eval_size(position, like_q, false);
+    const bool elastic = prepared.ops[op_of_event[call.events[position]]].elastic;
+    const std::uint64_t bytes = elastic ? 0 : rest.eval_size(position, like_q, false);
     low += static_cast<double>(bytes);
     low_peak = std::max(low_peak, low);
     const std::size_t x = rest.eval_free(position, like_q);

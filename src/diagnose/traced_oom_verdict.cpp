@@ -410,6 +410,7 @@ Verdict judge_projected_eval(ProjectedStep& step, const std::vector<replay::What
   const double least = static_cast<double>(p.least_peak_bytes) / inflation;
   f.needed_bytes = static_cast<std::uint64_t>(least);
   if (least > static_cast<double>(cap) * (1 + p.margin_to_fail)) {
+    if (step.trace.elastic_hidden) return workspaces_hidden(f);
     f.rule = TracedOomRule::kEvalExceeds;
     return Verdict::kCapacity;
   }

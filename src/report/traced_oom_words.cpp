@@ -547,8 +547,8 @@ void word_projected_eval(const TracedOomFindings& f, TracedOomWords& w) {
                   "are ×{:.3f} the training's. The rest of that call and of the step's statements after it up to "
                   "its backward pass, each block freed where the eval freed its like in an earlier layer ({} of "
                   "them) or where the training freed it, else kept: the eval batch peaks at {} live with perfect "
-                  "packing; at least {} if every block whose lifetime the eval has not shown is freed at once and "
-                  "nothing runs after the call",
+                  "packing; at least {} if every block whose lifetime the eval has not shown is freed at once, no "
+                  "cuDNN workspace is asked for and nothing runs after the call",
                   p.shared_function, p.reference_unit, p.earlier_units, p.training_call, p.reference_first_event,
                   p.reference_end_event - 1, p.matched_allocations, p.prefix_allocations, p.aligned_event, p.scale,
                   p.learned_lifetimes, format_bytes(p.most_peak_bytes), format_bytes(p.least_peak_bytes)));
@@ -565,6 +565,18 @@ void word_projected_eval(const TracedOomFindings& f, TracedOomWords& w) {
   }
   if (f.rule == TracedOomRule::kEvalFits) {
     add(w, "projection_vs_capacity", projected_pass_fits("the projected eval batch fits: at most", upper, f));
+    return;
+  }
+  if (f.rule == TracedOomRule::kWorkspacesHidden) {
+    add(w, "workspaces_hidden",
+        fmt::format("the eval batch needs at least {} live against {}, but the snapshot's stacks hold no C++ frames "
+                    "and the job may run convolutions: cuDNN workspaces, which ATen replaces by plans that ask for "
+                    "less when one is refused, cannot be told from the eval's other allocations",
+                    format_bytes(least), format_bytes(cap)));
+    w.decide_with = {"a snapshot recorded with C++ frames (_record_memory_history(stacks=\"all\"), the default), "
+                     "whose stacks show the cuDNN workspaces",
+                     "one rerun of the eval pass with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True at the same "
+                     "memory: if it still fails, the verdict is capacity"};
     return;
   }
   add(w, "too_close",
