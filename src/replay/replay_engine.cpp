@@ -139,17 +139,13 @@ ReplayResult replay_through(Model& model, alloc::DeviceMemory& device, const Pre
         if constexpr (!std::is_same_v<Model, alloc::CachingAllocator>) {
           if (op.kind == OpKind::kCaughtOom) break;  // the floor: what the run needed, as it ran
         }
-        if (op.elastic && options.elastic == ElasticAllocs::kSkip) [[unlikely]] {
-          handles[op.slot] = kNoBlock;
-          ++result.refused_elastic;
-          break;
-        }
-        const BlockHandle h = model.malloc(op.size, op.stream, op.pool);
+        const bool skipped = op.elastic && options.elastic == ElasticAllocs::kSkip;
+        const BlockHandle h = skipped ? kNoBlock : model.malloc(op.size, op.stream, op.pool);
         if (op.kind == OpKind::kAlloc && h != kNoBlock) [[likely]] {
           handles[op.slot] = h;
           break;
         }
-        if (op.elastic && options.elastic == ElasticAllocs::kRefuseWhenFull) {
+        if (op.elastic && options.elastic != ElasticAllocs::kServe) {
           // ATen catches the OutOfMemoryError and runs a plan with less workspace; none is the least it can ask.
           handles[op.slot] = kNoBlock;
           ++result.refused_elastic;

@@ -282,6 +282,11 @@ void word_training_step(const TracedOomFindings& f, TracedOomWords& w) {
 
 /// What would decide a step projected from the trace that the margins leave open: first, when the
 /// batches vary, how much larger one must be to need more than the device.
+/// What decides a pass whose cuDNN workspaces the snapshot's stacks cannot show (TracedOomRule::kWorkspacesHidden).
+constexpr std::string_view kRecordCppFrames =
+    "a snapshot recorded with C++ frames (_record_memory_history(stacks=\"all\"), the default), whose stacks show "
+    "the cuDNN workspaces";
+
 std::vector<std::string> undecided_projected_step(const TracedOomFindings& f) {
   std::vector<std::string> decide_with = {
       rerun_decides("expandable_segments:True"),
@@ -507,9 +512,7 @@ void word_projected_step(const TracedOomFindings& f, TracedOomWords& w) {
                       "other allocations, so how much less it can do with is unknown",
                       format_bytes(p.projected_peak_bytes), format_bytes(cap)));
       w.decide_with = undecided_projected_step(f);
-      w.decide_with.insert(w.decide_with.begin(),
-                           "a snapshot recorded with C++ frames (_record_memory_history(stacks=\"all\"), the "
-                           "default), whose stacks show the cuDNN workspaces");
+      w.decide_with.insert(w.decide_with.begin(), std::string(kRecordCppFrames));
       return;
     case TracedOomRule::kNoSettingRunsProjected:
       add(w, "projection_vs_capacity",
@@ -573,8 +576,7 @@ void word_projected_eval(const TracedOomFindings& f, TracedOomWords& w) {
                     "and the job may run convolutions: cuDNN workspaces, which ATen replaces by plans that ask for "
                     "less when one is refused, cannot be told from the eval's other allocations",
                     format_bytes(least), format_bytes(cap)));
-    w.decide_with = {"a snapshot recorded with C++ frames (_record_memory_history(stacks=\"all\"), the default), "
-                     "whose stacks show the cuDNN workspaces",
+    w.decide_with = {std::string(kRecordCppFrames),
                      "one rerun of the eval pass with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True at the same "
                      "memory: if it still fails, the verdict is capacity"};
     return;
