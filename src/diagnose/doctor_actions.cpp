@@ -292,11 +292,21 @@ void library_failure(Diagnosis& d) {
                    "library runs out",
                    library),
        false});
-  d.actions.push_back({"Create the libraries' handles before memory fills",
-                       "one forward and backward on a batch of 1 before training",
-                       "cuBLAS and cuDNN create a handle per thread at its first call and keep it; autograd's "
-                       "thread makes its own at the first backward, when the forward's activations are live",
-                       false});
+  if (library == "NCCL")
+    d.actions.push_back({"Create NCCL's communicators and connections before memory fills",
+                         "dist.init_process_group(\"nccl\", device_id=torch.device(\"cuda\", local_rank)); then one "
+                         "training step on a batch of 1 before training",
+                         "NCCL allocates a communicator's buffers when it is created (at its first collective unless "
+                         "init_process_group is given device_id) and a connection's when two ranks first exchange "
+                         "data (send/recv, all_to_all), outside PyTorch's allocator; made while the device is "
+                         "empty, they are in place when activations fill it",
+                         false});
+  else
+    d.actions.push_back({"Create the libraries' handles before memory fills",
+                         "one forward and backward on a batch of 1 before training",
+                         "cuBLAS and cuDNN create a handle per thread at its first call and keep it; autograd's "
+                         "thread makes its own at the first backward, when the forward's activations are live",
+                         false});
   memory_reduction_actions(d, false);
   never_buy_or_slice(d, "first find what held the memory when the library failed (see what would decide it)");
 }

@@ -2,6 +2,8 @@
 
 #include <array>
 
+#include <fmt/format.h>
+
 #include "inputs/text_file.h"
 
 namespace fragscope::inputs {
@@ -25,6 +27,45 @@ constexpr std::array<KnownStatus, 6> kStatuses{{
     {"CUDA error: out of memory", "the CUDA runtime", "cudaErrorMemoryAllocation"},
 }};
 
+// NCCL allocates its buffers with cudaMalloc/cuMem itself and reports a failed call as "Cuda failure
+// 'out of memory'" (its CUDACHECK; 2.19 and later print the code: "Cuda failure 2 'out of memory'"), in a
+// "NCCL WARN" line and in the DistBackendError PyTorch raises ("Last error:"), then "Failed to CUDA calloc
+// 6291456 bytes" when the buffer was a calloc.
+constexpr std::string_view kNcclCudaFailure = "Cuda failure ";
+constexpr std::string_view kNcclOutOfMemory = "'out of memory'";
+constexpr std::string_view kNcclCalloc = "Failed to CUDA calloc ";
+
+/// Whether `line` holds NCCL's "Cuda failure [CODE ]'out of memory'"; a code has at most 4 digits.
+bool nccl_out_of_memory(std::string_view line) {
+  for (auto at = line.find(kNcclCudaFailure); at != std::string_view::npos;
+       at = line.find(kNcclCudaFailure, at + 1)) {
+    std::string_view rest = line.substr(at + kNcclCudaFailure.size());
+    std::size_t digits = 0;
+    while (digits < rest.size() && digits <= 4 && rest[digits] >= '0' && rest[digits] <= '9') ++digits;
+    if (digits > 4) continue;
+    if (digits > 0) {
+      if (digits == rest.size() || rest[digits] != ' ') continue;
+      rest.remove_prefix(digits + 1);
+    }
+    if (rest.starts_with(kNcclOutOfMemory)) return true;
+  }
+  return false;
+}
+
+/// "Failed to CUDA calloc 6291456 bytes" → "CUDA calloc 6291456 bytes", else "".
+std::string nccl_calloc(std::string_view line) {
+  const auto at = line.find(kNcclCalloc);
+  if (at == std::string_view::npos) return {};
+  std::string_view rest = line.substr(at + kNcclCalloc.size());
+  std::size_t digits = 0;
+  while (digits < rest.size() && digits < 20 && rest[digits] >= '0' && rest[digits] <= '9') ++digits;
+  if (digits == 0 || !rest.substr(digits).starts_with(" bytes")) return {};
+  return fmt::format("CUDA calloc {} bytes", rest.substr(0, digits));
+}
+
+constexpr std::string_view kNccl = "NCCL";
+constexpr std::string_view kRuntimeOom = "cudaErrorMemoryAllocation";
+
 /// "when calling `cublasCreate(handle)`" → "cublasCreate(handle)".
 std::string failing_call(std::string_view line) {
   constexpr std::string_view kWhen = "when calling `";
@@ -41,13 +82,16 @@ std::string failing_call(std::string_view line) {
 bool has_library_alloc_failure(std::string_view text) {
   for (const KnownStatus& s : kStatuses)
     if (text.find(s.token) != std::string_view::npos) return true;
-  return false;
+  return nccl_out_of_memory(text) || !nccl_calloc(text).empty();
 }
 
 std::optional<LibraryAllocFailure> parse_library_alloc_failure(std::string_view line) {
   for (const KnownStatus& s : kStatuses)
     if (line.find(s.token) != std::string_view::npos)
       return LibraryAllocFailure{0, std::string(s.library), std::string(s.status), failing_call(line)};
+  if (nccl_out_of_memory(line)) return LibraryAllocFailure{0, std::string(kNccl), std::string(kRuntimeOom), {}};
+  if (std::string call = nccl_calloc(line); !call.empty())
+    return LibraryAllocFailure{0, std::string(kNccl), std::string(kRuntimeOom), std::move(call)};
   return std::nullopt;
 }
 

@@ -6,6 +6,8 @@
 #include "diagnose/library_failure.h"
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -61,6 +63,32 @@ TEST(LibraryFailureTest, ASnapshotDumpedAtTheFailureShowsWhatPyTorchHeld) {
                                              "45.82 MiB cached and unallocated"));
   ASSERT_EQ(d.decide_with.size(), 1u);
   EXPECT_NE(d.decide_with[0].find("set_per_process_memory_fraction"), std::string::npos);
+}
+
+// NCCL's own allocation (a DistBackendError whose last error is NCCL's "Cuda failure 2 'out of memory'", as
+// PyTorch 2.x prints it under torchrun): the same verdict, and the advice is NCCL's (its communicators and
+// connections made before the device fills), not cuBLAS's handles.
+TEST(LibraryFailureTest, NcclsOwnAllocationIsALibraryFailure) {
+  const auto dir = std::filesystem::temp_directory_path() / "fragscope_library_failure_nccl";
+  std::filesystem::create_directories(dir);
+  const std::string log = (dir / "train.log").string();
+  std::ofstream(log) << "[rank3]:     model = DDP(model, device_ids=[local_rank])\n"
+                        "[rank3]: torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:3690, "
+                        "unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.27.5\n"
+                        "[rank3]: ncclUnhandledCudaError: Call to CUDA function failed.\n"
+                        "[rank3]: Last error:\n"
+                        "[rank3]: Cuda failure 2 'out of memory'\n";
+  const Diagnosis d = run_doctor(collect_doctor_inputs({log}), fragscope::testing::doctor_options());
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(d.verdict, Verdict::kUndetermined);
+  ASSERT_TRUE(d.library_failure.has_value());
+  EXPECT_EQ(d.library_failure->library, "NCCL");
+  EXPECT_EQ(d.library_failure->status, "cudaErrorMemoryAllocation");
+  EXPECT_EQ(d.library_failure->source, log + ":5");
+  ASSERT_GE(d.actions.size(), 2u);
+  EXPECT_NE(d.actions[0].setting.find("set_per_process_memory_fraction"), std::string::npos);
+  EXPECT_EQ(d.actions[1].title, "Create NCCL's communicators and connections before memory fills");
+  EXPECT_NE(d.actions[1].setting.find("device_id="), std::string::npos);
 }
 
 // With PyTorch's own OOM message in the same log, that message is the failure the doctor reads.

@@ -24,6 +24,34 @@ TEST(LibraryAllocFailure, EachLibrarysStatus) {
   EXPECT_EQ(runtime->status, "cudaErrorMemoryAllocation");
 }
 
+// NCCL's CUDACHECK, with and without the error code (NCCL 2.19 on), in its WARN line, in the DistBackendError
+// PyTorch raises, and the calloc that failed; NCCL's other CUDA failures are not memory.
+TEST(LibraryAllocFailure, NcclsCudaFailure) {
+  const auto warn = parse_library_alloc_failure("node:2134736:2285781 [0] include/alloc.h:178 NCCL WARN "
+                                                "Cuda failure 'out of memory'");
+  ASSERT_TRUE(warn.has_value());
+  EXPECT_EQ(warn->library, "NCCL");
+  EXPECT_EQ(warn->status, "cudaErrorMemoryAllocation");
+  EXPECT_EQ(warn->call, "");
+  EXPECT_EQ(parse_library_alloc_failure("[rank7]: Cuda failure 2 'out of memory'")->library, "NCCL");
+  const auto calloc =
+      parse_library_alloc_failure("[3] include/alloc.h:185 NCCL WARN Failed to CUDA calloc 6291456 bytes");
+  ASSERT_TRUE(calloc.has_value());
+  EXPECT_EQ(calloc->call, "CUDA calloc 6291456 bytes");
+  EXPECT_FALSE(parse_library_alloc_failure("[rank7]: Cuda failure 1 'invalid argument'"));
+  EXPECT_FALSE(parse_library_alloc_failure("Cuda failure 999 'unknown error'"));
+  EXPECT_FALSE(parse_library_alloc_failure("Cuda failure 123456 'out of memory'"));
+  EXPECT_FALSE(parse_library_alloc_failure("Failed to CUDA calloc bytes"));
+  const std::string log = "[rank7]: torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, "
+                          "unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.27.5\n"
+                          "[rank7]: ncclUnhandledCudaError: Call to CUDA function failed.\n[rank7]: Last error:\n"
+                          "[rank7]: Cuda failure 2 'out of memory'\n";
+  EXPECT_TRUE(has_library_alloc_failure(log));
+  const auto found = find_library_alloc_failures(log);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].line, 4u);
+}
+
 // PyTorch's own OOM is oom_message_parser.h's, and other statuses are not memory.
 TEST(LibraryAllocFailure, NotOtherMessages) {
   EXPECT_FALSE(parse_library_alloc_failure("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"));
