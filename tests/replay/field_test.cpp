@@ -180,7 +180,8 @@ TEST(FieldTest, AReLaidStartNeedsWhatTheJobsStartNeeds) {
 // where the moment that decides the latter lies after the cut. The re-laid start is optimistic
 // by at most 1.80% of the capacity when the OOM is in a training step (field dpo_edge cut at 90%,
 // batch 36; 1.04% before it: gan_lo cut at 50%, batch 17), 0.99% in an eval pass (held-out eval cut at
-// 80%): the doctor's kRelaidStartStep keeps 2.25%, kRelaidStartEval 1.3%. The other way, it needed up to 3.09% more (eval_spike cut at 90%).
+// 80%): the doctor's kRelaidStartStep keeps 2.25%, kRelaidStartEval 1.3%. The other way, it needed up to
+// 3.09% more (eval_spike cut at 90%).
 TEST(FieldTest, AReLaidStartIsOptimisticByLessThanTheDoctorsMargin) {
   const std::filesystem::path data = std::filesystem::path(FRAGSCOPE_SOURCE_DIR) / "tests" / "data";
   struct Case {
