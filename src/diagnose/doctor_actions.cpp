@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "inputs/library_alloc_failure.h"
 #include "util/bytes.h"
 
 namespace fragscope::diagnose {
@@ -292,7 +293,7 @@ void library_failure(Diagnosis& d) {
                    "library runs out",
                    library),
        false});
-  if (library == "NCCL")
+  if (library == inputs::kNcclLibrary)
     d.actions.push_back({"Create NCCL's communicators and connections before memory fills",
                          "dist.init_process_group(\"nccl\", device_id=torch.device(\"cuda\", local_rank)); then one "
                          "training step on a batch of 1 before training",

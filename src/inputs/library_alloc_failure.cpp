@@ -16,6 +16,9 @@ struct KnownStatus {
   std::string_view status;   ///< as reported (the runtime's is named by its enum)
 };
 
+/// The runtime's status for a failed allocation, as PyTorch's C10_CUDA_CHECK and NCCL's CUDACHECK report it.
+constexpr std::string_view kRuntimeOom = "cudaErrorMemoryAllocation";
+
 constexpr std::array<KnownStatus, 6> kStatuses{{
     {"CUBLAS_STATUS_ALLOC_FAILED", "cuBLAS", "CUBLAS_STATUS_ALLOC_FAILED"},
     {"CUDNN_STATUS_ALLOC_FAILED", "cuDNN", "CUDNN_STATUS_ALLOC_FAILED"},
@@ -24,7 +27,7 @@ constexpr std::array<KnownStatus, 6> kStatuses{{
     {"CUSPARSE_STATUS_ALLOC_FAILED", "cuSPARSE", "CUSPARSE_STATUS_ALLOC_FAILED"},
     // PyTorch's C10_CUDA_CHECK spells cudaErrorMemoryAllocation so; its allocator's own OOM reads
     // "CUDA out of memory. Tried to allocate" (no "error:"), which oom_message_parser.h reads.
-    {"CUDA error: out of memory", "the CUDA runtime", "cudaErrorMemoryAllocation"},
+    {"CUDA error: out of memory", "the CUDA runtime", kRuntimeOom},
 }};
 
 // NCCL allocates its buffers with cudaMalloc/cuMem itself and reports a failed call as "Cuda failure
@@ -35,36 +38,38 @@ constexpr std::string_view kNcclCudaFailure = "Cuda failure ";
 constexpr std::string_view kNcclOutOfMemory = "'out of memory'";
 constexpr std::string_view kNcclCalloc = "Failed to CUDA calloc ";
 
+/// How many ASCII digits `text` begins with, counted up to `most` + 1 (more than `most`: too long a number).
+std::size_t leading_digits(std::string_view text, std::size_t most) {
+  std::size_t n = 0;
+  while (n < text.size() && n <= most && text[n] >= '0' && text[n] <= '9') ++n;
+  return n;
+}
+
 /// Whether `line` holds NCCL's "Cuda failure [CODE ]'out of memory'"; a code has at most 4 digits.
 bool nccl_out_of_memory(std::string_view line) {
   for (auto at = line.find(kNcclCudaFailure); at != std::string_view::npos;
        at = line.find(kNcclCudaFailure, at + 1)) {
     std::string_view rest = line.substr(at + kNcclCudaFailure.size());
-    std::size_t digits = 0;
-    while (digits < rest.size() && digits <= 4 && rest[digits] >= '0' && rest[digits] <= '9') ++digits;
-    if (digits > 4) continue;
-    if (digits > 0) {
-      if (digits == rest.size() || rest[digits] != ' ') continue;
-      rest.remove_prefix(digits + 1);
+    const std::size_t code = leading_digits(rest, 4);
+    if (code > 4) continue;
+    if (code > 0) {
+      if (!rest.substr(code).starts_with(' ')) continue;
+      rest.remove_prefix(code + 1);
     }
     if (rest.starts_with(kNcclOutOfMemory)) return true;
   }
   return false;
 }
 
-/// "Failed to CUDA calloc 6291456 bytes" → "CUDA calloc 6291456 bytes", else "".
-std::string nccl_calloc(std::string_view line) {
+/// "Failed to CUDA calloc 6291456 bytes" → "6291456" (at most 20 digits), else "".
+std::string_view nccl_calloc_bytes(std::string_view line) {
   const auto at = line.find(kNcclCalloc);
   if (at == std::string_view::npos) return {};
-  std::string_view rest = line.substr(at + kNcclCalloc.size());
-  std::size_t digits = 0;
-  while (digits < rest.size() && digits < 20 && rest[digits] >= '0' && rest[digits] <= '9') ++digits;
-  if (digits == 0 || !rest.substr(digits).starts_with(" bytes")) return {};
-  return fmt::format("CUDA calloc {} bytes", rest.substr(0, digits));
+  const std::string_view rest = line.substr(at + kNcclCalloc.size());
+  const std::size_t digits = leading_digits(rest, 20);
+  if (digits == 0 || digits > 20 || !rest.substr(digits).starts_with(" bytes")) return {};
+  return rest.substr(0, digits);
 }
-
-constexpr std::string_view kNccl = "NCCL";
-constexpr std::string_view kRuntimeOom = "cudaErrorMemoryAllocation";
 
 /// "when calling `cublasCreate(handle)`" → "cublasCreate(handle)".
 std::string failing_call(std::string_view line) {
@@ -82,16 +87,17 @@ std::string failing_call(std::string_view line) {
 bool has_library_alloc_failure(std::string_view text) {
   for (const KnownStatus& s : kStatuses)
     if (text.find(s.token) != std::string_view::npos) return true;
-  return nccl_out_of_memory(text) || !nccl_calloc(text).empty();
+  return nccl_out_of_memory(text) || !nccl_calloc_bytes(text).empty();
 }
 
 std::optional<LibraryAllocFailure> parse_library_alloc_failure(std::string_view line) {
   for (const KnownStatus& s : kStatuses)
     if (line.find(s.token) != std::string_view::npos)
       return LibraryAllocFailure{0, std::string(s.library), std::string(s.status), failing_call(line)};
-  if (nccl_out_of_memory(line)) return LibraryAllocFailure{0, std::string(kNccl), std::string(kRuntimeOom), {}};
-  if (std::string call = nccl_calloc(line); !call.empty())
-    return LibraryAllocFailure{0, std::string(kNccl), std::string(kRuntimeOom), std::move(call)};
+  if (nccl_out_of_memory(line)) return LibraryAllocFailure{0, std::string(kNcclLibrary), std::string(kRuntimeOom), {}};
+  if (const std::string_view bytes = nccl_calloc_bytes(line); !bytes.empty())
+    return LibraryAllocFailure{0, std::string(kNcclLibrary), std::string(kRuntimeOom),
+                               fmt::format("CUDA calloc {} bytes", bytes)};
   return std::nullopt;
 }
 

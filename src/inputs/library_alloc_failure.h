@@ -32,6 +32,9 @@ struct LibraryAllocFailure {
   std::string call;      ///< the failing call when the line names it ("cublasCreate(handle)"), else ""
 };
 
+/// @brief The `library` of NCCL's failures (its buffers, not a handle: the advice differs).
+inline constexpr std::string_view kNcclLibrary = "NCCL";
+
 /// @brief Failures kept per log: a crash loop repeats one without end.
 inline constexpr std::size_t kMaxLibraryAllocFailures = 100;
 

@@ -280,13 +280,13 @@ void word_training_step(const TracedOomFindings& f, TracedOomWords& w) {
         "inherits them");
 }
 
-/// What would decide a step projected from the trace that the margins leave open: first, when the
-/// batches vary, how much larger one must be to need more than the device.
 /// What decides a pass whose cuDNN workspaces the snapshot's stacks cannot show (TracedOomRule::kWorkspacesHidden).
 constexpr std::string_view kRecordCppFrames =
     "a snapshot recorded with C++ frames (_record_memory_history(stacks=\"all\"), the default), whose stacks show "
     "the cuDNN workspaces";
 
+/// What would decide a step projected from the trace that the margins leave open: first, when the
+/// batches vary, how much larger one must be to need more than the device.
 std::vector<std::string> undecided_projected_step(const TracedOomFindings& f) {
   std::vector<std::string> decide_with = {
       rerun_decides("expandable_segments:True"),
