@@ -244,7 +244,12 @@ INSTANTIATE_TEST_SUITE_P(
                       Expected{"gnn_lo", Verdict::kUndetermined, "unknown"},
                       Expected{"gnn2_edge", Verdict::kUndetermined, "unknown"},
                       Expected{"dlrm_lo", Verdict::kCapacity, "optimizer"},
-                      Expected{"dlrm2_edge", Verdict::kCapacity, "optimizer"}),
+                      Expected{"dlrm2_edge", Verdict::kCapacity, "optimizer"},
+                      // Batch 39 (predictions at e3332a5's src, before the labels): 4 undetermined.
+                      Expected{"dino_edge", Verdict::kUndetermined, "train"},
+                      Expected{"dino_lo", Verdict::kUndetermined, "unknown"},
+                      Expected{"tst_edge", Verdict::kUndetermined, "unknown"},
+                      Expected{"tst_lo", Verdict::kUndetermined, "unknown"}),
     [](const auto& info) { return info.param.name; });
 
 // torchvision's detection reference with images of random sizes, at 0.92 × its peak allocated: the
