@@ -76,20 +76,24 @@ class Capture:
         from torch.optim.optimizer import register_optimizer_step_post_hook  # not an attribute of torch.optim
         from .watch import StepWatch
 
+        self.pid = os.getpid()
         self.watch = StepWatch(settings.out_dir, job=settings.job, rank_dir=settings.rank_dir,
                                history_max_entries=settings.history_entries or None, stacks=settings.stacks)
         self._hook = register_optimizer_step_post_hook(self._after_optimizer_step)
-        self._history = bool(settings.history_entries)
 
     def _after_optimizer_step(self, optimizer, args, kwargs):
         self.watch.step_end()
 
     def stop(self) -> None:
+        """Undoes every part, whichever fails; never raises."""
         from . import cuda
 
         self._hook.remove()
-        if self._history:
-            cuda.disable_history()
+        try:
+            if self.watch.history:  # what the watch turned on, not what the settings asked for
+                cuda.disable_history()
+        except Exception as error:
+            notices.warn("history-off", f"memory history not turned off: {type(error).__name__}: {error}")
         self.watch.close()
 
 
@@ -101,7 +105,7 @@ def start(settings: Settings) -> Capture:
     global _active
     if _active is None:
         _active = Capture(settings)
-        atexit.register(stop)
+        atexit.register(_stop_at_exit)
     return _active
 
 
@@ -110,6 +114,13 @@ def stop() -> None:
     if _active is not None:
         capture, _active = _active, None
         capture.stop()
+
+
+def _stop_at_exit():
+    """A child made by os.fork() inherits this exit handler and the capture object, not the capture:
+    only the process that started it stops it."""
+    if _active is not None and _active.pid == os.getpid():
+        stop()
 
 
 def _start_quietly(settings):

@@ -26,11 +26,38 @@ class CheckpointRequests:
         self._requested = 0
         self._flag_seen = None
         self._signalled = False
+        self._signal = None
+        self._previous_handler = None
         if signal_number is not None:
-            signal.signal(signal_number, self._on_signal)
+            self._catch(signal_number)
+
+    def _catch(self, number):
+        """Requests on signal `number`, chained to the handler it had (Lightning's SLURM requeue on
+        SIGUSR1 still runs), which close() puts back."""
+        number = int(number)
+        if signal.getsignal(number) is None:  # set outside Python (faulthandler): it could not be put back
+            notices.warn(f"signal:{number}",
+                         f"checkpoint signal {number} not caught: a handler installed outside Python has it")
+            return
+        self._previous_handler = signal.signal(number, self._on_signal)
+        self._signal = number
 
     def _on_signal(self, signum, frame):  # only sets a flag: the loop decides when to act
         self._signalled = True
+        if callable(self._previous_handler):  # not SIG_DFL or SIG_IGN, which this handler replaces
+            self._previous_handler(signum, frame)
+
+    def close(self) -> None:
+        """Puts the signal's previous handler back, unless one installed since replaced this one (it may
+        chain to it: restoring would drop it). Never raises."""
+        number, self._signal = self._signal, None
+        if number is None:
+            return
+        try:
+            if signal.getsignal(number) == self._on_signal:
+                signal.signal(number, self._previous_handler)
+        except ValueError as error:  # close() outside the main thread
+            notices.warn(f"signal:{number}", f"signal {number} handler not restored: {error}")
 
     def stop_watching_flag(self) -> None:
         """The rank folder is going away (the rank file was withdrawn): signals only from now."""

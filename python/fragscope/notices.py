@@ -30,7 +30,9 @@ def warn(kind: str, message: str) -> None:
 
 def never_raises(kind: str):
     """Decorates a callback a framework calls from its training loop: an exception inside it is
-    logged (rate-limited) and the callback returns None instead of failing the job."""
+    logged (rate-limited) and the callback returns None instead of failing the job. Not for code
+    that holds a collective (an all_reduce, a save with a barrier): swallowed on one rank only, its
+    failure leaves the other ranks blocked in it."""
     def decorate(function):
         @functools.wraps(function)
         def guarded(*args, **kwargs):

@@ -1,25 +1,36 @@
 """What the hook leaves in the rank's folder when the caching allocator runs out of memory.
 
 PyTorch's OOM observer (torch._C._cuda_attach_out_of_memory_observer) runs inside the failing
-allocation, before the exception exists: it writes the state at that moment, `stats.json`
-(memory_stats), `summary.txt` (memory_summary), `snapshot_at_oom.pickle` (with its trace when
-memory history is on) and `meta.json` (outcome, step, phase, the observer's numbers). The
-exception's text, the OOM message the doctor parses, is added to meta.json when the error is
-seen: by the hook that owns the loop, a framework's exception callback, or the process's
-uncaught-exception hooks. Each file is written to a temporary name and renamed, and at most
-`max_dumps` OOMs per process are dumped (a loop that catches OOMs does not write snapshots on
-every step). `fragscope doctor <folder>` reads the result.
+allocation, before the exception exists, also for the OOMs that PyTorch or the program catch
+(cuDNN retrying with a smaller workspace, autotuning, a batch-size search). So the folder holds
+one dump, always the latest OOM's: `meta.json` (outcome, step, phase, the observer's numbers),
+`stats.json` (memory_stats) and `summary.txt` (memory_summary), rewritten at every OOM
+(milliseconds), and `snapshot_at_oom.pickle` (with its trace when memory history is on; seconds),
+taken at most `max_dumps` times in any SNAPSHOT_WINDOW_S and never left beside a later OOM's
+files. The exception's text, the OOM message the doctor parses, is added to meta.json when the
+error is seen: by the hook that owns the loop, a framework's exception callback, or the process's
+uncaught-exception hooks, which also mark it `uncaught`. Files are written as every file of the
+hook (rank_folder.py): in a folder only this user can write, through an O_EXCL temporary renamed
+into place, mode 0600. `fragscope doctor <folder>` reads the result.
 """
 
+import collections
+import contextlib
 import json
 import os
+import pickle
 import sys
 import threading
+import time
 
 import torch
 
 from . import notices
+from .rank_folder import RankFolder
 from .recorder import describe
+
+SNAPSHOT = "snapshot_at_oom.pickle"
+SNAPSHOT_WINDOW_S = 600.0
 
 _hooked = []  # OomDumps told about uncaught OutOfMemoryErrors
 _install_lock = threading.Lock()
@@ -29,21 +40,23 @@ _installed = False
 class OomDump:
     """Dumps for one rank into `folder` (created on the first OOM). `state()` returns the step,
     phase and rank to record; `history` says whether memory history is on (the snapshot then has
-    its trace)."""
+    its trace); `max_dumps` snapshots at most are taken in any SNAPSHOT_WINDOW_S."""
 
     def __init__(self, folder: str, *, device, state, history: bool, max_dumps: int = 5, after_dump=None):
         self.folder = folder
         self.device = device  # None: the current device when an OOM needs one
         self._state = state
-        self._after_dump = after_dump  # called with the OOM's device once the files are written
+        self._after_dump = after_dump  # called with the OOM's device once its meta.json is written
         self._history = history
-        self._max_dumps = max_dumps
-        self.dumps = 0
-        self._meta = None
-        self._described = None  # the exception already written into meta.json
-        self._observed = 0  # observer calls so far, and as many as the last error had seen
-        self._observed_at_error = 0
-        self._awaiting_message = False  # the last observer call dumped: its error's text goes in meta
+        self._snapshot_times = collections.deque(maxlen=max_dumps)  # when the latest snapshots were taken
+        self.ooms = 0  # OOMs so far (observer calls, errors no observer reported): the latest's oom_number
+        self._opened_folder = None  # opened at the first OOM, then kept
+        self._meta = None  # meta.json of the OOM in the folder; None when its dump failed
+        self._error = None  # the last OutOfMemoryError seen, the meta it went into, the OOM count then
+        self._error_meta = None
+        self._ooms_at_error = 0
+        self._stopped = False
+        self._lock = threading.RLock()  # one dump at a time (OOMs on two threads); never a deadlock
 
     # -- the moment of the OOM --------------------------------------------------------------
     def attach(self) -> None:
@@ -53,74 +66,104 @@ class OomDump:
         _watch_uncaught(self)
 
     def stop(self) -> None:
-        self._max_dumps = 0
+        with self._lock:
+            self._stopped = True
+            if self._opened_folder is not None:
+                self._opened_folder.close()
+                self._opened_folder = None
         with _install_lock:
             if self in _hooked:
                 _hooked.remove(self)
 
     def on_observer(self, device, alloc, device_allocated, device_free) -> None:
-        """Called by the allocator; never raises back into it."""
-        self._observed += 1
-        self._awaiting_message = False
-        try:
-            self._awaiting_message = self._dump({"device": device, "alloc": alloc, "device_allocated": device_allocated,
-                                                 "device_free": device_free}, device)
-        except Exception as error:
-            notices.warn("oom-dump:" + self.folder, f"OOM dump failed: {describe(error)}")
+        """Called by the allocator at every OOM, caught later or not; never raises back into it."""
+        with self._lock:
+            if self._stopped:
+                return
+            try:
+                self._dump({"device": device, "alloc": alloc, "device_allocated": device_allocated,
+                            "device_free": device_free}, device)
+            except Exception as error:
+                notices.warn("oom-dump:" + self.folder, f"OOM dump failed: {describe(error)}")
 
-    def _dump(self, observer, device) -> bool:
-        """Writes the files of one OOM; False when the limit was reached (nothing written)."""
-        if self.dumps >= self._max_dumps:
-            notices.warn("oom-dumps:" + self.folder, f"{self.folder}: {self.dumps} OOMs dumped, later ones are not")
-            return False
-        self.dumps += 1
-        os.makedirs(self.folder, exist_ok=True)
+    def _dump(self, observer, device) -> None:
+        """Makes the folder this OOM's: stats.json, summary.txt and meta.json (self._meta, None until it
+        is written), then the snapshot when the rate allows."""
+        self.ooms += 1
+        self._meta = None
+        if self._opened_folder is None:
+            self._opened_folder = RankFolder.open_output(self.folder)
+        self._opened_folder.remove(SNAPSHOT)  # an earlier OOM's snapshot never stays beside this one's files
+        snapshot = self._may_snapshot()
         step, phase, rank = self._state()
-        self._meta = {"outcome": "oom", "oom_message": None, "oom_step": step, "oom_phase": phase, "rank": rank,
-                      "oom_number": self.dumps, "memory_history": self._history, "torch": torch.__version__,
-                      "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""), "observer": observer,
-                      "mem_get_info": list(torch.cuda.mem_get_info(device))}
+        meta = {"outcome": "oom", "oom_message": None, "uncaught": False, "oom_step": step, "oom_phase": phase,
+                "rank": rank, "oom_number": self.ooms, "snapshot": snapshot, "memory_history": self._history,
+                "torch": torch.__version__, "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""),
+                "observer": observer, "mem_get_info": list(torch.cuda.mem_get_info(device))}
         self._write("stats.json", lambda f: json.dump(torch.cuda.memory_stats(device), f, indent=1,
                                                       sort_keys=True))
         self._write("summary.txt", lambda f: f.write(torch.cuda.memory_summary(device)))
+        self._meta = meta
         self._write_meta()
-        snapshot = os.path.join(self.folder, "snapshot_at_oom.pickle")
-        tmp = os.path.join(self.folder, f".snapshot_at_oom.pickle.{os.getpid()}.tmp")
-        torch.cuda.memory._dump_snapshot(tmp)
-        os.replace(tmp, snapshot)
         if self._after_dump:
             self._after_dump(device)
+        if snapshot:
+            self._write(SNAPSHOT, lambda f: pickle.dump(torch.cuda.memory._snapshot(), f), binary=True)
+        else:
+            notices.warn("oom-snapshot:" + self.folder,
+                         f"{self.folder}: OOM {self.ooms} has no snapshot: {self._snapshot_times.maxlen} were "
+                         f"taken in the last {SNAPSHOT_WINDOW_S / 60:.0f} minutes (its other files are written)")
+
+    def _may_snapshot(self) -> bool:
+        """Whether this OOM gets a snapshot: at most max_dumps in any SNAPSHOT_WINDOW_S, so however
+        many OOMs the program catches, the time and disk they cost are bounded."""
+        times, now = self._snapshot_times, time.monotonic()
+        if len(times) == times.maxlen and (not times or now - times[0] < SNAPSHOT_WINDOW_S):
+            return False
+        times.append(now)
         return True
 
     # -- the exception ----------------------------------------------------------------------
-    def on_error(self, error: BaseException) -> None:
-        """Adds the OOM message to the dump of the same OOM (dumping now when no observer ran for
-        it, e.g. an allocator backend without observers). Never raises."""
+    def on_error(self, error: BaseException, *, uncaught: bool = False) -> None:
+        """Adds the OOM message to the dump of the same OOM (dumping now when no observer ran for it,
+        e.g. an allocator backend without observers); `uncaught`: the error ended the process or a
+        thread. Never raises."""
         error = _out_of_memory_in(error)
-        if error is None or error is self._described:
+        if error is None:
             return
-        self._described = error
-        observed, self._observed_at_error = self._observed > self._observed_at_error, self._observed
-        try:
-            if not observed:
-                device = torch.cuda.current_device() if self.device is None else self.device
-                self._awaiting_message = self._dump(None, device)
-            if self._awaiting_message:
-                self._awaiting_message = False
-                self._meta["oom_message"] = str(error)
-                self._write_meta()
-        except Exception as failure:
-            notices.warn("oom-dump:" + self.folder, f"OOM dump failed: {describe(failure)}")
+        with self._lock:
+            if self._stopped:
+                return
+            try:
+                if error is not self._error:  # first seen: the latest OOM's error
+                    if self.ooms == self._ooms_at_error:  # no OOM dumped since the last error
+                        self._dump(None, torch.cuda.current_device() if self.device is None else self.device)
+                    self._error, self._error_meta, self._ooms_at_error = error, self._meta, self.ooms
+                meta = self._error_meta
+                if meta is None or meta is not self._meta:  # its dump failed, or a later OOM's replaced it
+                    return
+                if meta["oom_message"] is None or (uncaught and not meta["uncaught"]):
+                    meta.update(oom_message=str(error), uncaught=meta["uncaught"] or uncaught)
+                    self._write_meta()
+            except Exception as failure:
+                notices.warn("oom-dump:" + self.folder, f"OOM dump failed: {describe(failure)}")
 
     # -- files ------------------------------------------------------------------------------
     def _write_meta(self):
-        self._write("meta.json", lambda f: json.dump(self._meta, f, indent=1))
+        meta = self._meta
+        self._write("meta.json", lambda f: json.dump(meta, f, indent=1))
 
-    def _write(self, name, fill):
-        tmp = os.path.join(self.folder, f".{name}.{os.getpid()}.tmp")
-        with open(tmp, "w", encoding="utf-8") as f:
-            fill(f)
-        os.replace(tmp, os.path.join(self.folder, name))
+    def _write(self, name, fill, binary=False):
+        folder, tmp = self._opened_folder, f".{name}.{os.getpid()}.tmp"
+        try:
+            fd = folder.create_exclusive(tmp)
+            with open(fd, "wb") if binary else open(fd, "w", encoding="utf-8") as f:
+                fill(f)
+            folder.rename(tmp, name)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                folder.remove(tmp)  # a half-written snapshot may be large
+            raise
 
 
 def _out_of_memory_in(error):
@@ -134,7 +177,7 @@ def _out_of_memory_in(error):
 
 def _watch_uncaught(dump: OomDump) -> None:
     """Chains sys.excepthook and threading.excepthook (once per process) so an OutOfMemoryError
-    that ends the process or a thread still gets its message into meta.json."""
+    that ends the process or a thread still gets its message into meta.json, marked uncaught."""
     global _installed
     with _install_lock:
         if dump not in _hooked:
@@ -145,19 +188,19 @@ def _watch_uncaught(dump: OomDump) -> None:
         previous_sys, previous_thread = sys.excepthook, threading.excepthook
 
         def sys_hook(kind, value, traceback):
-            _tell(value)
+            _tell(value, uncaught=True)
             previous_sys(kind, value, traceback)
 
         def thread_hook(args):
-            _tell(args.exc_value)
+            _tell(args.exc_value, uncaught=True)
             previous_thread(args)
 
         sys.excepthook, threading.excepthook = sys_hook, thread_hook
 
 
-def _tell(error):
+def _tell(error, uncaught=False):
     for dump in list(_hooked):
-        dump.on_error(error)
+        dump.on_error(error, uncaught=uncaught)
 
 
 def report(error: BaseException) -> None:

@@ -5,6 +5,7 @@ JSONL file, the rank file and its heartbeat. Tested on its own in tests/python.
 """
 
 import collections
+import contextlib
 import dataclasses
 import os
 import threading
@@ -79,19 +80,24 @@ class StepRecorder:
             pid=identity.pid, rank=identity.rank, local_rank=identity.local_rank,
             world_size=identity.world_size, gpu=identity.gpu, gpu_uuid=identity.gpu_uuid,
             job=identity.job, device_total_bytes=device_total_bytes, update_unix_ns=time.time_ns())
-        self._telemetry = self._open_telemetry(telemetry_path) if telemetry_path else None
-        self._writer = self._open_rank_file(rank_dir) if rank_dir else None
-        if self._writer:
-            self.checkpoints = CheckpointRequests(self._writer.folder, self._writer.checkpoint_name,
-                                                  checkpoint_signal)
-        else:
-            self.checkpoints = CheckpointRequests(signal_number=checkpoint_signal)
         self._stop = threading.Event()
-        self._heartbeat = None
-        if self._writer and heartbeat_s > 0:
-            self._heartbeat = threading.Thread(target=self._beat, args=(heartbeat_s,), daemon=True,
-                                               name="fragscope-heartbeat")
-            self._heartbeat.start()
+        self._heartbeat = self._telemetry = self._writer = self.checkpoints = None
+        try:  # a failure part-way (a signal outside the main thread) leaves no open file, no rank file
+            self._telemetry = self._open_telemetry(telemetry_path) if telemetry_path else None
+            self._writer = self._open_rank_file(rank_dir) if rank_dir else None
+            if self._writer:
+                self.checkpoints = CheckpointRequests(self._writer.folder, self._writer.checkpoint_name,
+                                                      checkpoint_signal)
+            else:
+                self.checkpoints = CheckpointRequests(signal_number=checkpoint_signal)
+            if self._writer and heartbeat_s > 0:
+                heartbeat = threading.Thread(target=self._beat, args=(heartbeat_s,), daemon=True,
+                                             name="fragscope-heartbeat")
+                heartbeat.start()
+                self._heartbeat = heartbeat
+        except BaseException:
+            self.close()
+            raise
 
     def _beat(self, interval):
         while not self._stop.wait(interval):
@@ -104,6 +110,15 @@ class StepRecorder:
         except OSError as error:
             notices.warn("telemetry:" + path, f"telemetry disabled: {describe(error)}")
             return None
+
+    def _drop_telemetry(self, error):
+        """A write failed (a full disk): no more lines, one notice. Closing flushes what the failed write
+        left buffered, which fails the same way; the file is closed all the same."""
+        telemetry, self._telemetry = self._telemetry, None
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)  # names no file
+        notices.warn("telemetry:" + telemetry.path, f"telemetry disabled: {telemetry.path}: {reason}")
+        with contextlib.suppress(OSError, ValueError):
+            telemetry.close()
 
     def _open_rank_file(self, rank_dir):
         try:
@@ -125,7 +140,8 @@ class StepRecorder:
 
     def _withdraw_rank_file(self):
         """Removes the rank file and stops watching its checkpoint flag. Call with the lock held."""
-        self.checkpoints.stop_watching_flag()
+        if self.checkpoints:
+            self.checkpoints.stop_watching_flag()
         try:
             self._writer.close()
         except Exception:
@@ -174,9 +190,7 @@ class StepRecorder:
             try:
                 self._telemetry.write(line)
             except (OSError, ValueError) as error:
-                notices.warn("telemetry:" + self._telemetry.path, f"telemetry disabled: {describe(error)}")
-                self._telemetry.close()
-                self._telemetry = None
+                self._drop_telemetry(error)
         with self._lock:
             r = self._record
             r.step = self.steps
@@ -215,15 +229,16 @@ class StepRecorder:
         r.segments = int(stats.get("segment.all.current", 0))
 
     def close(self) -> None:
+        """Never raises; also undoes a constructor that failed part-way."""
         self._stop.set()
         if self._heartbeat:
             self._heartbeat.join()
         with self._lock:
             if self._writer:
                 self._withdraw_rank_file()
+        if self.checkpoints:
+            self.checkpoints.close()
         if self._telemetry:
-            try:
-                self._telemetry.close()
-            except OSError:
-                pass  # the last line was flushed when written, or its failure was reported
+            with contextlib.suppress(OSError, ValueError):
+                self._telemetry.close()  # the last line was flushed when written, or its failure was reported
             self._telemetry = None

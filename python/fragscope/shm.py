@@ -108,11 +108,13 @@ class RankFileWriter:
 
     `directory` is the rank folder (rank_folder.py decides where in it the file goes and opens
     it safely). The file appears (atomically, by rename) with the first record; close() removes
-    it. Thread-safe: publish() may be called from the training thread and a heartbeat thread.
+    it, in the process that created it only. Thread-safe: publish() may be called from the training
+    thread and a heartbeat thread.
     Raises OSError when the file cannot be created; the caller decides what that means.
     """
 
     def __init__(self, directory: str, record: RankRecord):
+        self._creator_pid = os.getpid()  # a forked child inherits this writer, not the file
         self.folder = RankFolder.open(directory)
         self.name = rank_file_name(record.rank, record.pid)
         self.path = self.folder.join(self.name)
@@ -163,7 +165,7 @@ class RankFileWriter:
         if self._map is not None:
             self._map.close()
             self._map = None
-        if remove:
+        if remove and os.getpid() == self._creator_pid:  # a child's exit leaves its parent's file alone
             with contextlib.suppress(OSError):
                 self.folder.remove(self.name)
             # The agent owns the flag file; in this user's folder the user may remove it.

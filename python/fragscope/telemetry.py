@@ -6,10 +6,10 @@ tokens, max_seq_len, h2d_ms, queue_depth, samples_per_s, tokens_per_s, step_time
 device_total_bytes, hook_ms.
 """
 
-import errno
 import json
 import os
-import stat
+
+from .rank_folder import RankFolder
 
 # The memory_stats keys every line carries (the fixtures' recorder wrote the same ones).
 STAT_KEYS = (
@@ -22,20 +22,17 @@ STAT_KEYS = (
 class TelemetryWriter:
     """Appends one JSON object per line and flushes it, so a crash loses at most the last line.
 
-    Only a regular file is written: a FIFO or device there is refused at once (opened without
-    blocking), with OSError, as is an unwritable path."""
+    Opened as every file the hook writes (rank_folder.py): in a folder that is this user's and
+    not writable by others, never through a link, never blocking on a FIFO or device, mode 0600.
+    Anything else raises OSError naming the path."""
 
     def __init__(self, path: str):
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         self.path = path
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+        folder = RankFolder.open_output(os.path.dirname(os.path.abspath(path)))
         try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise OSError(errno.EINVAL, "is not a regular file", path)
-            os.set_blocking(fd, True)
-        except BaseException:
-            os.close(fd)
-            raise
+            fd = folder.open_append(os.path.basename(path))
+        finally:
+            folder.close()
         self._file = open(fd, "a", encoding="utf-8")
 
     def write(self, record: dict) -> None:

@@ -29,18 +29,21 @@ import time
 
 import torch
 
-from .cuda import (batch_shape, device_index, enable_history, largest_free_block, memory_stats, rank_identity,
-                   ready_batches)
+from . import notices
+from .cuda import batch_shape, device_index, largest_free_block, memory_stats, rank_identity, ready_batches
 from .oom import OomDump
-from .recorder import StepRecorder, StepSample
+from .recorder import StepRecorder, StepSample, describe
 from .shm import DEFAULT_DIR
+from .watch import attach_oom, snapshots_available, start_history
+
+COPIES_KEPT = 64  # copies between two steps whose CUDA events wait for the next step; older ones are read early
 
 
 class _PendingStep:
-    """One step whose CUDA events may still be in flight."""
+    """One step whose CUDA events may still be in flight; copies_s: its copies read early."""
 
-    def __init__(self, sample, start, end, h2d):
-        self.sample, self.start, self.end, self.h2d = sample, start, end, h2d
+    def __init__(self, sample, start, end, copies, copies_s):
+        self.sample, self.start, self.end, self.copies, self.copies_s = sample, start, end, copies, copies_s
 
 
 class Monitor:
@@ -51,8 +54,11 @@ class Monitor:
     keep torch.cuda.memory history on with this ring size (snapshot on OOM). largest_free_every:
     sample the largest free block every N steps (0: never; skipped while history is on, where a
     snapshot would include the trace). checkpoint_signal: e.g. signal.SIGUSR1 also requests a
-    checkpoint. max_dumps: OOMs dumped per process (later ones are not). Not thread-safe: use
-    it from the training loop's thread.
+    checkpoint (the signal's previous handler still runs, and is back after close()). max_dumps:
+    OOM snapshots in any 10 minutes (every OOM still rewrites meta.json, stats.json and
+    summary.txt). Not thread-safe: use it from the training loop's thread. A failure of the hook's
+    own bookkeeping never leaves its methods: it is one notice on the `fragscope` logger and turns
+    the affected output off (or costs that step's record).
     """
 
     def __init__(self, out_dir=None, *, job=None, rank_dir=None, device=None, window=20,
@@ -60,32 +66,36 @@ class Monitor:
                  heartbeat_s=5.0, max_dumps=5):
         self.device = device_index(device)
         identity = rank_identity(self.device, job)
+        device_total_bytes = torch.cuda.mem_get_info(self.device)[1]
         if rank_dir is None:
             rank_dir = os.environ.get("FRAGSCOPE_RANK_DIR", DEFAULT_DIR)
         self.rank_out = os.path.join(out_dir, f"rank{identity.rank}") if out_dir else None
-        self._recorder = StepRecorder(
-            identity, rank_dir=rank_dir or None,
-            telemetry_path=os.path.join(self.rank_out, "steps.jsonl") if self.rank_out else None,
-            window=window, heartbeat_s=heartbeat_s,
-            device_total_bytes=torch.cuda.mem_get_info(self.device)[1],
-            checkpoint_signal=checkpoint_signal)
-        self._history = history_max_entries is not None
-        if self._history:
-            enable_history(history_max_entries, stacks="python")
-        self._largest_free_every = 0 if self._history else largest_free_every
-        self._oom = None
-        if self.rank_out:
-            self._oom = OomDump(self.rank_out, device=self.device, history=self._history, max_dumps=max_dumps,
-                                state=lambda: (self._recorder.steps, self._recorder.phase,
-                                               self._recorder.identity.rank))
-            self._oom.attach()
         self._wait_s = None  # loader wait of the batch the next step uses
         self._queue_depth = -1
         self._shape = (0, 0, 0)
-        self._h2d = []
+        self._copies = []  # (start, end) events of the copies since the last step
+        self._copies_s = 0.0  # and the seconds of those already read
         self._last_end = None
         self._pending = None
         self._closed = False
+        self._recorder = self._oom = None
+        try:  # what started is undone when a later part fails
+            self._recorder = StepRecorder(
+                identity, rank_dir=rank_dir or None,
+                telemetry_path=os.path.join(self.rank_out, "steps.jsonl") if self.rank_out else None,
+                window=window, heartbeat_s=heartbeat_s, device_total_bytes=device_total_bytes,
+                checkpoint_signal=checkpoint_signal)
+            snapshots = snapshots_available()
+            wants_history = history_max_entries is not None
+            self._history = snapshots and wants_history and start_history(history_max_entries, "python")
+            self._largest_free_every = largest_free_every if snapshots and not self._history else 0
+            if snapshots and self.rank_out:
+                self._oom = attach_oom(OomDump(
+                    self.rank_out, device=self.device, history=self._history, max_dumps=max_dumps,
+                    state=lambda: (self._recorder.steps, self._recorder.phase, self._recorder.identity.rank)))
+        except BaseException:
+            self.close()
+            raise
 
     # -- the loop ---------------------------------------------------------------------------
     def loader(self, iterable):
@@ -100,7 +110,7 @@ class Monitor:
                 return
             t1 = time.perf_counter()
             self._wait_s, self._queue_depth = t1 - t0, depth
-            self._shape = batch_shape(batch)
+            self._shape = self._batch_shape(batch)
             self._add_hook_time(t1)
             yield batch
 
@@ -111,9 +121,17 @@ class Monitor:
         start.record()
         moved = self._move(batch, non_blocking)
         end.record()
-        self._h2d.append((start, end))
+        self._copies.append((start, end))
+        if len(self._copies) > COPIES_KEPT:
+            self._read_early_copies()
         self._add_hook_time(t0)
         return moved
+
+    def _read_early_copies(self):
+        """Copies without steps (an eval loop that never calls step()) would hold their events until the
+        next step: the older half is read now; one still in flight there is not counted."""
+        early, self._copies = self._copies[:COPIES_KEPT // 2], self._copies[COPIES_KEPT // 2:]
+        self._copies_s += sum(s.elapsed_time(e) for s, e in early if e.query()) / 1e3
 
     def _move(self, batch, non_blocking):
         if isinstance(batch, torch.Tensor):
@@ -129,24 +147,22 @@ class Monitor:
         """Wraps one (micro-)step. Shape numbers default to what loader() saw in the batch."""
         t0 = time.perf_counter()
         if batch is not None and self._wait_s is None:
-            self._shape = batch_shape(batch)
+            self._shape = self._batch_shape(batch)
         if self._wait_s is not None:
             wait_s = self._wait_s
         else:  # no loader(): the time between steps is the wait
             wait_s = t0 - self._last_end if self._last_end is not None else 0.0
-        start = torch.cuda.Event(enable_timing=True)
-        start.record()
+        start = self._quietly(self._record_event)
         self._add_hook_time(t0)
         try:
             yield self
         except BaseException as error:
-            self._h2d, self._wait_s, self._last_end = [], None, time.perf_counter()  # the step is void
+            self._between_steps(time.perf_counter())  # the step is void
             if self._oom:
                 self._oom.on_error(error)
             raise
         t1 = time.perf_counter()
-        end = torch.cuda.Event(enable_timing=True)
-        end.record()
+        end = self._quietly(self._record_event) if start is not None else None
         shape = self._shape
         step_s = (t1 - self._last_end) if self._last_end is not None else (t1 - t0 + wait_s)
         sample = StepSample(
@@ -154,23 +170,63 @@ class Monitor:
             samples=samples if samples is not None else shape[0],
             tokens=tokens if tokens is not None else shape[1],
             longest=longest if longest is not None else shape[2],
-            queue_depth=self._queue_depth, optimizer_step=optimizer_step,
-            stats=memory_stats(self.device), end_unix_ns=time.time_ns())
+            queue_depth=self._queue_depth, optimizer_step=optimizer_step)
+        copies, copies_s = self._copies, self._copies_s
+        self._between_steps(t1)
+        if end is not None:
+            self._quietly(self._end_step, _PendingStep(sample, start, end, copies, copies_s))
+        self._add_hook_time(t1)
+
+    def _between_steps(self, now):
+        self._copies, self._copies_s, self._wait_s, self._last_end = [], 0.0, None, now
+
+    @staticmethod
+    def _record_event():
+        event = torch.cuda.Event(enable_timing=True)
+        event.record()
+        return event
+
+    def _end_step(self, step):
+        """Reads the step's memory; records the previous step, whose events are done by now."""
+        step.sample.stats, step.sample.end_unix_ns = memory_stats(self.device), time.time_ns()
         if self._largest_free_every and self._recorder.steps % self._largest_free_every == 0:
-            sample.largest_free_block = largest_free_block(self.device)
-        pending, self._pending = self._pending, _PendingStep(sample, start, end, self._h2d)
-        self._h2d, self._wait_s, self._last_end = [], None, t1
+            step.sample.largest_free_block = self._largest_free_block()
+        pending, self._pending = self._pending, step
         if pending is not None:
             self._finish(pending)
         self._recorder.checkpoints.poll()
-        self._add_hook_time(t1)
 
     def _finish(self, pending):
         """Reads a step's CUDA events (normally long complete) and records it."""
         pending.end.synchronize()
         pending.sample.compute_s = pending.start.elapsed_time(pending.end) / 1e3
-        pending.sample.h2d_s = sum(s.elapsed_time(e) for s, e in pending.h2d) / 1e3
+        pending.sample.h2d_s = pending.copies_s + sum(s.elapsed_time(e) for s, e in pending.copies) / 1e3
         self._recorder.record(pending.sample)
+
+    def _largest_free_block(self):
+        try:
+            return largest_free_block(self.device)
+        except Exception as error:  # an allocator without snapshots: asking again would fail again
+            self._largest_free_every = 0
+            notices.warn("largest-free", f"largest free block not sampled: {describe(error)}")
+            return None
+
+    @staticmethod
+    def _batch_shape(batch):
+        try:
+            return batch_shape(batch)
+        except Exception as error:  # an exotic batch: its shape stays unknown
+            notices.warn("batch", f"batch shape not read: {describe(error)}")
+            return 0, 0, 0
+
+    @staticmethod
+    def _quietly(work, *args):
+        """The hook's own bookkeeping: a failure costs this step's record and one notice, never the step."""
+        try:
+            return work(*args)
+        except Exception as error:
+            notices.warn("step", f"step not recorded: {describe(error)}")
+            return None
 
     @contextlib.contextmanager
     def phase(self, name):
@@ -212,15 +268,17 @@ class Monitor:
         return self._recorder.steps
 
     def close(self):
+        """Records the last step and withdraws the rank file; never raises."""
         if self._closed:
             return
         self._closed = True
         if self._pending is not None:
-            self._finish(self._pending)
+            self._quietly(self._finish, self._pending)
             self._pending = None
         if self._oom:
             self._oom.stop()
-        self._recorder.close()
+        if self._recorder:
+            self._recorder.close()
 
     def __enter__(self):
         return self

@@ -7,7 +7,8 @@ same folder (oom.py). Times are wall-clock: `compute_ms` is the step's time minu
 Monitor, which owns its loop, measures GPU time with CUDA events instead).
 
 Nothing here raises into the training loop: a failure turns the affected output off with one
-warning on the `fragscope` logger.
+warning on the `fragscope` logger. The exception is any_rank(), a collective, whose failure must
+reach the framework on every rank alike.
 """
 
 import contextlib
@@ -23,11 +24,59 @@ from .shm import DEFAULT_DIR
 from .step_clock import StepClock
 
 
+def snapshots_available() -> bool:
+    """Whether the CUDA allocator keeps memory history, calls an OOM observer and takes snapshots. The
+    cudaMallocAsync backend (PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync) raises on all three: one
+    notice says what the hook leaves off."""
+    get_backend = getattr(torch.cuda, "get_allocator_backend", None)  # PyTorch >= 2.0, which added the backend
+    backend = get_backend() if get_backend else "native"
+    if backend == "native":
+        return True
+    notices.warn("backend", f"memory history, OOM dumps and the largest free block are off: the {backend} "
+                            "allocator backend keeps no history or snapshot and calls no OOM observer")
+    return False
+
+
+def start_history(max_entries: int, stacks: str) -> bool:
+    """Memory history on; False, with a notice, when this torch or its allocator refuses."""
+    try:
+        cuda.enable_history(max_entries, stacks)
+        return True
+    except Exception as error:
+        notices.warn("history", f"memory history not recorded: {describe(error)}")
+        return False
+
+
+def attach_oom(dump: OomDump):
+    """The dump, attached to the allocator; None, with a notice, when the allocator refuses the observer."""
+    try:
+        dump.attach()
+        return dump
+    except Exception as error:
+        dump.stop()
+        notices.warn("oom-observer", f"OOM dumps off: {describe(error)}")
+        return None
+
+
+def any_rank(flag: bool, device) -> bool:
+    """`flag` or'ed over all ranks once torch.distributed is initialised (an all_reduce MAX on `device`,
+    this rank's CUDA device, under NCCL). A collective: every rank calls it at the same step, and what
+    it does depends on the process group alone, never on this rank's state (a hook that failed to start
+    here), so no rank takes another path and leaves the others blocked."""
+    dist = torch.distributed
+    if not (dist.is_available() and dist.is_initialized()):
+        return flag
+    total = torch.tensor([int(flag)], device=device if "nccl" in str(dist.get_backend()) else "cpu")
+    dist.all_reduce(total, op=dist.ReduceOp.MAX)
+    return bool(total.item())
+
+
 class StepWatch:
     """out_dir: where rank<R>/ goes (None: no files). rank_dir: the agent's folder (default
     $FRAGSCOPE_RANK_DIR or /dev/shm/fragscope; False: none). history_max_entries: memory history
     ring (None: off). device: CUDA device (default: the current one at the first step or OOM).
-    Not thread-safe: call it from the training thread."""
+    `history` says whether this watch turned memory history on. Not thread-safe: call it from the
+    training thread."""
 
     def __init__(self, out_dir=None, *, job=None, rank_dir=None, device=None, history_max_entries=None,
                  stacks="python", window=20, heartbeat_s=5.0, max_dumps=5):
@@ -36,7 +85,6 @@ class StepWatch:
         self._settings = dict(out_dir=out_dir, job=job, rank_dir=rank_dir or None, window=window,
                               heartbeat_s=heartbeat_s)
         self._device = device
-        self._history = history_max_entries is not None and history_max_entries > 0
         self.clock = StepClock()
         self.recorder = None
         self.oom = None
@@ -44,20 +92,17 @@ class StepWatch:
         self._queue_depth = -1
         self._closed = self._failed = False
         self.device = None
-        try:
-            if self._history:
-                cuda.enable_history(history_max_entries, stacks)
-        except Exception as error:
-            self._history = False
-            notices.warn("history", f"memory history not recorded: {describe(error)}")
-        loader_wait.listen(self.on_batch)  # without it, waits come from step_begin()
         self.rank = RankIdentity.from_env().rank
         self.rank_out = os.path.join(out_dir, f"rank{self.rank}") if out_dir else None
-        if self.rank_out:  # attached now: an OOM may come before the first step ends
-            self.oom = OomDump(self.rank_out, device=device, state=self._oom_state, history=self._history,
-                               max_dumps=max_dumps, after_dump=self._after_oom_dump)
-            self.oom.attach()
+        snapshots = snapshots_available()
+        wants_history = history_max_entries is not None and history_max_entries > 0
+        self.history = snapshots and wants_history and start_history(history_max_entries, stacks)
+        if snapshots and self.rank_out:  # attached now: an OOM may come before the first step ends
+            self.oom = attach_oom(OomDump(self.rank_out, device=device, state=self._oom_state, history=self.history,
+                                          max_dumps=max_dumps, after_dump=self._after_oom_dump))
         self._start_quietly()
+        # Last, so that no failure above leaves a listener behind (without one, waits come from step_begin()).
+        loader_wait.listen(self.on_batch)
 
     # -- lifetime ---------------------------------------------------------------------------
     def _ensure_started(self) -> bool:
@@ -166,18 +211,10 @@ class StepWatch:
             self.recorder.update_memory(cuda.memory_stats(self.device))
 
     # -- checkpoint requests ----------------------------------------------------------------
-    def checkpoint_requested(self, *, agree=True) -> bool:
-        """Whether the node agent (or a signal) asked for a checkpoint. With agree=True and
-        torch.distributed initialised, all ranks agree (MAX over ranks): call it on every rank at
-        the same step, as the callbacks do."""
-        requested = bool(self.recorder and self.recorder.checkpoints.poll())
-        dist = torch.distributed
-        if agree and dist.is_available() and dist.is_initialized():
-            on_gpu = "nccl" in str(dist.get_backend()) and self.device is not None
-            flag = torch.tensor([int(requested)], device=f"cuda:{self.device}" if on_gpu else "cpu")
-            dist.all_reduce(flag, op=dist.ReduceOp.MAX)
-            requested = bool(flag.item())
-        return requested
+    def checkpoint_requested(self) -> bool:
+        """Whether the node agent (or a signal) asked this rank for a checkpoint; never raises. Ranks
+        agree with any_rank(), which every rank calls, with a watch or without."""
+        return bool(self.recorder and self.recorder.checkpoints.poll())
 
     def acknowledge_checkpoint(self) -> None:
         if self.recorder is not None:

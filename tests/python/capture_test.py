@@ -5,7 +5,8 @@ sitecustomize still run) and the lazy imports of the package and its integration
 torch is not installed where this runs. One test puts a stand-in `torch` package (nothing but a
 `cuda._lazy_call` that records its argument) first on the child's path, to show that the child's
 first `import torch` queues the capture on CUDA's lazy initialisation. What the capture does once
-CUDA starts is checked on a GPU by bench/hook/h200_hook_check.py.
+CUDA starts is checked on a GPU by bench/hook/h200_hook_check.py, its stop and a forked child's exit
+with a fuller stand-in by hook_robustness_test.py.
 """
 
 import contextlib

@@ -2,6 +2,8 @@
 file, never reads an unbounded file, never follows a planted link, never touches another user's
 file and never raises into the training job it observes."""
 
+import contextlib
+import json
 import logging
 import os
 import stat
@@ -17,14 +19,49 @@ from fragscope.recorder import RankIdentity, StepRecorder, StepSample
 
 SOURCE = os.environ.get("FRAGSCOPE_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 OTHER_UID = 65534  # nobody
+AGENT_UID = 2001  # the agent's user and group (numeric ids need no name)
+STRANGER_UID = 2002  # a user in neither this test's group nor the agent's
 SYSTEM_PYTHON = "/usr/bin/python3"  # an interpreter any user may run (the test's own may sit under /root)
 
 
-def run_as_other_user(code, cwd):
-    """Runs `code` as uid/gid 65534 with the hook on its path; returns the CompletedProcess."""
+def as_other_user(uid=OTHER_UID, umask=-1):
+    """subprocess arguments that run [SYSTEM_PYTHON, "-c", code] as `uid` (its gid the same) with the hook
+    on its path."""
     env = {"PYTHONPATH": os.path.join(os.path.abspath(SOURCE), "python"), "PATH": "/usr/bin:/bin"}
-    return subprocess.run([SYSTEM_PYTHON, "-c", code], user=OTHER_UID, group=OTHER_UID, extra_groups=[],
-                          env=env, cwd=cwd, capture_output=True, text=True, timeout=30)
+    return dict(user=uid, group=uid, extra_groups=[], umask=umask, env=env, text=True)
+
+
+def run_as_other_user(code, cwd, **user):
+    """Runs `code` as another user (uid 65534 unless told otherwise); returns the CompletedProcess."""
+    return subprocess.run([SYSTEM_PYTHON, "-c", code], cwd=cwd, capture_output=True, timeout=30,
+                          **as_other_user(**user))
+
+
+def read_attempt(path):
+    """Code that prints whether its user may open `path` for reading."""
+    return (f"try:\n    open({path!r}, 'rb').close(); print('allowed')\n"
+            "except PermissionError:\n    print('denied')\n")
+
+
+# Publishes a rank file under the root in argv[1], prints [its path, the notices], holds it until stdin closes.
+PUBLISH = (
+    "import io, json, logging, sys\n"
+    "from fragscope.recorder import RankIdentity, StepRecorder\n"
+    "seen = io.StringIO()\n"
+    "logging.getLogger('fragscope').addHandler(logging.StreamHandler(seen))\n"
+    "recorder = StepRecorder(RankIdentity(rank=1, pid=777), rank_dir=sys.argv[1], heartbeat_s=0)\n"
+    "print(json.dumps([recorder._writer.path, seen.getvalue()]), flush=True)\n"
+    "sys.stdin.read()\n"
+    "recorder.close()\n")
+
+
+@contextlib.contextmanager
+def process_umask(mask):
+    previous = os.umask(mask)
+    try:
+        yield
+    finally:
+        os.umask(previous)
 
 
 def finishes_within(seconds, work, unblock):
@@ -214,6 +251,65 @@ class HostileFolderTest(unittest.TestCase):
             recorder.record(StepSample(data_wait_s=0.0, step_s=0.1, compute_s=0.1))
         self.assertEqual(os.listdir(squat), [])
         self.assertIn(f"owned by uid {OTHER_UID}", logs.output[0])
+
+    # -- (d) the agent's group -----------------------------------------------------------------
+    def shared_root(self, owner, group):
+        """A shared root 03777 (set-group-ID) owned by `owner` in `group`, as the DaemonSet makes it."""
+        root = os.path.join(self.tmp.name, "shared")
+        os.mkdir(root)
+        os.chown(root, owner, group)
+        os.chmod(root, 0o3777)  # after chown, which clears the set-group-ID bit
+        return root
+
+    @contextlib.contextmanager
+    def publishing_as_other_user(self, root, umask):
+        """Yields (rank file path, notices) of a recorder that uid 65534 holds open under `root`."""
+        with subprocess.Popen([SYSTEM_PYTHON, "-c", PUBLISH, root], cwd=self.tmp.name, stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, **as_other_user(umask=umask)) as other:
+            try:
+                line = other.stdout.readline()
+                self.assertTrue(line, "the publisher failed")
+                yield json.loads(line)
+            finally:
+                other.stdin.close()
+                other.wait(30)
+
+    @needs_root
+    def test_the_group_of_another_users_set_group_id_root_reads_nothing(self):
+        root = self.shared_root(OTHER_UID, OTHER_UID)  # its owner chose the group: their own
+        mine = self.recorder(rank_dir=root)
+        own_folder = os.path.dirname(mine._writer.path)
+        self.assertEqual(stat.S_IMODE(os.stat(own_folder).st_mode), 0o700)
+        self.assertEqual(stat.S_IMODE(os.stat(mine._writer.path).st_mode), 0o600)
+        attempt = run_as_other_user(read_attempt(mine._writer.path), cwd=self.tmp.name)
+        self.assertEqual(attempt.stdout.split(), ["denied"], attempt.stderr)
+
+    def test_a_umask_of_077_still_gives_the_roots_group_its_access(self):
+        root = self.shared_root(os.geteuid(), os.getegid())  # this user's own root: its group is this user's choice
+        with process_umask(0o077):
+            mine = self.recorder(rank_dir=root)
+        own_folder, rank_file = os.stat(os.path.dirname(mine._writer.path)), os.stat(mine._writer.path)
+        self.assertEqual((stat.S_IMODE(own_folder.st_mode), own_folder.st_gid), (0o2750, os.getegid()))
+        self.assertEqual((stat.S_IMODE(rank_file.st_mode), rank_file.st_gid), (0o640, os.getegid()))
+
+    @needs_root
+    def test_the_agents_group_reads_the_rank_file_of_a_user_outside_it(self):
+        root = self.shared_root(0, AGENT_UID)
+        with self.publishing_as_other_user(root, umask=0o022) as (path, notices):
+            self.assertEqual(notices, "")
+            for uid, expected in ((AGENT_UID, "allowed"), (STRANGER_UID, "denied")):
+                attempt = run_as_other_user(read_attempt(path), cwd=self.tmp.name, uid=uid)
+                self.assertEqual(attempt.stdout.split(), [expected], (uid, attempt.stderr))
+
+    @needs_root
+    def test_a_user_outside_the_agents_group_with_umask_077_publishes_privately_and_says_so(self):
+        # Only root or a member of the group can chmod the folder 02750: the kernel drops the bit for anyone else,
+        # and rank files would then take the user's group instead of the agent's.
+        root = self.shared_root(0, AGENT_UID)
+        with self.publishing_as_other_user(root, umask=0o077) as (path, notices):
+            self.assertEqual(stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode), 0o700)
+            self.assertEqual(stat.S_IMODE(os.stat(path).st_mode), 0o600)
+            self.assertIn(f"rank files private: {os.path.dirname(path)}: only root or a member", notices)
 
 
 if __name__ == "__main__":

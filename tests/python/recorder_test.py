@@ -1,9 +1,17 @@
-"""StepRecorder: window statistics, the telemetry line schema, the rank file and checkpoints."""
+"""StepRecorder: window statistics, the telemetry line schema, the rank file and checkpoints; a full
+disk, a checkpoint signal's previous handler, a constructor that fails part-way."""
 
 import json
 import os
+import resource
+import shutil
+import signal
 import struct
+import subprocess
+import sys
 import tempfile
+import textwrap
+import threading
 import time
 import unittest
 
@@ -11,6 +19,31 @@ from fragscope.recorder import RankIdentity, StepRecorder, StepSample
 from fragscope.telemetry import STAT_KEYS
 
 FIXTURES = os.environ.get("FRAGSCOPE_FIXTURES_DIR", "")
+SOURCE_PYTHON = os.path.join(os.path.abspath(os.environ.get("FRAGSCOPE_SOURCE_DIR", ".")), "python")
+
+# Records 200 steps into OUT/steps.jsonl; prints the steps counted, the descriptors still open on the file
+# (before close()), whether the rank file is there and how many lines were written.
+STEPS_ON_A_SMALL_DISK = textwrap.dedent("""
+    import json, os, sys
+    from fragscope.recorder import RankIdentity, StepRecorder, StepSample
+    out, ranks = sys.argv[1], sys.argv[2]
+    jsonl = os.path.join(out, "steps.jsonl")
+    recorder = StepRecorder(RankIdentity(pid=1), rank_dir=ranks, telemetry_path=jsonl, heartbeat_s=0)
+    for _ in range(200):
+        recorder.record(StepSample(data_wait_s=0.01, step_s=0.1, compute_s=0.09))
+    fds = [fd for fd in os.listdir("/proc/self/fd") if os.path.realpath(f"/proc/self/fd/{fd}") == jsonl]
+    published = os.path.exists(os.path.join(ranks, "rank0-pid1.fsr"))
+    recorder.close()
+    with open(jsonl, "rb") as f:
+        lines = f.read().count(b"\\n")
+    print(json.dumps({"steps": recorder.steps, "open": len(fds), "published": published, "lines": lines}))
+""")
+
+
+def can_mount_a_private_tmpfs():
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        return False
+    return subprocess.run(["unshare", "--mount", "true"], capture_output=True).returncode == 0
 
 
 def unpack(path, fmt, offset):
@@ -114,6 +147,99 @@ class StepRecorderTest(unittest.TestCase):
         finally:
             recorder.close()
         self.assertFalse(os.path.exists(path))
+
+
+class FullDiskTest(unittest.TestCase):
+    """A write that fails (the auditor's 16 KiB tmpfs died at step 24 with ENOSPC) turns telemetry off with
+    one notice; the steps, the rank file and the training loop go on."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.out = os.path.join(self.tmp.name, "out")
+        self.ranks = os.path.join(self.tmp.name, "ranks")
+        os.mkdir(self.out)
+        os.mkdir(self.ranks, 0o700)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def check(self, result, reason):
+        self.assertEqual(result.returncode, 0, result.stderr)
+        report = json.loads(result.stdout)
+        self.assertEqual((report["steps"], report["open"], report["published"]), (200, 0, True))
+        self.assertGreater(report["lines"], 10, "the lines written before the disk filled up stay")
+        self.assertEqual(result.stderr.splitlines(),
+                         [f"fragscope: telemetry disabled: {self.out}/steps.jsonl: {reason}"])
+
+    @unittest.skipUnless(can_mount_a_private_tmpfs(), "needs root to mount a tmpfs in a private mount namespace")
+    def test_a_full_tmpfs(self):
+        script = os.path.join(self.tmp.name, "steps.py")
+        with open(script, "w", encoding="utf-8") as f:
+            f.write(STEPS_ON_A_SMALL_DISK)
+        mount_and_run = 'mount -t tmpfs -o size=16k,mode=0700 fragscope-test "$1" && exec "$3" "$4" "$1" "$2"'
+        result = subprocess.run(["unshare", "--mount", "sh", "-c", mount_and_run, "sh", self.out, self.ranks,
+                                 sys.executable, script], capture_output=True, text=True, timeout=60,
+                                env=dict(os.environ, PYTHONPATH=SOURCE_PYTHON))
+        self.check(result, "No space left on device")
+
+    def test_a_file_size_limit(self):  # the same failure without root: the kernel refuses the write past RLIMIT_FSIZE
+        def limit_file_size():
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG instead of the signal
+            resource.setrlimit(resource.RLIMIT_FSIZE, (16384, 16384))
+
+        result = subprocess.run([sys.executable, "-c", STEPS_ON_A_SMALL_DISK, self.out, self.ranks],
+                                capture_output=True, text=True, timeout=60, preexec_fn=limit_file_size,
+                                env=dict(os.environ, PYTHONPATH=SOURCE_PYTHON))
+        self.check(result, "File too large")
+
+
+class CheckpointSignalTest(unittest.TestCase):
+    def setUp(self):
+        self.seen = []
+        self.previous = signal.signal(signal.SIGUSR1, lambda signum, frame: self.seen.append("theirs"))
+
+    def tearDown(self):
+        signal.signal(signal.SIGUSR1, self.previous)
+
+    def test_the_previous_handler_still_runs_and_is_back_after_close(self):
+        theirs = signal.getsignal(signal.SIGUSR1)
+        recorder = StepRecorder(RankIdentity(pid=1), heartbeat_s=0, checkpoint_signal=signal.SIGUSR1)
+        os.kill(os.getpid(), signal.SIGUSR1)
+        self.assertTrue(recorder.checkpoints.poll())
+        self.assertEqual(self.seen, ["theirs"])  # e.g. Lightning's SLURM requeue
+        recorder.close()
+        self.assertIs(signal.getsignal(signal.SIGUSR1), theirs)
+
+    def test_a_handler_installed_later_is_not_replaced_at_close(self):
+        recorder = StepRecorder(RankIdentity(pid=1), heartbeat_s=0, checkpoint_signal=signal.SIGUSR1)
+        ours = signal.getsignal(signal.SIGUSR1)
+        later = signal.signal(signal.SIGUSR1, lambda signum, frame: (self.seen.append("later"), ours(signum, frame)))
+        recorder.close()
+        self.assertIsNot(signal.getsignal(signal.SIGUSR1), later)
+        os.kill(os.getpid(), signal.SIGUSR1)
+        self.assertEqual(self.seen, ["later", "theirs"])
+
+    def test_a_failed_constructor_leaves_no_rank_file_no_open_file_and_no_thread(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            ranks, jsonl = os.path.join(tmp, "ranks"), os.path.join(tmp, "out", "steps.jsonl")
+            os.mkdir(ranks, 0o700)
+            failures = []
+
+            def construct():  # signals can only be caught in the main thread: the recorder fails last
+                try:
+                    StepRecorder(RankIdentity(pid=1), rank_dir=ranks, telemetry_path=jsonl, heartbeat_s=0.05,
+                                 checkpoint_signal=signal.SIGUSR1)
+                except ValueError as error:
+                    failures.append(error)
+
+            thread = threading.Thread(target=construct)
+            thread.start()
+            thread.join()
+            self.assertEqual(len(failures), 1)
+            self.assertEqual(os.listdir(ranks), [])
+            self.assertFalse([fd for fd in os.listdir("/proc/self/fd")
+                              if os.path.realpath(f"/proc/self/fd/{fd}") == jsonl])
+            self.assertFalse([t for t in threading.enumerate() if t.name == "fragscope-heartbeat"])
 
 
 if __name__ == "__main__":

@@ -90,6 +90,22 @@ class RankFileWriterTest(unittest.TestCase):
         self.writer.close()
         self.assertEqual(os.listdir(self.dir.name), [])
 
+    def test_a_forked_child_closing_its_copy_leaves_the_parents_file(self):
+        with open(self.writer.checkpoint_path, "w") as f:
+            f.write("1\n")
+        pid = os.fork()
+        if pid == 0:  # the child: what its exit handlers would do with the inherited writer
+            try:
+                self.writer.close()
+            finally:
+                os._exit(0)
+        os.waitpid(pid, 0)
+        names = [shm.rank_file_name(5, 4242), shm.rank_file_name(5, 4242) + shm.CHECKPOINT_SUFFIX]
+        self.assertEqual(sorted(os.listdir(self.dir.name)), names)
+        self.writer.publish(self.record)
+        self.writer.close()
+        self.assertEqual(os.listdir(self.dir.name), [])
+
 
 if __name__ == "__main__":
     unittest.main()

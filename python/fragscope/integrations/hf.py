@@ -20,7 +20,7 @@ except ImportError as missing:
 
 from ..capture import DEFAULT_HISTORY_ENTRIES
 from ..notices import never_raises
-from ..watch import StepWatch
+from ..watch import StepWatch, any_rank
 
 
 class FragscopeCallback(TrainerCallback):
@@ -49,13 +49,22 @@ class FragscopeCallback(TrainerCallback):
         if self.watch:
             self.watch.step_begin()
 
-    @never_raises("hf")
     def on_step_end(self, args, state, control, **kwargs):
-        if not self.watch:
-            return
-        self.watch.step_end()
-        if (self.save_on_request and state.global_step % self.request_poll_every == 0
-                and self.watch.checkpoint_requested()):
+        self._step_end()
+        if self.save_on_request and state.global_step % self.request_poll_every == 0:
+            self._save_if_requested(args, control)
+
+    @never_raises("hf")
+    def _step_end(self):
+        if self.watch:
+            self.watch.step_end()
+
+    def _save_if_requested(self, args, control):
+        """Has the Trainer save when any rank was asked. Every rank runs this, with a watch or without:
+        the agreement is a collective, so a failure in it is not swallowed (this rank would go on while
+        the others block until the NCCL timeout); it reaches the Trainer as its own would."""
+        requested = self.watch.checkpoint_requested() if self.watch else False
+        if any_rank(requested, args.device):
             control.should_save = True
             self._save_requested = True
 

@@ -13,6 +13,7 @@ left out of the step times. When the agent asks for a checkpoint (all ranks agre
 beside the ModelCheckpoint's files and acknowledges.
 """
 
+import contextlib
 import os
 
 try:
@@ -25,7 +26,7 @@ except ImportError:
 
 from ..capture import DEFAULT_HISTORY_ENTRIES
 from ..notices import never_raises
-from ..watch import StepWatch
+from ..watch import StepWatch, any_rank
 
 
 class FragscopeCallback(pl.Callback):
@@ -54,16 +55,35 @@ class FragscopeCallback(pl.Callback):
         if self.watch:
             self.watch.step_begin()
 
-    @never_raises("lightning")
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
-        if not self.watch:
-            return
+        # Whether to look for a request depends only on what every rank shares: the look is a collective.
         optimizer_step = (batch_idx + 1) % max(1, trainer.accumulate_grad_batches) == 0
-        self.watch.step_end(optimizer_step=optimizer_step)
-        if (self.save_on_request and optimizer_step and trainer.global_step % self.request_poll_every == 0
-                and self.watch.checkpoint_requested()):
-            with self.watch.phase("checkpoint"):
-                trainer.save_checkpoint(self._request_path(trainer))
+        self._step_end(optimizer_step)
+        if self.save_on_request and optimizer_step and trainer.global_step % self.request_poll_every == 0:
+            self._save_if_requested(trainer, pl_module)
+
+    @never_raises("lightning")
+    def _step_end(self, optimizer_step):
+        if self.watch:
+            self.watch.step_end(optimizer_step=optimizer_step)
+
+    def _save_if_requested(self, trainer, pl_module):
+        """Saves when any rank was asked. Every rank runs this together and it holds collectives (the
+        agreement, the save's barrier), so a failure in it is not swallowed: this rank would train on
+        while the others wait in the barrier until the NCCL timeout. It reaches Lightning as the same
+        failure in a ModelCheckpoint save would. Agreeing on the failure instead cannot be made safe: a
+        strategy's save has collectives of its own (FSDP, DeepSpeed), and a rank failing among them
+        leaves the ranks at points that no agreement afterwards can line up."""
+        requested = self.watch.checkpoint_requested() if self.watch else False
+        if not any_rank(requested, pl_module.device):
+            return
+        with self.watch.phase("checkpoint") if self.watch else contextlib.nullcontext():
+            trainer.save_checkpoint(self._request_path(trainer))
+        self._acknowledge()
+
+    @never_raises("lightning")
+    def _acknowledge(self):
+        if self.watch:
             self.watch.acknowledge_checkpoint()
 
     @staticmethod
