@@ -289,6 +289,18 @@ Verdict judge_oom_without_trace(const DoctorInputs& in, Diagnosis& d) {
                     format_bytes(*c.reserved_unallocated)));
     return Verdict::kCapacity;
   }
+  // Under set_per_process_memory_fraction every setting counts what it reserves against the cap, and it reserves
+  // at least the live blocks and the request.
+  if (c.allowed_bytes && c.allocated_bytes && c.request_bytes > 0 &&
+      *c.allocated_bytes + c.request_bytes >
+          *c.allowed_bytes + pytorch_print_error(*c.allocated_bytes) + pytorch_print_error(*c.allowed_bytes)) {
+    d.add_evidence("request_vs_cap",
+                   fmt::format("the live blocks ({}) and the request ({}) exceed the {} the process may use "
+                               "(set_per_process_memory_fraction): no allocator setting can serve it",
+                               format_bytes(*c.allocated_bytes), format_bytes(c.request_bytes),
+                               format_bytes(*c.allowed_bytes)));
+    return Verdict::kCapacity;
+  }
   d.add_evidence("undecidable", "without a trace the doctor cannot replay the run or project the failing step");
   if (const std::string why = snapshot_without_oom_trace(in); !why.empty()) d.add_evidence("no_trace", why);
   d.decide_with = {
@@ -493,6 +505,10 @@ Diagnosis run_doctor(const DoctorInputs& in, const DoctorOptions& options) {
       } else {
         d.capacity_bytes = *d.oom_context->reserved_bytes + *d.oom_context->driver_free_bytes;
         d.capacity_source = "the OOM message: reserved by PyTorch + free on the device";
+        if (const auto allowed = d.oom_context->allowed_bytes; allowed && *allowed < *d.capacity_bytes) {
+          d.capacity_bytes = *allowed;
+          d.capacity_source = "the OOM message: what the process may use (set_per_process_memory_fraction)";
+        }
       }
       d.verdict = judge_oom_without_trace(in, d);
     }

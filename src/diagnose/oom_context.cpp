@@ -26,8 +26,8 @@ std::optional<inputs::SmiSample> last_smi_reading(const DoctorInputs& in, std::o
 // Whether `printed` is how PyTorch's OOM message prints `exact` (format_size: two decimals of the
 // largest unit that fits, B/KiB/MiB/GiB; "reserved" is the sum of two printed figures).
 bool as_pytorch_prints(std::uint64_t exact, std::uint64_t printed) {
-  const double unit = exact >= (1ull << 30) ? 0x1p30 : exact >= (1ull << 20) ? 0x1p20 : exact >= 1024 ? 1024.0 : 1.0;
-  return std::abs(static_cast<double>(exact) - static_cast<double>(printed)) <= unit * 0.01 + 1.0;
+  const std::uint64_t error = pytorch_print_error(exact);
+  return (exact > printed ? exact - printed : printed - exact) <= error;
 }
 
 // The message's figure, unless the trace's exact bytes print as it.
@@ -46,6 +46,13 @@ std::int64_t survived_by_rank(const DoctorInputs& in, const std::optional<int>& 
 }
 
 }  // namespace
+
+std::uint64_t pytorch_print_error(std::uint64_t printed) {
+  const std::uint64_t unit = printed >= (1ull << 30) ? 1ull << 30 : printed >= (1ull << 20) ? 1ull << 20
+                             : printed >= 1024        ? 1024
+                                                      : 1;
+  return unit / 100 + 1;
+}
 
 OomSignals gather_oom_signals(const DoctorInputs& in) {
   OomSignals s;

@@ -11,6 +11,7 @@
 /// Thread-safety: pure functions over read-only inputs.
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,6 +39,10 @@ OomSignals gather_oom_signals(const DoctorInputs& inputs);
 /// nvidia-smi reading, and d's segment map when it is the one at the OOM.
 OomContext build_oom_context(const DoctorInputs& inputs, const OomSignals& oom, const SnapshotInput* traced, int device,
                              std::optional<std::size_t> oom_index, const RecordedCurve& curve, const Diagnosis& d);
+
+/// @brief How far a size PyTorch printed (format_size: two decimals of its largest unit) may be from the
+/// exact bytes, one hundredth of that unit and a byte; `printed` is the figure as read back.
+std::uint64_t pytorch_print_error(std::uint64_t printed);
 
 /// @brief The blind spot in one line: what nvidia-smi and the driver showed against what PyTorch
 /// held, the largest free block and the request; empty when nothing is known.

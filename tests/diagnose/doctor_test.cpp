@@ -253,6 +253,44 @@ TEST(Doctor, ASnapshotWithoutTraceAloneCannotCallTheRunHealthy) {
   EXPECT_EQ(with_log.verdict, Verdict::kUndetermined);
 }
 
+// The hook check's OOM on the H200 (bench/hook/h200_hook_check.py, 2026-12-03): a 6 GiB cap set with
+// set_per_process_memory_fraction while the driver had 133 GiB free, and no snapshot. The capacity is the cap,
+// not reserved + free (139 GiB).
+TEST(Doctor, WithoutATraceTheProcessCapIsTheCapacity) {
+  const std::string message =
+      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 256.00 MiB. GPU 0 has a total capacity of "
+      "139.80 GiB of which 133.29 GiB is free. Including non-PyTorch memory, this process has 6.50 GiB memory in "
+      "use. 6.00 GiB allowed; Of the allocated memory 5.31 GiB is allocated by PyTorch, and 456.04 MiB is reserved "
+      "by PyTorch but unallocated. If reserved but unallocated memory is large try setting "
+      "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.\n";
+  const auto doctor_on = [](const std::string& text, const std::string& name) {
+    const std::string log = ::testing::TempDir() + "/" + name;
+    std::ofstream(log) << text;
+    return run_doctor(collect_doctor_inputs({log}), fragscope::testing::doctor_options());
+  };
+  const Diagnosis d = doctor_on(message, "capped.log");
+  ASSERT_TRUE(d.capacity_bytes.has_value());
+  EXPECT_EQ(*d.capacity_bytes, 6ull << 30);
+  EXPECT_EQ(d.capacity_source, "the OOM message: what the process may use (set_per_process_memory_fraction)");
+  EXPECT_EQ(d.verdict, Verdict::kUndetermined) << d.headline;  // 5.31 GiB live + 256 MiB fit under 6 GiB
+  const auto has_key = [](const Diagnosis& diagnosis, const std::string& key) {
+    return std::any_of(diagnosis.evidence.begin(), diagnosis.evidence.end(),
+                       [&](const Evidence& e) { return e.key == key; });
+  };
+  // The same moment with a request the cap cannot hold beside the live blocks: no setting serves it.
+  std::string larger = message;
+  larger.replace(larger.find("256.00 MiB"), 10, "1.00 GiB");
+  const Diagnosis over = doctor_on(larger, "capped_over.log");
+  EXPECT_EQ(over.verdict, Verdict::kCapacity) << over.headline;
+  EXPECT_TRUE(has_key(over, "request_vs_cap"));
+  // 720 MiB is 13 MiB over the cap as printed, within the two figures' rounding (0.01 GiB each): no verdict.
+  std::string within = message;
+  within.replace(within.find("256.00 MiB"), 10, "720.00 MiB");
+  const Diagnosis close = doctor_on(within, "capped_close.log");
+  EXPECT_EQ(close.verdict, Verdict::kUndetermined) << close.headline;
+  EXPECT_FALSE(has_key(close, "request_vs_cap"));
+}
+
 // torchvision's video recipe completed at its edge budget (field batch 18); cuDNN's benchmark had two workspaces
 // refused and caught, and the OOM observer's last dump ends on one. The doctor called it "fragmentation" of a run
 // that did not fail; the OOMs are survived, and the capacity they measured puts the what-if under it.
