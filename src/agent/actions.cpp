@@ -1,6 +1,7 @@
 #include "agent/actions.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -10,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <functional>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -109,8 +111,32 @@ std::uint64_t ActionDispatcher::count(ActionKind kind, ActionOutcome outcome) co
   return counts_[static_cast<std::size_t>(kind)][static_cast<std::size_t>(outcome)];
 }
 
+std::size_t ActionDispatcher::remembered() const {
+  std::size_t keys = refused_drains_.size() + checkpoint_ids_.size() + written_.size();
+  for (const auto& [kind, limiter] : limiters_) keys += limiter.size();
+  return keys;
+}
+
+void ActionDispatcher::prune_rate_limits(const NodeView& view, std::chrono::steady_clock::time_point now) {
+  std::set<std::string> live{"node"};
+  for (const auto& rank : view.ranks) live.insert(rank.file_name);
+  for (const auto& gpu : view.nvml.gpus) live.insert(fmt::format("gpu{}", gpu.index));
+  const std::function<bool(const std::string&)> is_live = [&live](const std::string& target) {
+    return live.contains(target);
+  };
+  // Log keys are "rule/target"; a rule's name has no '/'.
+  const std::function<bool(const std::string&)> is_live_log_key = [&live](const std::string& key) {
+    return live.contains(key.substr(key.find('/') + 1));
+  };
+  for (auto& [kind, limiter] : limiters_) {
+    limiter.prune(now, kMaxRateLimitKeys, kind == ActionKind::kLog ? is_live_log_key : is_live);
+  }
+  refused_drains_.prune(now, kMaxRateLimitKeys, is_live);
+}
+
 void ActionDispatcher::dispatch(const std::vector<Alert>& alerts, const NodeView& view,
                                 std::chrono::steady_clock::time_point now) {
+  prune_rate_limits(view, now);
   for (const auto& alert : alerts) {
     if (settings_.log.enabled && settings_.log.rules.contains(alert.rule)) {
       act(ActionKind::kLog, alert, fmt::format("{}/{}", rule_name(alert.rule), alert.target), view, now);
@@ -156,7 +182,7 @@ void ActionDispatcher::act(ActionKind kind, const Alert& alert, const std::strin
   }
   if (kind == ActionKind::kDrain) {
     std::string detail;
-    emit(kind, run_drain(alert, detail) ? ActionOutcome::kExecuted : ActionOutcome::kFailed, alert, detail);
+    emit(kind, run_drain(alert, now, detail) ? ActionOutcome::kExecuted : ActionOutcome::kFailed, alert, detail);
     return;
   }
   // A GPU-wide alert asks every rank on that GPU.
@@ -199,6 +225,10 @@ void ActionDispatcher::remove_requests_of_gone_ranks(const std::set<std::string>
                               {"path", (rank_dir_ / name).string()}, {"reason", "rank gone"}}.dump()
             << '\n' << std::flush;
   }
+  std::erase_if(checkpoint_ids_, [&](const auto& entry) { return !present.contains(entry.first); });
+  // A request no longer listed was taken by its rank or removed; its rank's next one is new.
+  const std::set<std::string> listed(checkpoint_files.begin(), checkpoint_files.end());
+  std::erase_if(written_, [&](const auto& entry) { return !listed.contains(entry.first); });
 }
 
 bool ActionDispatcher::may_remove(const std::string& name) const {
@@ -278,8 +308,9 @@ std::optional<std::vector<std::string>> ActionDispatcher::drain_arguments(const 
   return args;
 }
 
-bool ActionDispatcher::run_drain(const Alert& alert, std::string& detail) {
-  reap();
+bool ActionDispatcher::run_drain(const Alert& alert, std::chrono::steady_clock::time_point now,
+                                 std::string& detail) {
+  reap(now);
   if (drain_pid_ > 0) {
     detail = fmt::format("drain command still running (pid {})", drain_pid_);
     return false;
@@ -298,21 +329,45 @@ bool ActionDispatcher::run_drain(const Alert& alert, std::string& detail) {
   std::vector<char*> argv;
   for (auto& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);
+  // Its own process group, so a timeout kills whatever it started too; none of the agent's
+  // descriptors (event log, rank folders, sockets) but the standard three.
+  posix_spawnattr_t attributes;
+  posix_spawn_file_actions_t file_actions;
+  posix_spawnattr_init(&attributes);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attributes, 0);
+  posix_spawn_file_actions_init(&file_actions);
+  posix_spawn_file_actions_addclosefrom_np(&file_actions, 3);
   pid_t pid = -1;
-  if (const int error = posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), environ); error != 0) {
+  const int error = posix_spawnp(&pid, argv[0], &file_actions, &attributes, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&file_actions);
+  posix_spawnattr_destroy(&attributes);
+  if (error != 0) {
     detail = fmt::format("cannot run {}: {}", args[0], std::strerror(error));
     return false;
   }
   drain_pid_ = pid;
+  drain_started_ = now;
+  drain_killed_ = false;
   detail = fmt::format("started {} (pid {})", fmt::join(args, " "), pid);
   return true;
 }
 
-void ActionDispatcher::reap() {
+void ActionDispatcher::reap(std::chrono::steady_clock::time_point now) {
   if (drain_pid_ <= 0) return;
   int status = 0;
   const pid_t done = ::waitpid(drain_pid_, &status, WNOHANG);
-  if (done == 0) return;
+  if (done == 0) {
+    if (!drain_killed_ && now - drain_started_ > kDrainTimeout) {
+      ::kill(-drain_pid_, SIGKILL);
+      drain_killed_ = true;
+      events_ << nlohmann::json{{"ts", unix_seconds_now()}, {"event", "drain_timeout"}, {"pid", drain_pid_},
+                                {"detail", fmt::format("still running after {} s: its process group was killed",
+                                                       kDrainTimeout.count())}}.dump()
+              << '\n' << std::flush;
+    }
+    return;
+  }
   nlohmann::json event{{"ts", unix_seconds_now()}, {"event", "drain_exit"}, {"pid", drain_pid_}};
   if (done < 0) {
     event["error"] = std::strerror(errno);

@@ -64,6 +64,15 @@ struct ActionSettings {
   bool operator==(const ActionSettings&) const = default;
 };
 
+/// @brief Each rate limiter forgets the keys of targets gone from the node (a rank file renamed,
+/// removed or stale) once it holds more than this many keys: one key per rule and tracked rank
+/// (kMaxRanksPerNode, rank_selection.h) fits, a stream of new file names does not grow it further.
+inline constexpr std::size_t kMaxRateLimitKeys = 4096;
+
+/// @brief A drain command still running this long after it started is killed with its whole
+/// process group (it runs in one of its own), so one that hangs cannot block every later drain.
+inline constexpr std::chrono::seconds kDrainTimeout{600};
+
 /// @brief True for a value that may replace a placeholder of the drain command: empty, or at most
 /// 128 letters, digits, '.', '_', '+', '-', starting with a letter or digit. A rank file's `job`
 /// of "../../x" would otherwise become a path, "--force" an option.
@@ -76,8 +85,9 @@ bool is_safe_command_value(std::string_view value);
 /// temp name created with O_EXCL|O_NOFOLLOW (a planted link is never followed), mode 0600 and
 /// handed to the rank file's owner (or, where the agent may not chown, mode 0644: it holds
 /// only a number), then renamed. The drain command runs with posix_spawnp (no shell), one at a
-/// time; its exit is logged by reap(). A drain on an alert only rank files support is refused
-/// unless drain_on_rank_files is set.
+/// time, in a process group of its own and with no descriptor of the agent's but stdin, stdout
+/// and stderr; its exit is logged by reap(). A drain on an alert only rank files support is
+/// refused unless drain_on_rank_files is set.
 class ActionDispatcher {
  public:
   ActionDispatcher(ActionSettings settings, std::filesystem::path rank_dir, std::string node, std::ostream& events);
@@ -85,11 +95,14 @@ class ActionDispatcher {
   ActionDispatcher(const ActionDispatcher&) = delete;
   ActionDispatcher& operator=(const ActionDispatcher&) = delete;
 
-  /// @brief Acts on `alerts` (from the same poll as `view`).
+  /// @brief Acts on `alerts` (from the same poll as `view`). First forgets, in every rate limiter,
+  /// the keys whose interval has passed and, past kMaxRateLimitKeys, those of targets not in `view`.
   void dispatch(const std::vector<Alert>& alerts, const NodeView& view, std::chrono::steady_clock::time_point now);
 
-  /// @brief Collects a finished drain command, if any, and logs its exit status.
-  void reap();
+  /// @brief Collects a finished drain command, if any, and logs its exit status; kills the process
+  /// group of one running for more than kDrainTimeout at `now` (and collects it at a later call,
+  /// once it is gone: reap() never waits).
+  void reap(std::chrono::steady_clock::time_point now);
 
   /// @brief Removes checkpoint requests (and leftover temp files) of ranks that are gone: whose
   /// rank file is not in `present` (the names of this poll's rank files, stale ones left out).
@@ -98,12 +111,18 @@ class ActionDispatcher {
   /// (RankScan::checkpoint_files) that this agent wrote, or that belong to the agent's user (at
   /// the top level) or to the folder's owner (in a per-user folder); never through a link.
   /// The rank's checkpoint rate limit goes with its request: a rank that was only stale for a
-  /// while (stopped, starved of CPU) is asked again when it comes back still firing.
+  /// while (stopped, starved of CPU) is asked again when it comes back still firing. What the
+  /// dispatcher remembers of gone ranks (request ids; files it wrote that are no longer listed)
+  /// is dropped too.
   void remove_requests_of_gone_ranks(const std::set<std::string>& present,
                                      const std::vector<std::string>& checkpoint_files);
 
   /// @brief Action attempts so far, by action and outcome.
   std::uint64_t count(ActionKind kind, ActionOutcome outcome) const;
+
+  /// @brief Entries the dispatcher keeps across polls (rate-limit keys, request ids, files
+  /// written): bounded by the tracked ranks and kMaxRateLimitKeys, whatever comes and goes.
+  std::size_t remembered() const;
 
  private:
   void act(ActionKind kind, const Alert& alert, const std::string& key, const NodeView& view,
@@ -112,8 +131,9 @@ class ActionDispatcher {
   /// The drain command with its placeholders replaced (what runs, and what a dry run logs), or
   /// nullopt with `refusal` set when a value it uses is not is_safe_command_value.
   std::optional<std::vector<std::string>> drain_arguments(const Alert& alert, std::string& refusal) const;
-  bool run_drain(const Alert& alert, std::string& detail);
+  bool run_drain(const Alert& alert, std::chrono::steady_clock::time_point now, std::string& detail);
   bool may_remove(const std::string& name) const;
+  void prune_rate_limits(const NodeView& view, std::chrono::steady_clock::time_point now);
   void emit(ActionKind kind, ActionOutcome outcome, const Alert& alert, const std::string& detail);
 
   ActionSettings settings_;
@@ -125,6 +145,8 @@ class ActionDispatcher {
   std::map<std::string, std::uint64_t> checkpoint_ids_;  ///< last id written, by rank file
   std::map<std::string, std::pair<dev_t, ino_t>> written_;  ///< checkpoint files this agent wrote
   pid_t drain_pid_ = -1;
+  std::chrono::steady_clock::time_point drain_started_;
+  bool drain_killed_ = false;
   std::array<std::array<std::uint64_t, 4>, 3> counts_{};
 };
 

@@ -1,5 +1,7 @@
 #include "agent/agent.h"
 
+#include <unistd.h>
+
 #include <set>
 #include <thread>
 
@@ -8,6 +10,7 @@
 
 #include "agent/metrics_endpoint.h"
 #include "agent/node_view.h"
+#include "agent/rank_selection.h"
 #include "agent/signals.h"
 #include "http/server.h"
 
@@ -20,6 +23,18 @@ std::uint64_t unix_ns_now() {
           .count());
 }
 
+// Pages held for clients still reading them: two of the largest the rank caps allow (about 8 MB,
+// rank_selection.h), so clients that stop reading cannot make the agent keep one old page each.
+constexpr std::size_t kMaxPageBytesInFlight = std::size_t{16} << 20;
+
+// A driver that was not ready when the agent started (loading, upgrading) is tried again this often.
+constexpr std::chrono::seconds kNvmlRetryInterval{60};
+
+std::string host_name() {
+  char name[256] = {};
+  return ::gethostname(name, sizeof name - 1) == 0 ? std::string(name) : std::string();
+}
+
 std::int64_t steady_ns(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
 }
@@ -28,10 +43,12 @@ std::int64_t steady_ns(std::chrono::steady_clock::time_point t) {
 
 Agent::Agent(AgentOptions options, AgentConfig config, std::ostream& events)
     : options_(std::move(options)),
+      scanner_(options_.rank_dir),
       nvml_(options_.nvml_library),
       rules_(config.thresholds),
       actions_(config.actions, options_.rank_dir, options_.node, events),
-      events_(events) {
+      events_(events),
+      next_nvml_retry_(std::chrono::steady_clock::now() + kNvmlRetryInterval) {
   nlohmann::json start{{"event", "start"},
                        {"rank_dir", options_.rank_dir.string()},
                        {"nvml_up", nvml_.up()},
@@ -43,7 +60,7 @@ Agent::Agent(AgentOptions options, AgentConfig config, std::ostream& events)
 void Agent::poll() {
   const auto started = std::chrono::steady_clock::now();
   const std::uint64_t now_ns = unix_ns_now();
-  RankScan scan = scan_rank_directory(options_.rank_dir, now_ns, options_.stale_after);
+  RankScan scan = scanner_.scan(now_ns, options_.stale_after);
   {
     std::lock_guard lock(rank_dir_problem_mutex_);
     rank_dir_problem_ = scan.problem;
@@ -54,11 +71,17 @@ void Agent::poll() {
     if (reading.state != RankFileState::kStale) present.insert(reading.name);
   }
   actions_.remove_requests_of_gone_ranks(present, scan.checkpoint_files);
+  if (!nvml_.up() && started >= next_nvml_retry_) {
+    next_nvml_retry_ = started + kNvmlRetryInterval;
+    if (nvml_.retry()) events_ << nlohmann::json{{"event", "nvml"}, {"nvml_up", true}}.dump() << '\n' << std::flush;
+  }
   NodeView view = make_node_view(now_ns, std::move(scan.readings), nvml_.sample());
+  view.rank_files_unread = scan.files_unread;
+  report_dropped_ranks(view);
   view.scan_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
   const auto alerts = rules_.evaluate(view, started);
-  actions_.reap();
+  actions_.reap(started);
   actions_.dispatch(alerts, view, started);
 
   status_.alerts_by_rule.fill(0);
@@ -107,6 +130,21 @@ void Agent::report_scan(const RankScan& scan) {
   events_ << std::flush;
 }
 
+void Agent::report_dropped_ranks(const NodeView& view) {
+  if (view.owners_dropped == reported_owners_dropped_) return;
+  nlohmann::json event{{"event", "ranks_dropped"}, {"dropped", view.ranks_dropped}};
+  if (view.owners_dropped.empty()) {
+    event["detail"] = "every live rank is tracked again";
+  } else {
+    event["owners"] = view.owners_dropped;
+    event["detail"] = fmt::format("over the caps of {} ranks per node and {} per owner; fragscope_ranks_dropped "
+                                  "counts them at every poll",
+                                  kMaxRanksPerNode, kMaxRanksPerOwner);
+  }
+  events_ << event.dump() << '\n' << std::flush;
+  reported_owners_dropped_ = view.owners_dropped;
+}
+
 std::string Agent::health_problem() const {
   const auto last = last_poll_steady_ns_.load();
   if (last == 0) return "no poll has completed yet";
@@ -120,8 +158,11 @@ std::string Agent::health_problem() const {
 }
 
 void Agent::run(const std::atomic<bool>& stop) {
+  http::Limits limits;
+  limits.max_body_bytes_in_flight = kMaxPageBytesInFlight;
   http::Server server(options_.listen,
-                      metrics_endpoint(page_, [this] { return health_problem(); }));
+                      metrics_endpoint(page_, [this] { return health_problem(); }, {options_.node, host_name()}),
+                      limits);
   poll();
   events_ << nlohmann::json{{"event", "listening"}, {"address", options_.listen}, {"port", server.port()}}.dump()
           << '\n' << std::flush;

@@ -58,8 +58,12 @@ class Agent {
   /// @brief Logs what changed since the last poll: the rank directory's problem and warnings,
   /// and the files that entered a state other than ok (each once, not every poll).
   void report_scan(const RankScan& scan);
+  /// @brief Logs when the owners whose ranks the caps leave out change (so a flood that goes on
+  /// is logged once, when it starts, and once when it ends).
+  void report_dropped_ranks(const NodeView& view);
 
   AgentOptions options_;
+  RankDirectoryScanner scanner_;
   Nvml nvml_;
   RuleEvaluator rules_;
   ActionDispatcher actions_;
@@ -67,12 +71,14 @@ class Agent {
   std::ostream& events_;
   MetricsPage page_;
   AgentStatus status_;
+  std::chrono::steady_clock::time_point next_nvml_retry_;  ///< while NVML is down
   std::atomic<std::int64_t> last_poll_steady_ns_{0};
   mutable std::mutex rank_dir_problem_mutex_;
   std::string rank_dir_problem_;  ///< the last scan's, read by the HTTP thread
   std::string reported_problem_;
   std::set<std::string> reported_warnings_;
   std::map<std::string, RankFileState> reported_files_;  ///< files not ok at the last poll
+  std::set<uid_t> reported_owners_dropped_;
 };
 
 }  // namespace fragscope::agent

@@ -4,10 +4,16 @@
 
 #include <fmt/format.h>
 
+#include "http/host_header.h"
+
 namespace fragscope::agent {
 
-http::Handler metrics_endpoint(const MetricsPage& page, std::function<std::string()> health) {
-  return [&page, health = std::move(health)](const http::Request& request) {
+http::Handler metrics_endpoint(const MetricsPage& page, std::function<std::string()> health,
+                               std::vector<std::string> host_names) {
+  return [&page, health = std::move(health), host_names = std::move(host_names)](const http::Request& request) {
+    if (!http::host_is_address_or_named(request.host, host_names)) {
+      return http::Response::text(421, "this agent answers to its addresses and node name only (Host)\n");
+    }
     if (request.path == "/metrics") {
       http::Response response;
       response.content_type = "text/plain; version=0.0.4; charset=utf-8";

@@ -1,6 +1,6 @@
 #include "agent/node_metrics.h"
 
-#include <map>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -44,24 +44,13 @@ class FamilyBuilder {
 };
 
 // No `job` (Prometheus' own target label) and no `pid` (the container's PID namespace, which
-// joins with nothing on the host): a rank is its training job and its rank.
+// joins with nothing on the host): a rank is its owner's training job and rank. `uid` keeps two
+// users' ranks apart when their job names match (the default job name is empty).
 std::vector<ClientMetric::Label> rank_labels(const RankView& rank) {
   return {{"training_job", rank.record.job},
           {"rank", std::to_string(rank.record.rank)},
-          {"gpu", rank.gpu >= 0 ? std::to_string(rank.gpu) : ""}};
-}
-
-/// The ranks to export: one per (training job, rank), the most recently updated, so a rank that
-/// restarted before its old file went stale does not export the same series twice.
-std::vector<const RankView*> exported_ranks(const NodeView& view) {
-  std::map<std::pair<std::string, std::int32_t>, const RankView*> newest;
-  for (const auto& rank : view.ranks) {
-    const RankView*& kept = newest[{rank.record.job, rank.record.rank}];
-    if (kept == nullptr || rank.record.update_unix_ns > kept->record.update_unix_ns) kept = &rank;
-  }
-  std::vector<const RankView*> out;
-  for (const auto& [key, rank] : newest) out.push_back(rank);
-  return out;
+          {"gpu", rank.gpu >= 0 ? std::to_string(rank.gpu) : ""},
+          {"uid", std::to_string(rank.owner_uid)}};
 }
 
 std::vector<ClientMetric::Label> gpu_labels(const GpuSample& gpu) { return {{"gpu", std::to_string(gpu.index)}}; }
@@ -151,9 +140,9 @@ const RankMetric kRankMetrics[] = {
 
 }  // namespace
 
-std::vector<MetricFamily> node_metric_families(const NodeView& view, const AgentStatus& status) {
-  std::vector<MetricFamily> out;
-  auto keep = [&](FamilyBuilder& builder) { out.push_back(builder.take()); };
+void for_each_metric_family(const NodeView& view, const AgentStatus& status,
+                            const std::function<void(MetricFamily&&)>& sink) {
+  auto keep = [&](FamilyBuilder& builder) { sink(builder.take()); };
 
   FamilyBuilder build("fragscope_build_info", "1, labelled with the agent's version and source revision.",
                       MetricType::Gauge);
@@ -161,12 +150,11 @@ std::vector<MetricFamily> node_metric_families(const NodeView& view, const Agent
   build.add({{"version", std::string(info.version)}, {"revision", std::string(info.revision)}}, 1);
   keep(build);
 
-  const std::vector<const RankView*> ranks = exported_ranks(view);
   for (const RankMetric& metric : kRankMetrics) {
     FamilyBuilder family(metric.name, metric.help, metric.type);
-    for (const RankView* rank : ranks) {
-      if (metric.present != nullptr && !metric.present(rank->record)) continue;
-      family.add(rank_labels(*rank), metric.value(rank->record));
+    for (const RankView& rank : view.ranks) {
+      if (metric.present != nullptr && !metric.present(rank.record)) continue;
+      family.add(rank_labels(rank), metric.value(rank.record));
     }
     keep(family);
   }
@@ -175,11 +163,11 @@ std::vector<MetricFamily> node_metric_families(const NodeView& view, const Agent
                      MetricType::Counter);
   FamilyBuilder phase("fragscope_rank_phase", "1 for the phase the rank is in (train, eval, checkpoint).",
                       MetricType::Gauge);
-  for (const RankView* rank : ranks) {
-    const auto counted = status.checkpoint_acks.find(rank->file_name);
-    acks.add(rank_labels(*rank), counted != status.checkpoint_acks.end() ? double(counted->second) : 0.0);
-    auto labels = rank_labels(*rank);
-    labels.push_back({"phase", std::string(phase_name(rank->record.phase))});
+  for (const RankView& rank : view.ranks) {
+    const auto counted = status.checkpoint_acks.find(rank.file_name);
+    acks.add(rank_labels(rank), counted != status.checkpoint_acks.end() ? double(counted->second) : 0.0);
+    auto labels = rank_labels(rank);
+    labels.push_back({"phase", std::string(phase_name(rank.record.phase))});
     phase.add(std::move(labels), 1);
   }
   keep(acks);
@@ -226,6 +214,18 @@ std::vector<MetricFamily> node_metric_families(const NodeView& view, const Agent
     files.add({{"state", state_name(state)}}, double(view.files_by_state[static_cast<std::size_t>(state)]));
   }
   keep(files);
+  FamilyBuilder unread("fragscope_rank_files_unread",
+                       "Rank files the last poll left unread: over an owner's cap in a folder, or past a folder's "
+                       "budget.",
+                       MetricType::Gauge);
+  unread.add({}, double(view.rank_files_unread));
+  keep(unread);
+  FamilyBuilder dropped("fragscope_ranks_dropped",
+                        "Live ranks the last poll did not track (no series, rules or actions): over the node's or "
+                        "their owner's cap.",
+                        MetricType::Gauge);
+  dropped.add({}, double(view.ranks_dropped));
+  keep(dropped);
   FamilyBuilder alerts("fragscope_agent_alerts", "Targets (ranks or GPUs) on which a rule fires, by rule.",
                        MetricType::Gauge);
   for (Rule rule : kAllRules)
@@ -247,15 +247,31 @@ std::vector<MetricFamily> node_metric_families(const NodeView& view, const Agent
   FamilyBuilder polls("fragscope_agent_polls_total", "Polls since the agent started.", MetricType::Counter);
   polls.add({}, double(status.polls));
   keep(polls);
+}
+
+std::vector<MetricFamily> node_metric_families(const NodeView& view, const AgentStatus& status) {
+  std::vector<MetricFamily> out;
+  for_each_metric_family(view, status, [&out](MetricFamily&& family) { out.push_back(std::move(family)); });
   return out;
 }
 
 void MetricsPage::publish(const NodeView& view, const AgentStatus& status) {
-  std::ostringstream out;
-  prometheus::TextSerializer().Serialize(out, node_metric_families(view, status));
-  auto text = std::make_shared<const std::string>(std::move(out).str());
+  // Family by family into a buffer the size of the last page: at most one family's objects and
+  // one page are held beside the published page (all families at once took 8 times the page).
+  std::string text;
+  const std::size_t last_size = this->text()->size();
+  text.reserve(last_size + last_size / 8);
+  const prometheus::TextSerializer serializer;
+  std::vector<MetricFamily> one(1);
+  for_each_metric_family(view, status, [&](MetricFamily&& family) {
+    one[0] = std::move(family);
+    std::ostringstream out;
+    serializer.Serialize(out, one);
+    text += std::move(out).str();
+  });
+  auto published = std::make_shared<const std::string>(std::move(text));
   std::lock_guard lock(mutex_);
-  text_ = std::move(text);
+  text_ = std::move(published);
 }
 
 std::shared_ptr<const std::string> MetricsPage::text() const {

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -27,9 +28,13 @@ struct AgentStatus {
   std::map<std::string, std::uint64_t> checkpoint_acks;  ///< by rank file name (CheckpointAckCounter)
 };
 
-/// @brief Every metric family for one poll, all names prefixed `fragscope_`, base units.
-/// Rank series carry the labels training_job, rank, gpu (one series set per training job and
-/// rank: the most recently updated file wins); GPU series carry gpu.
+/// @brief Every metric family for one poll, all names prefixed `fragscope_`, base units, handed to
+/// `sink` one at a time. Rank series (one set per tracked rank, NodeView::ranks) carry the labels
+/// training_job, rank, gpu and uid (the rank file's owner); GPU series carry gpu.
+void for_each_metric_family(const NodeView& view, const AgentStatus& status,
+                            const std::function<void(prometheus::MetricFamily&&)>& sink);
+
+/// @brief The families of for_each_metric_family(), collected.
 std::vector<prometheus::MetricFamily> node_metric_families(const NodeView& view, const AgentStatus& status);
 
 /// @brief The /metrics page: rendered once per poll (Prometheus text format, prometheus-cpp's

@@ -2,6 +2,8 @@
 
 #include <string_view>
 
+#include "agent/rank_selection.h"
+
 namespace fragscope::agent {
 namespace {
 
@@ -25,6 +27,7 @@ NodeView make_node_view(std::uint64_t unix_ns, std::vector<RankFileReading> read
   NodeView view;
   view.unix_ns = unix_ns;
   view.nvml = std::move(nvml);
+  std::vector<RankView> ranks;
   for (auto& reading : readings) {
     ++view.files_by_state[static_cast<std::size_t>(reading.state)];
     if (reading.state != RankFileState::kOk) continue;
@@ -38,9 +41,14 @@ NodeView make_node_view(std::uint64_t unix_ns, std::vector<RankFileReading> read
     rank.file_name = reading.name;
     rank.owner_uid = reading.owner_uid;
     rank.owner_gid = reading.owner_gid;
+    rank.in_user_folder = reading.in_user_folder;
     rank.record = std::move(reading.record);
-    view.ranks.push_back(std::move(rank));
+    ranks.push_back(std::move(rank));
   }
+  RankSelection selection = select_ranks(std::move(ranks));
+  view.ranks = std::move(selection.kept);
+  view.ranks_dropped = selection.dropped;
+  view.owners_dropped = std::move(selection.owners_dropped);
   return view;
 }
 

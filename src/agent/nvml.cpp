@@ -2,8 +2,11 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <array>
 #include <climits>
+#include <cstddef>
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -28,12 +31,31 @@ struct nvmlUtilization_t {
   unsigned int gpu;
   unsigned int memory;
 };
-struct nvmlProcessInfo_t {  // nvmlProcessInfo_v2_t, taken by ..._v3
-  unsigned int pid;
-  unsigned long long usedGpuMemory;
-  unsigned int gpuInstanceId;
-  unsigned int computeInstanceId;
-};
+// The process list's entries: pid (u32) then usedGpuMemory (u64) at offset 8, whatever the entry
+// version. Their size is not what the entry point's name promises: _v3 writes 24-byte
+// nvmlProcessInfo_v2_t entries, except drivers 535.43 to 535.86, which write the 32-byte
+// nvmlProcessInfo_v3_t (nvitop #79, #89, #94; go-nvml #75); 535.98 has no _v3 at all. So the
+// buffer holds kProcessEntryRoom bytes per entry the driver is told it may write, and the entry
+// size is read off the buffer (process_entry_size).
+constexpr std::size_t kProcessEntryRoom = 64;
+constexpr std::size_t kProcessEntrySizes[] = {16, 24, 32};  // nvmlProcessInfo_v1_t, _v2_t, _v3_t
+constexpr std::byte kUnwritten{0xa5};
+constexpr const char* kProcessEntryPoints[] = {"nvmlDeviceGetComputeRunningProcesses_v3",
+                                               "nvmlDeviceGetComputeRunningProcesses_v2",
+                                               "nvmlDeviceGetComputeRunningProcesses"};
+
+/// The size of the `count` entries the driver wrote into `buffer` (filled with kUnwritten before):
+/// the smallest known size past whose last entry nothing was written; 0 when none fits.
+std::size_t process_entry_size(const std::vector<std::byte>& buffer, std::size_t count) {
+  for (const std::size_t size : kProcessEntrySizes) {
+    const auto end = buffer.begin() + static_cast<std::ptrdiff_t>(count * kProcessEntryRoom);
+    if (std::all_of(buffer.begin() + static_cast<std::ptrdiff_t>(count * size), end,
+                    [](std::byte b) { return b == kUnwritten; })) {
+      return size;
+    }
+  }
+  return 0;
+}
 
 template <typename Fn>
 Fn resolve(void* handle, const char* name, std::string& missing) {
@@ -54,7 +76,7 @@ struct Nvml::Api {
   nvmlReturn_t (*uuid)(nvmlDevice_t, char*, unsigned int) = nullptr;
   nvmlReturn_t (*memory)(nvmlDevice_t, nvmlMemory_t*) = nullptr;
   nvmlReturn_t (*utilization)(nvmlDevice_t, nvmlUtilization_t*) = nullptr;
-  nvmlReturn_t (*processes)(nvmlDevice_t, unsigned int*, nvmlProcessInfo_t*) = nullptr;
+  nvmlReturn_t (*processes)(nvmlDevice_t, unsigned int*, void*) = nullptr;  ///< nullptr: no process list
   nvmlReturn_t (*mig_mode)(nvmlDevice_t, unsigned int*, unsigned int*) = nullptr;
   nvmlReturn_t (*max_mig_devices)(nvmlDevice_t, unsigned int*) = nullptr;
   nvmlReturn_t (*mig_by_index)(nvmlDevice_t, unsigned int, nvmlDevice_t*) = nullptr;
@@ -65,12 +87,14 @@ struct Nvml::Api {
   }
 };
 
-Nvml::Nvml(const std::string& library) {
+Nvml::Nvml(std::string library) : library_(std::move(library)) { load(); }
+
+void Nvml::load() {
   auto api = std::make_unique<Api>();
-  api->handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  api->handle = dlopen(library_.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (api->handle == nullptr) {
     const char* why = dlerror();
-    problem_ = fmt::format("cannot load {}: {}", library, why != nullptr ? why : "unknown error");
+    problem_ = fmt::format("cannot load {}: {}", library_, why != nullptr ? why : "unknown error");
     return;
   }
   std::string missing;
@@ -83,7 +107,10 @@ Nvml::Nvml(const std::string& library) {
   api->uuid = resolve<decltype(api->uuid)>(h, "nvmlDeviceGetUUID", missing);
   api->memory = resolve<decltype(api->memory)>(h, "nvmlDeviceGetMemoryInfo", missing);
   api->utilization = resolve<decltype(api->utilization)>(h, "nvmlDeviceGetUtilizationRates", missing);
-  api->processes = resolve<decltype(api->processes)>(h, "nvmlDeviceGetComputeRunningProcesses_v3", missing);
+  // Optional: without a process list the device metrics still stand.
+  for (const char* name : kProcessEntryPoints) {
+    if (api->processes == nullptr) api->processes = reinterpret_cast<decltype(api->processes)>(dlsym(h, name));
+  }
   // MIG entry points are optional: an old driver simply has no MIG.
   std::string no_mig;
   api->mig_mode = resolve<decltype(api->mig_mode)>(h, "nvmlDeviceGetMigMode", no_mig);
@@ -92,7 +119,7 @@ Nvml::Nvml(const std::string& library) {
   api->gpu_instance_id = resolve<decltype(api->gpu_instance_id)>(h, "nvmlDeviceGetGpuInstanceId", no_mig);
   if (!no_mig.empty()) api->mig_mode = nullptr;
   if (!missing.empty()) {
-    problem_ = fmt::format("{} lacks {}", library, missing);
+    problem_ = fmt::format("{} lacks {}", library_, missing);
     dlclose(api->handle);
     return;
   }
@@ -101,7 +128,13 @@ Nvml::Nvml(const std::string& library) {
     dlclose(api->handle);
     return;
   }
+  problem_.clear();
   api_ = std::move(api);
+}
+
+bool Nvml::retry() {
+  if (!api_) load();
+  return up();
 }
 
 Nvml::~Nvml() {
@@ -112,6 +145,34 @@ Nvml::~Nvml() {
 }
 
 bool Nvml::up() const { return api_ != nullptr; }
+
+std::vector<GpuProcess> Nvml::processes_of(const Api& api, void* device) {
+  std::vector<std::byte> buffer(16 * kProcessEntryRoom);
+  unsigned int count = 0;
+  nvmlReturn_t code = kInsufficientSize;
+  // Processes can start between two calls: try a few times with room to spare.
+  for (int attempt = 0; attempt < 3 && code == kInsufficientSize; ++attempt) {
+    if (attempt > 0) buffer.resize((count + 8) * kProcessEntryRoom);
+    std::fill(buffer.begin(), buffer.end(), kUnwritten);
+    count = static_cast<unsigned int>(buffer.size() / kProcessEntryRoom);
+    code = api.processes(static_cast<nvmlDevice_t>(device), &count, buffer.data());
+  }
+  std::vector<GpuProcess> processes;
+  const std::size_t entry_size = code == kSuccess && count * kProcessEntryRoom <= buffer.size()
+                                     ? process_entry_size(buffer, count)
+                                     : 0;
+  if (entry_size == 0) return processes;  // unknown: better none than wrong ones
+  for (std::size_t i = 0; i < count; ++i) {
+    std::uint32_t pid = 0;
+    std::uint64_t used = 0;
+    std::memcpy(&pid, buffer.data() + i * entry_size, sizeof pid);
+    std::memcpy(&used, buffer.data() + i * entry_size + 8, sizeof used);
+    GpuProcess process{.pid = pid, .used_bytes = std::nullopt};
+    if (used != kValueNotAvailable) process.used_bytes = used;
+    processes.push_back(process);
+  }
+  return processes;
+}
 
 const std::string& Nvml::problem() const { return problem_; }
 
@@ -141,21 +202,7 @@ NvmlSample Nvml::sample() const {
     if (api.uuid(device, uuid.data(), static_cast<unsigned int>(uuid.size())) == kSuccess) gpu.uuid = uuid.data();
     nvmlUtilization_t utilization{};
     if (api.utilization(device, &utilization) == kSuccess) gpu.utilization_ratio = utilization.gpu / 100.0;
-    std::vector<nvmlProcessInfo_t> infos(16);
-    unsigned int n = static_cast<unsigned int>(infos.size());
-    nvmlReturn_t code = api.processes(device, &n, infos.data());
-    if (code == kInsufficientSize) {
-      infos.resize(n + 8);  // processes can start between the two calls
-      n = static_cast<unsigned int>(infos.size());
-      code = api.processes(device, &n, infos.data());
-    }
-    if (code == kSuccess) {
-      for (unsigned int i = 0; i < n; ++i) {
-        GpuProcess process{.pid = infos[i].pid, .used_bytes = std::nullopt};
-        if (infos[i].usedGpuMemory != kValueNotAvailable) process.used_bytes = infos[i].usedGpuMemory;
-        gpu.processes.push_back(process);
-      }
-    }
+    if (api.processes != nullptr) gpu.processes = processes_of(api, device);
     unsigned int current = 0, pending = 0, max_mig = 0;
     if (api.mig_mode != nullptr && api.mig_mode(device, &current, &pending) == kSuccess &&
         current == kMigEnabled && api.max_mig_devices(device, &max_mig) == kSuccess) {

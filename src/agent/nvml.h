@@ -46,12 +46,16 @@ struct NvmlSample {
 
 /// @brief Owns a dlopen'ed NVML and its nvmlInit_v2/nvmlShutdown pair.
 ///
-/// Never throws for a missing or broken library: up() is false and problem() says why.
-/// Thread-safety: sample() may be called from one thread at a time (the agent's poll loop).
+/// Never throws for a missing or broken library: up() is false and problem() says why, and
+/// retry() tries again (a driver still loading when the agent started). The compute process
+/// list is optional (_v3, else _v2, else the unversioned entry point; its entry size read off
+/// what the driver wrote, since drivers 535.43 to 535.86 write larger entries than _v3 promises):
+/// without it a GPU has no processes, its other metrics stay.
+/// Thread-safety: one thread at a time (the agent's poll loop).
 class Nvml {
  public:
   /// @param library dlopen name or path; "libnvidia-ml.so.1" finds the driver's copy.
-  explicit Nvml(const std::string& library = "libnvidia-ml.so.1");
+  explicit Nvml(std::string library = "libnvidia-ml.so.1");
   ~Nvml();
   Nvml(const Nvml&) = delete;
   Nvml& operator=(const Nvml&) = delete;
@@ -59,12 +63,21 @@ class Nvml {
   bool up() const;
   const std::string& problem() const;
 
+  /// @brief Loads and initialises the library again if it is not up. @return up()
+  bool retry();
+
   /// @brief Memory, utilisation, processes and MIG instances of every GPU. A GPU whose memory
   /// query fails is left out; a failing device count yields up == false.
   NvmlSample sample() const;
 
  private:
   struct Api;
+  void load();
+  /// The compute processes on `device` (an nvmlDevice_t); none when the driver's answer is not
+  /// one of the known layouts.
+  static std::vector<GpuProcess> processes_of(const Api& api, void* device);
+
+  std::string library_;
   std::unique_ptr<Api> api_;
   std::string problem_;
 };

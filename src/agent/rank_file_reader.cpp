@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -139,36 +140,39 @@ class NewestPerOwner {
   void add(uid_t owner, std::int64_t mtime_ns, std::string name) {
     auto& files = by_owner_[owner];
     files.emplace_back(mtime_ns, std::move(name));
-    if (files.size() >= 2 * cap_) trim(files);
+    if (files.size() >= 2 * cap_) trim(owner, files);
   }
 
-  /// The kept names; dropped() then counts the others.
+  /// The kept names; dropped() and owners_over_cap() then tell about the others.
   std::vector<std::string> take() {
     std::vector<std::string> names;
     for (auto& [owner, files] : by_owner_) {
-      trim(files);
+      trim(owner, files);
       for (auto& file : files) names.push_back(std::move(file.second));
     }
     by_owner_.clear();
     return names;
   }
   std::size_t dropped() const { return dropped_; }
+  const std::set<uid_t>& owners_over_cap() const { return owners_over_cap_; }
 
  private:
   using File = std::pair<std::int64_t, std::string>;  // mtime, name
 
-  void trim(std::vector<File>& files) {
+  void trim(uid_t owner, std::vector<File>& files) {
     if (files.size() <= cap_) return;
     const auto newer = [](const File& a, const File& b) {
       return a.first != b.first ? a.first > b.first : a.second < b.second;
     };
     std::nth_element(files.begin(), files.begin() + static_cast<std::ptrdiff_t>(cap_), files.end(), newer);
     dropped_ += files.size() - cap_;
+    owners_over_cap_.insert(owner);
     files.resize(cap_);
   }
 
   std::size_t cap_;
   std::size_t dropped_ = 0;
+  std::set<uid_t> owners_over_cap_;
   std::map<uid_t, std::vector<File>> by_owner_;
 };
 
@@ -181,10 +185,16 @@ std::string folder_label(const std::filesystem::path& directory, const RankFolde
   return folder.prefix.empty() ? directory.string() : (directory / folder.prefix).string();
 }
 
-/// Reads the candidate rank files of one folder into `scan`; at the root, collects the names of
-/// per-user folders into `user_folders`.
-void scan_folder(const std::filesystem::path& directory, const RankFolder& folder, RankScan& scan,
-                 std::vector<std::string>* user_folders) {
+// A per-user folder must be a folder; where the listing says what an entry is, a name that is
+// not one costs no stat (DT_UNKNOWN: the file system does not say, so it is asked).
+bool may_be_folder(const dirent& entry) { return entry.d_type == DT_DIR || entry.d_type == DT_UNKNOWN; }
+
+/// Reads the candidate rank files of one folder into `scan`, within `budget`, from the listing
+/// position `resume_at` (0: the start), which it leaves where the budget ran out (0 when the
+/// listing was read to its end); at the root, collects the names of per-user folders into
+/// `user_folders`.
+void scan_folder(const std::filesystem::path& directory, const RankFolder& folder, const FolderBudget& budget,
+                 long& resume_at, RankScan& scan, std::vector<std::string>* user_folders) {
   const int listing_fd = ::dup(folder.fd.get());
   struct CloseDir {
     void operator()(DIR* dir) const { ::closedir(dir); }
@@ -196,45 +206,96 @@ void scan_folder(const std::filesystem::path& directory, const RankFolder& folde
     return;
   }
   ::rewinddir(listing.get());
+  const bool from_start = resume_at == 0;
+  if (!from_start) ::seekdir(listing.get(), resume_at);
   NewestPerOwner candidates(kMaxRankFiles);
+  std::size_t entries = 0;
+  std::size_t stats = 0;
   std::size_t checkpoint_files = 0;
   std::size_t refused_folders = 0;
   std::string first_refused;
-  while (const dirent* entry = ::readdir(listing.get())) {
+  for (;;) {
+    const long position = ::telldir(listing.get());
+    const dirent* entry = ::readdir(listing.get());
+    if (entry == nullptr) {
+      resume_at = 0;
+      break;
+    }
+    if (++entries > budget.entries) {
+      resume_at = position;
+      scan.warnings.push_back(fmt::format("{}: more than {} entries, each poll examines the next {}",
+                                          folder_label(directory, folder), budget.entries, budget.entries));
+      break;
+    }
     const std::string_view name = entry->d_name;
-    if (is_rank_file_name(name)) {
-      struct stat info {};
-      if (::fstatat(folder.fd.get(), entry->d_name, &info, AT_SYMLINK_NOFOLLOW) != 0) continue;  // gone since
+    const bool rank_file = is_rank_file_name(name);
+    const auto uid = !rank_file && user_folders != nullptr ? user_folder_uid(name) : std::nullopt;
+    if (!rank_file && !uid) {
+      if (is_checkpoint_file_name(name) && ++checkpoint_files <= kMaxRankFiles) {
+        scan.checkpoint_files.push_back(folder.prefix + std::string(name));
+      }
+      continue;
+    }
+    if (uid && !may_be_folder(*entry)) {
+      if (refused_folders++ == 0 || name < first_refused) first_refused = name;
+      continue;
+    }
+    if (++stats > budget.stats) {
+      resume_at = position;
+      scan.warnings.push_back(fmt::format("{}: more than {} rank files and folders to check, each poll checks the "
+                                          "next {}",
+                                          folder_label(directory, folder), budget.stats, budget.stats));
+      break;
+    }
+    struct stat info {};
+    if (::fstatat(folder.fd.get(), entry->d_name, &info, AT_SYMLINK_NOFOLLOW) != 0) continue;  // gone since
+    if (rank_file) {
       candidates.add(info.st_uid, std::int64_t{info.st_mtim.tv_sec} * 1'000'000'000 + info.st_mtim.tv_nsec,
                      std::string(name));
-    } else if (is_checkpoint_file_name(name)) {
-      if (++checkpoint_files <= kMaxRankFiles) scan.checkpoint_files.push_back(folder.prefix + std::string(name));
-    } else if (const auto uid = user_folders != nullptr ? user_folder_uid(name) : std::nullopt) {
+    } else if (S_ISDIR(info.st_mode) && info.st_uid == *uid) {
       // Only a real folder of the uid it names counts: anyone may create "1000" in the root.
-      struct stat info {};
-      if (::fstatat(folder.fd.get(), entry->d_name, &info, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(info.st_mode) &&
-          info.st_uid == *uid) {
-        user_folders->emplace_back(name);
-      } else if (refused_folders++ == 0 || name < first_refused) {
-        first_refused = name;
-      }
+      user_folders->emplace_back(name);
+    } else if (refused_folders++ == 0 || name < first_refused) {
+      first_refused = name;
     }
   }
-  if (refused_folders > 0) {
+  // Counted over a whole listing only: a flood listed part by part would word it anew at every poll.
+  if (refused_folders > 0 && from_start && resume_at == 0) {
     scan.warnings.push_back(
         fmt::format("{}: {} per-user folder names skipped, not a folder of that uid (first by name: {})",
                     directory.string(), refused_folders, first_refused));
   }
   const auto kept = candidates.take();
-  if (candidates.dropped() > 0) {
-    scan.warnings.push_back(fmt::format("{}: {} rank files not read (at most {} per owner, the newest)",
-                                        folder_label(directory, folder), candidates.dropped(), kMaxRankFiles));
+  scan.files_unread += candidates.dropped();
+  for (const uid_t owner : candidates.owners_over_cap()) {
+    scan.warnings.push_back(fmt::format("{}: uid {} has more than {} rank files here, only the newest read",
+                                        folder_label(directory, folder), owner, kMaxRankFiles));
   }
+  std::size_t torn_retries = budget.torn_retries;
   for (const auto& leaf : kept) {
-    RankFileReading reading = read_rank_file_at(folder.fd.get(), leaf, folder.owner);
+    RankFileReading reading = read_rank_file_at(folder.fd.get(), leaf, folder.owner, torn_retries > 0 ? 4 : 1);
+    if (reading.state == RankFileState::kTorn && torn_retries > 0) --torn_retries;
     reading.name = folder.prefix + leaf;
     reading.path = directory / reading.name;
+    reading.in_user_folder = folder.owner.has_value();
     scan.readings.push_back(std::move(reading));
+  }
+}
+
+void mark_stale_and_future(RankScan& scan, std::uint64_t now_unix_ns, std::chrono::nanoseconds stale_after) {
+  const auto stale_ns = static_cast<std::uint64_t>(stale_after.count());
+  const auto ahead_ns = static_cast<std::uint64_t>(std::chrono::nanoseconds(kMaxUpdateAhead).count());
+  for (auto& reading : scan.readings) {
+    if (reading.state != RankFileState::kOk) continue;
+    const std::uint64_t updated = reading.record.update_unix_ns;
+    if (updated > now_unix_ns + ahead_ns) {
+      reading.state = RankFileState::kInvalid;
+      reading.problem =
+          fmt::format("update time {:.0f} s ahead of the clock", static_cast<double>(updated - now_unix_ns) / 1e9);
+    } else if (updated + stale_ns < now_unix_ns) {
+      reading.state = RankFileState::kStale;
+      reading.problem = fmt::format("no update for {:.0f} s", static_cast<double>(now_unix_ns - updated) / 1e9);
+    }
   }
 }
 
@@ -331,38 +392,44 @@ RankFileReading read_rank_file(const std::filesystem::path& path, int attempts) 
   return reading;
 }
 
-RankScan scan_rank_directory(const std::filesystem::path& directory, std::uint64_t now_unix_ns,
-                             std::chrono::nanoseconds stale_after) {
+RankDirectoryScanner::RankDirectoryScanner(std::filesystem::path directory, FolderBudget budget)
+    : directory_(std::move(directory)), budget_(budget) {}
+
+RankScan RankDirectoryScanner::scan(std::uint64_t now_unix_ns, std::chrono::nanoseconds stale_after) {
   RankScan scan;
-  const auto root = open_rank_root(directory, scan.problem);
+  const auto root = open_rank_root(directory_, scan.problem);
   if (!root) return scan;
-  std::vector<std::string> user_folders;
-  scan_folder(directory, *root, scan, &user_folders);
-  std::sort(user_folders.begin(), user_folders.end());
+  std::vector<std::string> listed;
+  scan_folder(directory_, *root, budget_, resume_at_[""], scan, &listed);
+  std::set<std::string> user_folders(listed.begin(), listed.end());
+  user_folders.insert(user_folders_.begin(), user_folders_.end());
   if (user_folders.size() > kMaxUserFolders) {
-    scan.warnings.push_back(fmt::format("{}: {} per-user folders not read (at most {})", directory.string(),
+    scan.warnings.push_back(fmt::format("{}: {} per-user folders not read (at most {})", directory_.string(),
                                         user_folders.size() - kMaxUserFolders, kMaxUserFolders));
-    user_folders.resize(kMaxUserFolders);
+    user_folders.erase(std::next(user_folders.begin(), kMaxUserFolders), user_folders.end());
   }
+  user_folders_.clear();
   for (const auto& name : user_folders) {
     std::string problem;
     if (const auto folder = open_user_folder(root->fd.get(), name, problem)) {
-      scan_folder(directory, *folder, scan, nullptr);
+      user_folders_.insert(name);
+      scan_folder(directory_, *folder, budget_, resume_at_[folder->prefix], scan, nullptr);
     } else {
-      scan.warnings.push_back(fmt::format("{}/{} (skipped)", directory.string(), problem));
+      scan.warnings.push_back(fmt::format("{}/{} (skipped)", directory_.string(), problem));
     }
   }
+  std::erase_if(resume_at_, [this](const auto& entry) {
+    return !entry.first.empty() && !user_folders_.contains(entry.first.substr(0, entry.first.size() - 1));
+  });
   std::sort(scan.readings.begin(), scan.readings.end(),
             [](const RankFileReading& a, const RankFileReading& b) { return a.name < b.name; });
-  const auto stale_ns = static_cast<std::uint64_t>(stale_after.count());
-  for (auto& reading : scan.readings) {
-    if (reading.state == RankFileState::kOk && reading.record.update_unix_ns + stale_ns < now_unix_ns) {
-      reading.state = RankFileState::kStale;
-      reading.problem = fmt::format("no update for {:.0f} s",
-                                    static_cast<double>(now_unix_ns - reading.record.update_unix_ns) / 1e9);
-    }
-  }
+  mark_stale_and_future(scan, now_unix_ns, stale_after);
   return scan;
+}
+
+RankScan scan_rank_directory(const std::filesystem::path& directory, std::uint64_t now_unix_ns,
+                             std::chrono::nanoseconds stale_after, const FolderBudget& budget) {
+  return RankDirectoryScanner(directory, budget).scan(now_unix_ns, stale_after);
 }
 
 }  // namespace fragscope::agent

@@ -8,7 +8,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -29,6 +31,9 @@ struct RankFileReading {
   std::string name;  ///< relative to the rank directory: "rank0-pid1.fsr" or "1000/rank0-pid1.fsr"
   uid_t owner_uid = 0;  ///< the file's owner (the user a checkpoint request is handed to)
   gid_t owner_gid = 0;
+  /// In its owner's per-user folder (rank_folder.h), where only that uid can have written it; a
+  /// file at the shared top level may claim any job and rank.
+  bool in_user_folder = false;
   RankFileState state = RankFileState::kInvalid;
   std::string problem;
   RankRecord record;  ///< meaningful for kOk and kStale only
@@ -54,13 +59,27 @@ RankFileReading read_rank_file_at(int folder_fd, const std::string& leaf, std::o
 /// @brief read_rank_file_at for a path: its folder is opened as given, the file without links.
 RankFileReading read_rank_file(const std::filesystem::path& path, int attempts = 4);
 
-/// @brief At most this many rank files of one owner are read per folder and scan, so a flooded
-/// directory cannot stall the agent or hide another user's ranks; the owner's newest files
-/// (by modification time) are kept, the rest dropped with a warning.
-inline constexpr std::size_t kMaxRankFiles = 4096;
+/// @brief At most this many rank files of one owner are read per folder and scan (the owner's
+/// newest, by modification time), so a flooded directory cannot hide another user's ranks; no
+/// more are ever tracked per owner (kMaxRanksPerOwner, rank_selection.h) than this.
+inline constexpr std::size_t kMaxRankFiles = 1024;
 
 /// @brief At most this many per-user folders are read per scan.
 inline constexpr std::size_t kMaxUserFolders = 1024;
+
+/// @brief An update time further ahead of the agent's clock than this makes a record kInvalid: a
+/// record that claims the future would never go stale. The hook and the agent read the same
+/// host clock, so this only covers a write that lands while the scan runs.
+inline constexpr std::chrono::seconds kMaxUpdateAhead{10};
+
+/// @brief What one scan may spend on one folder (the root, or one per-user folder), so a folder
+/// flooded by whoever can write it costs a bounded poll and leaves the other folders' budgets
+/// whole. The defaults keep a poll of one flooded folder near 50 ms of CPU (docs/SECURITY.md).
+struct FolderBudget {
+  std::size_t entries = 65536;  ///< directory entries examined; a larger folder is listed on at the next scan
+  std::size_t stats = 8192;     ///< lstat calls for rank-named files and would-be per-user folders, likewise
+  std::size_t torn_retries = 16;  ///< torn files read again (up to ~300 µs each); the others are torn at once
+};
 
 /// @brief One scan of the rank directory.
 struct RankScan {
@@ -69,14 +88,35 @@ struct RankScan {
   /// for ActionDispatcher::remove_requests_of_gone_ranks.
   std::vector<std::string> checkpoint_files;
   std::string problem;  ///< set when the rank directory itself cannot be read: nothing is reported
-  std::vector<std::string> warnings;  ///< one line each: folders refused, files dropped over the cap
+  /// One line each: folders refused, files left unread, a budget spent. Worded without counts, so
+  /// a flood that goes on is reported once, not at every poll.
+  std::vector<std::string> warnings;
+  std::size_t files_unread = 0;  ///< rank-named files seen but not read: over an owner's cap or a budget
 };
 
-/// @brief Reads every rank file (`rank<R>-pid<P>.fsr`) at the top of `directory` and in its
-/// per-user folders (rank_folder.h), and marks valid records older than `stale_after` (by their
-/// update_unix_ns against `now_unix_ns`) as kStale. Other names are skipped without a system
-/// call and count against no cap.
+/// @brief Scans the rank directory poll after poll: every rank file (`rank<R>-pid<P>.fsr`) at the
+/// top of the directory and in its per-user folders (rank_folder.h), within the budget per folder.
+/// A folder listed past its budget is listed on from there at the next scan, so every entry is
+/// examined within a few polls however large the folder; the per-user folders found so far are
+/// opened by name at every scan, so a root flooded past its budget cannot hide them. Valid records
+/// older than `stale_after` (by update_unix_ns against `now_unix_ns`) are kStale, those more than
+/// kMaxUpdateAhead ahead of it kInvalid. Other names cost no system call (only a listing entry)
+/// and count against no cap. Not thread-safe: one poll loop owns it.
+class RankDirectoryScanner {
+ public:
+  explicit RankDirectoryScanner(std::filesystem::path directory, FolderBudget budget = {});
+
+  RankScan scan(std::uint64_t now_unix_ns, std::chrono::nanoseconds stale_after);
+
+ private:
+  std::filesystem::path directory_;
+  FolderBudget budget_;
+  std::set<std::string> user_folders_;  ///< found and opened at the last scan
+  std::map<std::string, long> resume_at_;  ///< listing position by folder prefix; absent or 0: the start
+};
+
+/// @brief One scan by a fresh RankDirectoryScanner: the whole directory when it is within budget.
 RankScan scan_rank_directory(const std::filesystem::path& directory, std::uint64_t now_unix_ns,
-                             std::chrono::nanoseconds stale_after);
+                             std::chrono::nanoseconds stale_after, const FolderBudget& budget = {});
 
 }  // namespace fragscope::agent

@@ -126,7 +126,9 @@ struct Server::Connection {
   std::string received;
   std::string head;  ///< status line and headers, then any small body
   std::shared_ptr<const std::string> body;  ///< the handler's answer, shared, not copied
+  Clock::time_point answered;  ///< when `body` was handed to this connection
   std::size_t sent = 0;
+  std::size_t lingered = 0;  ///< bytes read after the answer
 
   ~Connection() {
     if (fd >= 0) ::close(fd);
@@ -156,7 +158,8 @@ class Server::Loop {
       if (::poll(polled.data(), polled.size(), next_timeout_ms()) < 0 && errno != EINTR) return;
       if (polled[0].revents != 0) return;  // the destructor asks the loop to end
       for (std::size_t i = 0; i < polled_connections.size(); ++i) {
-        if (polled[i + 2].revents != 0) advance(*polled_connections[i]);
+        // One closed to make room for another's answer may still have had something to do.
+        if (polled[i + 2].revents != 0 && !finished(*polled_connections[i])) advance(*polled_connections[i]);
       }
       if (polled[1].revents != 0) accept_new();
       close_finished_and_overdue();
@@ -254,7 +257,39 @@ class Server::Loop {
     connection.head = fmt::format(
         "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n{}Connection: close\r\n\r\n", response.status,
         reason_phrase(response.status), response.content_type, length, response.extra_headers);
-    if (request.method != "HEAD") connection.body = std::move(response.body);
+    if (request.method != "HEAD" && response.body) {
+      make_room_for(*response.body);
+      connection.body = std::move(response.body);
+      connection.answered = Clock::now();
+    }
+  }
+
+  /// Closes the connections that hold the oldest other bodies until `body` fits within
+  /// max_body_bytes_in_flight beside the bodies still held.
+  void make_room_for(const std::string& body) {
+    for (;;) {
+      std::vector<std::pair<const std::string*, Clock::time_point>> held;  // body, first answered
+      std::size_t held_bytes = 0;
+      for (const auto& connection : connections_) {
+        if (!connection->body || finished(*connection)) continue;
+        const std::string* other = connection->body.get();
+        if (other == &body) return;  // shared with a client being served: it costs nothing more
+        auto found = std::find_if(held.begin(), held.end(), [&](const auto& h) { return h.first == other; });
+        if (found == held.end()) {
+          held.emplace_back(other, connection->answered);
+          held_bytes += other->size();
+        } else {
+          found->second = std::min(found->second, connection->answered);
+        }
+      }
+      if (held.empty() || held_bytes + body.size() <= server_.limits_.max_body_bytes_in_flight) return;
+      const std::string* oldest =
+          std::min_element(held.begin(), held.end(), [](const auto& a, const auto& b) { return a.second < b.second; })
+              ->first;
+      for (const auto& connection : connections_) {
+        if (connection->body.get() == oldest) reset(*connection);
+      }
+    }
   }
 
   void write_response(Connection& connection) {
@@ -291,25 +326,37 @@ class Server::Loop {
 
   void linger(Connection& connection) {
     char buffer[4096];
-    for (;;) {
+    // Bounded: a client that keeps sending must not keep the server's one thread here.
+    while (connection.lingered < server_.limits_.max_linger_bytes) {
       const ssize_t n = ::recv(connection.fd, buffer, sizeof buffer, 0);
-      if (n > 0 || (n < 0 && errno == EINTR)) continue;
+      if (n > 0) {
+        connection.lingered += static_cast<std::size_t>(n);
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
       if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) finish(connection);
       return;
     }
+    finish(connection);
   }
 
   static void finish(Connection& connection) { connection.deadline = Clock::time_point::min(); }
+  static bool finished(const Connection& connection) { return connection.deadline == Clock::time_point::min(); }
+
+  /// Closes a connection whose answer is not all sent: a reset, so the kernel drops what it holds.
+  static void reset(Connection& connection) {
+    const struct ::linger reset{1, 0};
+    ::setsockopt(connection.fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+    connection.body.reset();
+    finish(connection);
+  }
 
   void close_finished_and_overdue() {
     const auto now = Clock::now();
     std::erase_if(connections_, [now](const auto& connection) {
       if (connection->deadline > now) return false;
-      if (connection->state == Connection::State::kWriting && connection->deadline != Clock::time_point::min()) {
-        // A client that stopped reading: reset rather than leave the kernel holding its page.
-        const struct ::linger reset{1, 0};
-        ::setsockopt(connection->fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
-      }
+      // A client that stopped reading: reset rather than leave the kernel holding its page.
+      if (connection->state == Connection::State::kWriting && !finished(*connection)) reset(*connection);
       return true;
     });
   }

@@ -25,6 +25,12 @@ struct Limits {
   std::chrono::milliseconds write_timeout{10000};  ///< from the end of the head to the last byte sent
   std::chrono::milliseconds linger_timeout{1000};  ///< reading what the client still sends, after the answer
   std::size_t max_head_bytes = kMaxRequestHeadBytes;
+  /// Response bodies held for connections still sending them, each distinct body counted once
+  /// (clients given the same shared body cost it once). A body that would not fit closes the
+  /// connections holding the oldest other bodies first: clients that stopped reading cannot make
+  /// the server keep one old page each.
+  std::size_t max_body_bytes_in_flight = std::size_t{64} << 20;
+  std::size_t max_linger_bytes = 64 * 1024;  ///< read after the answer; a client sending more is closed
 };
 
 /// @brief A complete request head, as the handler sees it.

@@ -2,13 +2,12 @@
 
 #include <arpa/inet.h>
 
-#include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <exception>
 
 #include <fmt/format.h>
 
+#include "http/host_header.h"
 #include "util/error.h"
 #include "view/query_string.h"
 #include "view/site_ranking.h"
@@ -52,30 +51,10 @@ http::Response error_response(int status, const std::string& reason) {
 }  // namespace
 
 bool host_names_this_server(const std::string& host, int port) {
-  std::string name = host;
-  std::string port_text;
-  if (host.starts_with('[')) {
-    const auto close = host.find(']');
-    if (close == std::string::npos) return false;
-    name = host.substr(1, close - 1);
-    if (close + 1 < host.size()) {
-      if (host[close + 1] != ':') return false;
-      port_text = host.substr(close + 2);
-    }
-    in6_addr v6{};
-    if (::inet_pton(AF_INET6, name.c_str(), &v6) != 1) return false;
-  } else {
-    if (const auto colon = host.rfind(':'); colon != std::string::npos) {
-      name = host.substr(0, colon);
-      port_text = host.substr(colon + 1);
-    }
-    std::string lower = name;
-    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-    in_addr v4{};
-    if (lower != "localhost" && ::inet_pton(AF_INET, name.c_str(), &v4) != 1) return false;
-  }
-  if (port_text.empty()) return port == 80;
-  return port_text == std::to_string(port);
+  const auto parts = http::split_host(host);
+  if (!parts || !http::names_an_address(*parts)) return false;
+  if (parts->port.empty()) return port == 80;
+  return parts->port == std::to_string(port);
 }
 
 std::string exposure_warning(const std::string& listen_address) {

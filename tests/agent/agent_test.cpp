@@ -1,11 +1,15 @@
 #include "agent/agent.h"
 
 #include <fstream>
+#include <memory>
 #include <sstream>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "agent/rank_file_writer.h"
+#include "agent/rank_selection.h"
 #include "test_support.h"
 
 namespace fragscope::agent {
@@ -41,9 +45,12 @@ TEST_F(AgentTest, PollTurnsRankFilesAndNvmlIntoMetrics) {
   Agent agent(options, AgentConfig{}, events_);
   agent.poll();
   const std::string text = scrape(agent);
+  const std::string uid = std::to_string(::geteuid());
   EXPECT_NE(text.find("fragscope_nvml_up 1\n"), std::string::npos) << text;
-  EXPECT_NE(text.find(R"(fragscope_fragmentation_ratio{training_job="sft",rank="0",gpu="0"} 0.01)"), std::string::npos);
-  EXPECT_NE(text.find(R"(fragscope_fragmentation_ratio{training_job="sft",rank="1",gpu="1"} 0.3)"), std::string::npos);
+  EXPECT_NE(text.find(R"(fragscope_fragmentation_ratio{training_job="sft",rank="0",gpu="0",uid=")" + uid + "\"} 0.01"),
+            std::string::npos);
+  EXPECT_NE(text.find(R"(fragscope_fragmentation_ratio{training_job="sft",rank="1",gpu="1",uid=")" + uid + "\"} 0.3"),
+            std::string::npos);
   EXPECT_NE(text.find(R"(fragscope_gpu_memory_used_bytes{gpu="0"} 140000000000)"), std::string::npos);
   EXPECT_NE(text.find(R"(fragscope_rank_files{state="ok"} 2)"), std::string::npos);
   EXPECT_NE(events_.str().find("\"nvml_up\":true"), std::string::npos) << events_.str();
@@ -114,6 +121,43 @@ TEST_F(AgentTest, BrokenAndStaleFilesAreLoggedOnceNotEveryPoll) {
   EXPECT_EQ(logged[1]["file"], "rank9-pid9.fsr");
   EXPECT_EQ(logged[1]["state"], "invalid");
   EXPECT_EQ(logged[1]["problem"], "truncated: 4 bytes, the header alone is 32");
+}
+
+// Audit: 4,096 forged rank files were all exported (a 16 MB page, 128 MB of agent). Past the
+// per-owner cap the rest is counted, and said once in the event log, not at every poll.
+TEST_F(AgentTest, RanksOverTheCapAreCountedAndLoggedOnce) {
+  std::vector<std::unique_ptr<RankFileWriter>> ranks;
+  for (int i = 0; i < static_cast<int>(kMaxRanksPerOwner) + 88; ++i) {
+    RankRecord record;
+    record.rank = i;
+    record.pid = 1000 + i;
+    record.job = "flood";
+    record.update_unix_ns = testing::unix_ns_now();
+    ranks.push_back(std::make_unique<RankFileWriter>(dir_.path() / ("rank" + std::to_string(i) + "-pid" +
+                                                                     std::to_string(1000 + i) + ".fsr"),
+                                                     record));
+  }
+  AgentOptions options;
+  options.rank_dir = dir_.path();
+  options.nvml_library = "libnvidia-ml-missing.so.1";
+  Agent agent(options, AgentConfig{}, events_);
+  agent.poll();
+  agent.poll();
+  const std::string text = scrape(agent);
+  EXPECT_NE(text.find("\nfragscope_ranks_dropped 88\n"), std::string::npos) << text.substr(text.size() - 3000);
+  EXPECT_NE(text.find("fragscope_rank_files{state=\"ok\"} 600\n"), std::string::npos);
+  std::vector<nlohmann::json> logged;
+  std::istringstream lines(events_.str());
+  for (std::string line; std::getline(lines, line);) {
+    auto event = nlohmann::json::parse(line);
+    if (event["event"] == "ranks_dropped") logged.push_back(event);
+  }
+  ASSERT_EQ(logged.size(), 1u) << events_.str();
+  EXPECT_EQ(logged[0]["dropped"], 88);
+  EXPECT_EQ(logged[0]["owners"], nlohmann::json::array({::geteuid()}));
+  ranks.resize(10);
+  agent.poll();
+  EXPECT_NE(events_.str().find("every live rank is tracked again"), std::string::npos);
 }
 
 }  // namespace

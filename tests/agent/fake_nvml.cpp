@@ -1,6 +1,10 @@
 // A stand-in libnvidia-ml for tests and bench/agent: the entry points the agent resolves, with
 // NVML's C ABI, describing H200-sized GPUs: two by default, FRAGSCOPE_FAKE_NVML_GPUS (up to 16)
 // for the benchmark. GPU 1 is in MIG mode with two GPU instances.
+// Built three ways (tests/agent/CMakeLists.txt): as current drivers are (_v3 with 24-byte
+// entries, three processes on GPU 0); with FAKE_NVML_DRIVER_535_86 as drivers 535.43 to 535.86
+// (_v3 writing 32-byte entries, fourteen processes: more than 16 × 24 bytes hold); with
+// FAKE_NVML_DRIVER_535_98 as 535.98 (no _v3, only _v2).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -13,11 +17,20 @@ struct nvmlMemory_t {
 struct nvmlUtilization_t {
   unsigned int gpu, memory;
 };
-struct nvmlProcessInfo_t {
+#ifdef FAKE_NVML_DRIVER_535_86
+struct nvmlProcessInfo_t {  // nvmlProcessInfo_v3_t
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+  unsigned int gpuInstanceId, computeInstanceId;
+  unsigned long long usedGpuCcProtectedMemory;
+};
+#else
+struct nvmlProcessInfo_t {  // nvmlProcessInfo_v2_t
   unsigned int pid;
   unsigned long long usedGpuMemory;
   unsigned int gpuInstanceId, computeInstanceId;
 };
+#endif
 using nvmlDevice_t = void*;
 
 static int devices[16];
@@ -69,23 +82,38 @@ int nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t* utiliz
   *utilization = {87, 40};
   return 0;
 }
-int nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int* count, nvmlProcessInfo_t* infos) {
+static int running_processes(nvmlDevice_t device, unsigned int* count, nvmlProcessInfo_t* infos) {
   if (index_of(device) == 1) {
     *count = 0;
     return 0;
   }
+#ifdef FAKE_NVML_DRIVER_535_86
+  nvmlProcessInfo_t all[14] = {};
+  for (unsigned int i = 0; i < 14; ++i) all[i] = {2001 + i, (i + 1) * 1'000'000'000ull, 0, 0, 0};
+#else
   // Three processes: more than the caller may have room for on the first call.
-  static const nvmlProcessInfo_t all[] = {{1001, 100'000'000'000ull, 0, 0},
-                                          {1002, 30'000'000'000ull, 0, 0},
-                                          {1003, ~0ull, 0, 0}};  // NVML_VALUE_NOT_AVAILABLE
-  if (*count < 3) {
-    *count = 3;
+  const nvmlProcessInfo_t all[] = {{1001, 100'000'000'000ull, 0, 0},
+                                   {1002, 30'000'000'000ull, 0, 0},
+                                   {1003, ~0ull, 0, 0}};  // NVML_VALUE_NOT_AVAILABLE
+#endif
+  constexpr unsigned int n = sizeof all / sizeof all[0];
+  if (*count < n) {
+    *count = n;
     return 7;  // NVML_ERROR_INSUFFICIENT_SIZE
   }
-  *count = 3;
+  *count = n;
   std::memcpy(infos, all, sizeof all);
   return 0;
 }
+#ifdef FAKE_NVML_DRIVER_535_98
+int nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device, unsigned int* count, nvmlProcessInfo_t* infos) {
+  return running_processes(device, count, infos);
+}
+#else
+int nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int* count, nvmlProcessInfo_t* infos) {
+  return running_processes(device, count, infos);
+}
+#endif
 int nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int* current, unsigned int* pending) {
   *current = *pending = index_of(device) == 1 ? 1 : 0;
   return 0;

@@ -19,7 +19,9 @@ std::string render(const NodeView& view, const AgentStatus& status = {}) {
 NodeView sample_view() {
   NodeView view;
   RankView rank;
-  rank.file_name = "rank0-pid4242.fsr";
+  rank.file_name = "1000/rank0-pid4242.fsr";
+  rank.owner_uid = 1000;
+  rank.in_user_folder = true;
   rank.gpu = 1;
   RankRecord& r = rank.record;
   r.pid = 4242;
@@ -53,7 +55,7 @@ NodeView sample_view() {
 TEST(NodeMetricsTest, RankSeriesCarryTrainingJobRankGpuAndTheRecordValues) {
   const std::string text = render(sample_view());
   // Neither `job` (Prometheus' target label) nor `pid` (the container's PID namespace).
-  const std::string labels = R"({training_job="llama",rank="0",gpu="1"})";
+  const std::string labels = R"({training_job="llama",rank="0",gpu="1",uid="1000"})";
   EXPECT_NE(text.find("fragscope_reserved_bytes" + labels + " 41487958016\n"), std::string::npos) << text;
   EXPECT_NE(text.find("fragscope_allocated_bytes" + labels + " 7692998656\n"), std::string::npos);
   EXPECT_NE(text.find("fragscope_reserved_unallocated_bytes" + labels + " 33794959360\n"), std::string::npos);
@@ -64,7 +66,7 @@ TEST(NodeMetricsTest, RankSeriesCarryTrainingJobRankGpuAndTheRecordValues) {
   EXPECT_NE(text.find("fragscope_ooms_total" + labels + " 1\n"), std::string::npos);
   EXPECT_NE(text.find("fragscope_data_wait_ratio" + labels + " 0.006\n"), std::string::npos);
   EXPECT_NE(text.find("fragscope_step_seconds" + labels + " 0.42\n"), std::string::npos);
-  EXPECT_NE(text.find(R"(fragscope_rank_phase{training_job="llama",rank="0",gpu="1",phase="eval"} 1)"),
+  EXPECT_NE(text.find(R"(fragscope_rank_phase{training_job="llama",rank="0",gpu="1",uid="1000",phase="eval"} 1)"),
             std::string::npos);
   EXPECT_EQ(text.find("pid=\"4242\""), std::string::npos);
   // Unknown values are left out, not reported as zero.
@@ -82,32 +84,48 @@ TEST(NodeMetricsTest, ThroughputTotalsAreCountersWhenTheHookWritesThem) {
   r.tokens_total = 330'752;
   const std::string text = render(view);
   EXPECT_NE(text.find("# TYPE fragscope_samples_total counter\n"), std::string::npos);
-  EXPECT_NE(text.find(R"(fragscope_samples_total{training_job="llama",rank="0",gpu="1"} 128)"), std::string::npos);
-  EXPECT_NE(text.find(R"(fragscope_tokens_total{training_job="llama",rank="0",gpu="1"} 330752)"), std::string::npos);
+  const std::string labels = R"({training_job="llama",rank="0",gpu="1",uid="1000"})";
+  EXPECT_NE(text.find("fragscope_samples_total" + labels + " 128"), std::string::npos);
+  EXPECT_NE(text.find("fragscope_tokens_total" + labels + " 330752"), std::string::npos);
 }
 
 TEST(NodeMetricsTest, CheckpointAcksAreTheAgentsCountNotTheRequestId) {
   NodeView view = sample_view();
   view.ranks[0].record.checkpoint_ack = 7;  // the id of the last request handled
   AgentStatus status;
-  status.checkpoint_acks["rank0-pid4242.fsr"] = 2;
-  EXPECT_NE(render(view, status).find(R"(fragscope_checkpoint_acks_total{training_job="llama",rank="0",gpu="1"} 2)"),
-            std::string::npos);
-  EXPECT_NE(render(view).find(R"(fragscope_checkpoint_acks_total{training_job="llama",rank="0",gpu="1"} 0)"),
+  status.checkpoint_acks["1000/rank0-pid4242.fsr"] = 2;
+  const std::string series = R"(fragscope_checkpoint_acks_total{training_job="llama",rank="0",gpu="1",uid="1000"})";
+  EXPECT_NE(render(view, status).find(series + " 2"), std::string::npos);
+  EXPECT_NE(render(view).find(series + " 0"), std::string::npos);
+}
+
+// Before: one series per training job and rank, the newest file winning whatever its owner, so
+// a top-level file of uid 4242 (newer, other numbers) replaced uid 1000's rank.
+TEST(NodeMetricsTest, AnotherUsersFileWithTheSameJobAndRankDoesNotReplaceTheRank) {
+  NodeView view = sample_view();
+  RankView forged = view.ranks[0];
+  forged.file_name = "rank0-pid5000.fsr";
+  forged.owner_uid = 4242;
+  forged.in_user_folder = false;
+  forged.record.update_unix_ns = view.ranks[0].record.update_unix_ns + 1;
+  forged.record.reserved_bytes = 1'000;
+  view.ranks.push_back(forged);
+  const std::string text = render(view);
+  EXPECT_NE(text.find(R"(fragscope_reserved_bytes{training_job="llama",rank="0",gpu="1",uid="1000"} 41487958016)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(R"(fragscope_reserved_bytes{training_job="llama",rank="0",gpu="1",uid="4242"} 1000)"),
             std::string::npos);
 }
 
-TEST(NodeMetricsTest, ARestartedRankExportsOnlyItsNewestFile) {
+TEST(NodeMetricsTest, RanksAndFilesLeftOutAreCounted) {
   NodeView view = sample_view();
-  RankView restarted = view.ranks[0];
-  restarted.file_name = "rank0-pid5000.fsr";
-  restarted.record.pid = 5000;
-  restarted.record.update_unix_ns = view.ranks[0].record.update_unix_ns + 1;
-  restarted.record.reserved_bytes = 1'000;
-  view.ranks.push_back(restarted);
+  view.ranks_dropped = 3584;
+  view.rank_files_unread = 904;
   const std::string text = render(view);
-  EXPECT_NE(text.find(R"(fragscope_reserved_bytes{training_job="llama",rank="0",gpu="1"} 1000)"), std::string::npos);
-  EXPECT_EQ(text.find("41487958016"), std::string::npos) << text;
+  EXPECT_NE(text.find("# TYPE fragscope_ranks_dropped gauge\nfragscope_ranks_dropped 3584\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("fragscope_rank_files_unread 904\n"), std::string::npos);
 }
 
 TEST(NodeMetricsTest, BuildInfoNamesTheVersionAndRevision) {
@@ -152,7 +170,7 @@ TEST(NodeMetricsTest, NamesFollowPrometheusConventions) {
       }
     }
   }
-  EXPECT_EQ(families.size(), 46u);
+  EXPECT_EQ(families.size(), 48u);
 }
 
 TEST(NodeMetricsTest, PageHoldsTheLatestRendering) {

@@ -3,9 +3,14 @@
 // hook's own device index.
 #include "agent/node_view.h"
 
+#include <algorithm>
+#include <set>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "agent/rank_selection.h"
 
 namespace fragscope::agent {
 namespace {
@@ -16,6 +21,7 @@ RankFileReading reading(const std::string& name, RankFileState state, std::int32
   r.state = state;
   r.owner_uid = 1000;
   r.owner_gid = 100;
+  r.record.rank = std::stoi(name.substr(name.find("rank") + 4));
   r.record.gpu = gpu;
   r.record.gpu_uuid = uuid;
   return r;
@@ -54,6 +60,29 @@ TEST(NodeView, KeepsTheReadableRanksAndLabelsThemWithTheirGpu) {
   ASSERT_NE(view.gpu(1), nullptr);
   EXPECT_EQ(view.gpu(1)->uuid, nvml.gpus[1].uuid);
   EXPECT_EQ(view.gpu(6), nullptr);
+  EXPECT_EQ(view.ranks_dropped, 0u);
+}
+
+// Measured before the caps: 4,096 forged top-level files with 64-character job names made a
+// 16 MB page and a 128 MB agent; every one was exported, evaluated and logged.
+TEST(NodeView, AFloodOfForgedRanksIsCappedAndLeavesTheOtherUsersTheirs) {
+  std::vector<RankFileReading> readings;
+  for (int i = 0; i < 5000; ++i) {
+    RankFileReading forged = reading("rank" + std::to_string(i) + "-pid1.fsr", RankFileState::kOk, 0, "");
+    forged.owner_uid = 4242;
+    forged.record.job = "forged-" + std::to_string(i);
+    readings.push_back(forged);
+  }
+  RankFileReading victim = reading("1000/rank0-pid7.fsr", RankFileState::kOk, 1, "");
+  victim.in_user_folder = true;
+  readings.push_back(victim);
+  const NodeView view = make_node_view(42, std::move(readings), NvmlSample{});
+  EXPECT_EQ(view.ranks.size(), kMaxRanksPerOwner + 1);
+  EXPECT_EQ(view.ranks_dropped, 5000 - kMaxRanksPerOwner);
+  EXPECT_EQ(view.owners_dropped, std::set<uid_t>{4242});
+  EXPECT_TRUE(std::any_of(view.ranks.begin(), view.ranks.end(),
+                          [](const RankView& rank) { return rank.file_name == "1000/rank0-pid7.fsr"; }));
+  EXPECT_EQ(view.files_by_state[static_cast<std::size_t>(RankFileState::kOk)], 5001u);
 }
 
 }  // namespace

@@ -83,7 +83,8 @@ class SimulateEndToEndTest(unittest.TestCase):
     def test_replayed_runs_are_series_under_their_training_job(self):
         labels, wait = self.labels_and_value('fragscope_data_wait_ratio{training_job="input_bound"} > 0.5')
         self.assertEqual(labels, {"job": "fragscope", "instance": f"127.0.0.1:{self.agent_port}",
-                                  "training_job": "input_bound", "rank": "0", "gpu": "0"})
+                                  "training_job": "input_bound", "rank": "0", "gpu": "0",
+                                  "uid": str(os.geteuid())})
         self.assertLess(wait, 1.0)
         # capacity_oom's only step: reserved_bytes.all.current as recorded on the H200.
         _, reserved = self.labels_and_value('fragscope_reserved_bytes{training_job="capacity_oom"}')

@@ -160,7 +160,7 @@ class ImageTest(unittest.TestCase):
         name = container.stdout.strip()
         page = scrape(port, 'fragscope_data_wait_ratio{training_job="input_bound"')
         self.assertIn('fragscope_build_info{version="', page)
-        self.assertIn('fragscope_samples_total{training_job="input_bound",rank="0",gpu="0"}', page)
+        self.assertIn('fragscope_samples_total{training_job="input_bound",rank="0",gpu="0",uid="65532"}', page)
         self.assertIn("fragscope_nvml_up 0", page)  # no GPU here
         top = subprocess.run(self.podman + ["top", name, "user", "huser", "args"], capture_output=True, text=True,
                              timeout=60)

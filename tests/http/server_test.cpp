@@ -208,6 +208,86 @@ TEST(HttpServerTest, AClientThatNeverReadsItsPageHoldsNothing) {
   EXPECT_EQ(http_get(server.port(), "/page").body.size(), page_size);
 }
 
+/// True while the server keeps `fd` open: reads what has arrived, and stops at nothing more yet.
+bool open_after_draining(int fd) {
+  char buffer[65536];
+  for (;;) {
+    const ssize_t n = ::recv(fd, buffer, sizeof buffer, MSG_DONTWAIT);
+    if (n > 0) continue;
+    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+  }
+}
+
+// Audit: each client that stopped reading kept the page it was given for up to its 10 s write
+// deadline; the agent's page changes every poll, so 24 of them held 24 versions (96 → 178 MB).
+TEST(HttpServerTest, ClientsThatStopReadingHoldNoMoreThanTheBudgetOfBodies) {
+  const std::size_t page_size = 4u << 20;
+  Limits limits;
+  limits.max_body_bytes_in_flight = 2 * page_size + page_size / 2;
+  std::atomic<int> served{0};
+  Server server(
+      "127.0.0.1:0",
+      [&](const Request&) {
+        Response response;  // a new page for every request, as when the agent polls between them
+        response.body = std::make_shared<const std::string>(page_size, static_cast<char>('a' + served++));
+        return response;
+      },
+      limits);
+  std::vector<int> stalled;
+  for (int i = 0; i < 4; ++i) {
+    stalled.push_back(connect_loopback(server.port(), /*receive_buffer=*/4096));
+    ::send(stalled.back(), "GET /page HTTP/1.1\r\n\r\n", 23, MSG_NOSIGNAL);
+    for (int wait = 0; wait < 200 && served.load() <= i; ++wait) std::this_thread::sleep_for(milliseconds(5));
+  }
+  std::this_thread::sleep_for(milliseconds(200));
+  // Two bodies fit: the third and the fourth request closed the holders of the oldest ones.
+  EXPECT_FALSE(open_after_draining(stalled[0]));
+  EXPECT_FALSE(open_after_draining(stalled[1]));
+  EXPECT_TRUE(open_after_draining(stalled[2]));
+  EXPECT_TRUE(open_after_draining(stalled[3]));
+  for (const int fd : stalled) ::close(fd);
+  // Clients given the same body share it: a page served to many costs it once.
+  Server shared("127.0.0.1:0", test_handler(std::make_shared<const std::string>(page_size, 'x')), limits);
+  std::vector<int> readers;
+  for (int i = 0; i < 4; ++i) {
+    readers.push_back(connect_loopback(shared.port(), /*receive_buffer=*/4096));
+    ::send(readers.back(), "GET /page HTTP/1.1\r\n\r\n", 23, MSG_NOSIGNAL);
+  }
+  std::this_thread::sleep_for(milliseconds(300));
+  for (const int fd : readers) {
+    EXPECT_TRUE(open_after_draining(fd));
+    ::close(fd);
+  }
+}
+
+// Audit: after its answer the server read whatever the client still sent, without a bound: a
+// client that kept sending kept its connection (and, as fast as it could send, the server's only
+// thread) busy until the linger deadline.
+TEST(HttpServerTest, AClientThatKeepsSendingAfterItsAnswerIsCutOff) {
+  Server server("127.0.0.1:0", test_handler());  // linger_timeout: 1 s
+  const int fd = connect_loopback(server.port());
+  ::send(fd, "GET /healthz HTTP/1.1\r\n\r\n", 26, MSG_NOSIGNAL);
+  std::atomic<double> cut_off_after{-1};
+  std::thread sender([&] {
+    const std::string chunk(1 << 16, 'x');
+    const auto start = std::chrono::steady_clock::now();
+    while (seconds_since(start) < 3) {
+      if (::send(fd, chunk.data(), chunk.size(), MSG_NOSIGNAL) < 0) {
+        cut_off_after = seconds_since(start);
+        return;
+      }
+    }
+  });
+  std::this_thread::sleep_for(milliseconds(50));
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(http_get(server.port(), "/healthz").status, 200);
+  EXPECT_LT(seconds_since(start), 0.250);
+  sender.join();
+  EXPECT_GE(cut_off_after.load(), 0.0);
+  EXPECT_LT(cut_off_after.load(), 0.5);  // 64 KiB read, then closed; not read on until the 1 s deadline
+  ::close(fd);
+}
+
 TEST(HttpServerTest, MalformedOversizedAndOtherRequestsGetTheirStatus) {
   Server server("127.0.0.1:0", test_handler());
   EXPECT_EQ(http_exchange(server.port(), "garbage\r\n\r\n").status, 400);
