@@ -214,6 +214,9 @@ void scan_folder(const std::filesystem::path& directory, const RankFolder& folde
   std::size_t checkpoint_files = 0;
   std::size_t refused_folders = 0;
   std::string first_refused;
+  const auto refuse_folder = [&](std::string_view name) {
+    if (refused_folders++ == 0 || name < first_refused) first_refused = name;
+  };
   for (;;) {
     const long position = ::telldir(listing.get());
     const dirent* entry = ::readdir(listing.get());
@@ -237,7 +240,7 @@ void scan_folder(const std::filesystem::path& directory, const RankFolder& folde
       continue;
     }
     if (uid && !may_be_folder(*entry)) {
-      if (refused_folders++ == 0 || name < first_refused) first_refused = name;
+      refuse_folder(name);
       continue;
     }
     if (++stats > budget.stats) {
@@ -255,8 +258,8 @@ void scan_folder(const std::filesystem::path& directory, const RankFolder& folde
     } else if (S_ISDIR(info.st_mode) && info.st_uid == *uid) {
       // Only a real folder of the uid it names counts: anyone may create "1000" in the root.
       user_folders->emplace_back(name);
-    } else if (refused_folders++ == 0 || name < first_refused) {
-      first_refused = name;
+    } else {
+      refuse_folder(name);
     }
   }
   // Counted over a whole listing only: a flood listed part by part would word it anew at every poll.
