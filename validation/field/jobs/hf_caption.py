@@ -1,7 +1,7 @@
 """Image captioning with VisionEncoderDecoderModel and the HF Seq2SeqTrainer, as the "image captioning" guide
 and the ViT-GPT2 model cards train it: a ViT encoder and a GPT-2 decoder with cross-attention (both from config,
 random init: no download), captions of varying length padded per batch (labels -100 on the padding), bf16,
-gradient checkpointing on, eval every --eval-steps with a larger batch (loss only). History from the start;
+gradient checkpointing on (non-reentrant unless --checkpointing says otherwise), eval every --eval-steps with a larger batch (loss only). History from the start;
 the snapshot is dumped in the except handler around trainer.train().
 """
 import argparse, random
@@ -18,6 +18,7 @@ p.add_argument("--batch", type=int, default=32)
 p.add_argument("--eval-batch", type=int, default=64)
 p.add_argument("--steps", type=int, default=10)
 p.add_argument("--eval-steps", type=int, default=4)
+p.add_argument("--checkpointing", default="non-reentrant", help="non-reentrant | reentrant | none")
 p.add_argument("--max-entries", type=int, default=100000)
 args = p.parse_args()
 
@@ -55,7 +56,9 @@ model.config.decoder_start_token_id = 50256
 model.config.pad_token_id = 50256
 targs = Seq2SeqTrainingArguments(output_dir="hf_out", per_device_train_batch_size=args.batch,
                                  per_device_eval_batch_size=args.eval_batch, max_steps=args.steps, bf16=True,
-                                 gradient_checkpointing=True, eval_strategy="steps", eval_steps=args.eval_steps,
+                                 gradient_checkpointing=args.checkpointing != "none",
+                                 gradient_checkpointing_kwargs={"use_reentrant": args.checkpointing == "reentrant"},
+                                 eval_strategy="steps", eval_steps=args.eval_steps,
                                  save_strategy="no", report_to=[], logging_steps=2, dataloader_num_workers=0,
                                  seed=0, prediction_loss_only=True, remove_unused_columns=False)
 torch.cuda.memory._record_memory_history(max_entries=args.max_entries)
