@@ -249,7 +249,13 @@ INSTANTIATE_TEST_SUITE_P(
                       Expected{"dino_edge", Verdict::kUndetermined, "train"},
                       Expected{"dino_lo", Verdict::kUndetermined, "unknown"},
                       Expected{"tst_edge", Verdict::kUndetermined, "unknown"},
-                      Expected{"tst_lo", Verdict::kUndetermined, "unknown"}),
+                      Expected{"tst_lo", Verdict::kUndetermined, "unknown"},
+                      // Batches 40-41 (predictions at 2bc416d's src, before the labels): 5 undetermined.
+                      Expected{"sb_lo", Verdict::kUndetermined, "unknown"},
+                      Expected{"dit_edge", Verdict::kUndetermined, "train"},
+                      Expected{"dit_lo", Verdict::kUndetermined, "unknown"},
+                      Expected{"ditn_edge", Verdict::kUndetermined, "train"},
+                      Expected{"ditn_lo", Verdict::kUndetermined, "unknown"}),
     [](const auto& info) { return info.param.name; });
 
 // torchvision's detection reference with images of random sizes, at 0.92 × its peak allocated: the
