@@ -1,7 +1,7 @@
 """A diffusion transformer (DiT) as the DiT reference train.py and its minimal re-implementations write it, in a
 plain loop: latents cut into patches, timestep and class embeddings, adaLN-Zero blocks, the noise-prediction MSE
 at random timesteps, bf16 autocast, AdamW, an EMA copy of the model updated after every step, the model under
-torch.compile (--compile default, or none). Fixed shapes. History from the start; the snapshot is dumped by
+torch.compile (--compile default or reduce-overhead, whose CUDA graphs keep their own pool; or none). Fixed shapes. History from the start; the snapshot is dumped by
 the OOM observer.
 """
 import argparse, copy, math
@@ -14,7 +14,7 @@ p.add_argument("--width", type=int, default=1152)
 p.add_argument("--depth", type=int, default=28)
 p.add_argument("--batch", type=int, default=32)
 p.add_argument("--steps", type=int, default=10)
-p.add_argument("--compile", default="default", help="default | none")
+p.add_argument("--compile", default="default", help="default | reduce-overhead | none")
 args = p.parse_args()
 
 torch.cuda.memory._record_memory_history(max_entries=100000)
@@ -71,10 +71,12 @@ class DiT(nn.Module):
 model = DiT().cuda()
 ema = copy.deepcopy(model).requires_grad_(False)
 optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0)
-forward = torch.compile(model) if args.compile != "none" else model
+forward = torch.compile(model, mode=args.compile) if args.compile != "none" else model
 betas = torch.linspace(1e-4, 0.02, 1000, device="cuda")
 alphas = torch.cumprod(1 - betas, 0)
 for step in range(args.steps):
+    if args.compile == "reduce-overhead":
+        torch.compiler.cudagraph_mark_step_begin()
     latents = torch.randn(args.batch, 4, args.latent, args.latent, device="cuda")
     labels = torch.randint(0, 1000, (args.batch,), device="cuda")
     t = torch.randint(0, 1000, (args.batch,), device="cuda")
