@@ -1,8 +1,8 @@
 """A diffusion transformer (DiT) as the DiT reference train.py and its minimal re-implementations write it, in a
 plain loop: latents cut into patches, timestep and class embeddings, adaLN-Zero blocks, the noise-prediction MSE
 at random timesteps, bf16 autocast, AdamW, an EMA copy of the model updated after every step, the model under
-torch.compile (--compile default or reduce-overhead, whose CUDA graphs keep their own pool; or none). Fixed shapes. History from the start; the snapshot is dumped by
-the OOM observer.
+torch.compile (--compile default, or reduce-overhead whose CUDA graphs keep their own pool, or none). Fixed
+shapes. History from the start; the snapshot is dumped by the OOM observer.
 """
 import argparse, copy, math
 import torch, torch.nn as nn, torch.nn.functional as F

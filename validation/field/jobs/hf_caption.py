@@ -1,8 +1,9 @@
 """Image captioning with VisionEncoderDecoderModel and the HF Seq2SeqTrainer, as the "image captioning" guide
 and the ViT-GPT2 model cards train it: a ViT encoder and a GPT-2 decoder with cross-attention (both from config,
 random init: no download), captions of varying length padded per batch (labels -100 on the padding), bf16,
-gradient checkpointing on (non-reentrant unless --checkpointing says otherwise), eval every --eval-steps with a larger batch (loss only). History from the start;
-the snapshot is dumped in the except handler around trainer.train().
+gradient checkpointing on (non-reentrant unless --checkpointing says otherwise), eval every --eval-steps with a
+larger batch (loss only). History from the start; the snapshot is dumped in the except handler around
+trainer.train().
 """
 import argparse, random
 import torch
