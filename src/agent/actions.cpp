@@ -329,8 +329,8 @@ bool ActionDispatcher::run_drain(const Alert& alert, std::chrono::steady_clock::
   std::vector<char*> argv;
   for (auto& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);
-  // Its own process group, so a timeout kills whatever it started too; none of the agent's
-  // descriptors (event log, rank folders, sockets) but the standard three.
+  // Its own process group, so a timeout kills whatever it started too. Every descriptor above
+  // stderr is closed (one close_range): the agent's are close-on-exec, but NVML's need not be.
   posix_spawnattr_t attributes;
   posix_spawn_file_actions_t file_actions;
   posix_spawnattr_init(&attributes);
@@ -358,12 +358,12 @@ void ActionDispatcher::reap(std::chrono::steady_clock::time_point now) {
   int status = 0;
   const pid_t done = ::waitpid(drain_pid_, &status, WNOHANG);
   if (done == 0) {
-    if (!drain_killed_ && now - drain_started_ > kDrainTimeout) {
+    if (!drain_killed_ && now - drain_started_ > settings_.drain_timeout) {
       ::kill(-drain_pid_, SIGKILL);
       drain_killed_ = true;
       events_ << nlohmann::json{{"ts", unix_seconds_now()}, {"event", "drain_timeout"}, {"pid", drain_pid_},
                                 {"detail", fmt::format("still running after {} s: its process group was killed",
-                                                       kDrainTimeout.count())}}.dump()
+                                                       settings_.drain_timeout.count())}}.dump()
               << '\n' << std::flush;
     }
     return;

@@ -60,6 +60,10 @@ struct ActionSettings {
   /// Drain on alerts that only rank files support (rank rules, or hbm_used without NVML). Any
   /// user on the node can write a rank file, so by default only NVML's own numbers drain a node.
   bool drain_on_rank_files = false;
+  /// A drain command still running this long after it started is killed with its whole process
+  /// group (it runs in one of its own), so one that hangs cannot block every later drain. The
+  /// config's [actions.drain] timeout_seconds, 1 s to 24 h.
+  std::chrono::seconds drain_timeout{600};
 
   bool operator==(const ActionSettings&) const = default;
 };
@@ -68,10 +72,6 @@ struct ActionSettings {
 /// removed or stale) once it holds more than this many keys: one key per rule and tracked rank
 /// (kMaxRanksPerNode, rank_selection.h) fits, a stream of new file names does not grow it further.
 inline constexpr std::size_t kMaxRateLimitKeys = 4096;
-
-/// @brief A drain command still running this long after it started is killed with its whole
-/// process group (it runs in one of its own), so one that hangs cannot block every later drain.
-inline constexpr std::chrono::seconds kDrainTimeout{600};
 
 /// @brief True for a value that may replace a placeholder of the drain command: empty, or at most
 /// 128 letters, digits, '.', '_', '+', '-', starting with a letter or digit. A rank file's `job`
@@ -100,7 +100,7 @@ class ActionDispatcher {
   void dispatch(const std::vector<Alert>& alerts, const NodeView& view, std::chrono::steady_clock::time_point now);
 
   /// @brief Collects a finished drain command, if any, and logs its exit status; kills the process
-  /// group of one running for more than kDrainTimeout at `now` (and collects it at a later call,
+  /// group of one running for more than drain_timeout at `now` (and collects it at a later call,
   /// once it is gone: reap() never waits).
   void reap(std::chrono::steady_clock::time_point now);
 

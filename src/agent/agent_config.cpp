@@ -29,9 +29,9 @@ class TableReader {
     out = *value;
   }
 
-  void seconds(std::string_view key, std::chrono::seconds& out) {
+  void seconds(std::string_view key, std::chrono::seconds& out, double min = 0, double max = 7 * 24 * 3600.0) {
     double value = static_cast<double>(out.count());
-    number(key, value, 0, 7 * 24 * 3600.0);
+    number(key, value, min, max);
     out = std::chrono::seconds(static_cast<std::int64_t>(value));
   }
 
@@ -140,6 +140,8 @@ AgentConfig parse_agent_config(std::string_view text, std::string_view source) {
     TableReader drain = a.table("drain");
     drain.strings("command", actions.drain_command);
     drain.boolean("trust_rank_files", actions.drain_on_rank_files);
+    // At least a second: 0 would kill every drain at the first poll after it started.
+    drain.seconds("timeout_seconds", actions.drain_timeout, 1, 24 * 3600.0);
     read_policy(drain, actions.drain, true);
     a.finish();
     if (actions.drain.enabled && actions.drain_command.empty()) {

@@ -195,7 +195,8 @@ bool may_be_folder(const dirent& entry) { return entry.d_type == DT_DIR || entry
 /// `user_folders`.
 void scan_folder(const std::filesystem::path& directory, const RankFolder& folder, const FolderBudget& budget,
                  long& resume_at, RankScan& scan, std::vector<std::string>* user_folders) {
-  const int listing_fd = ::dup(folder.fd.get());
+  // A copy for fdopendir to take over (closedir closes it); close-on-exec, as all of the agent's.
+  const int listing_fd = ::fcntl(folder.fd.get(), F_DUPFD_CLOEXEC, 0);
   struct CloseDir {
     void operator()(DIR* dir) const { ::closedir(dir); }
   };
@@ -285,21 +286,52 @@ void scan_folder(const std::filesystem::path& directory, const RankFolder& folde
   }
 }
 
-void mark_stale_and_future(RankScan& scan, std::uint64_t now_unix_ns, std::chrono::nanoseconds stale_after) {
+void mark_stale_or_future(RankFileReading& reading, std::uint64_t now_unix_ns, std::chrono::nanoseconds stale_after) {
+  if (reading.state != RankFileState::kOk) return;
   const auto stale_ns = static_cast<std::uint64_t>(stale_after.count());
   const auto ahead_ns = static_cast<std::uint64_t>(std::chrono::nanoseconds(kMaxUpdateAhead).count());
-  for (auto& reading : scan.readings) {
-    if (reading.state != RankFileState::kOk) continue;
-    const std::uint64_t updated = reading.record.update_unix_ns;
-    if (updated > now_unix_ns + ahead_ns) {
-      reading.state = RankFileState::kInvalid;
-      reading.problem =
-          fmt::format("update time {:.0f} s ahead of the clock", static_cast<double>(updated - now_unix_ns) / 1e9);
-    } else if (updated + stale_ns < now_unix_ns) {
-      reading.state = RankFileState::kStale;
-      reading.problem = fmt::format("no update for {:.0f} s", static_cast<double>(now_unix_ns - updated) / 1e9);
-    }
+  const std::uint64_t updated = reading.record.update_unix_ns;
+  if (updated > now_unix_ns + ahead_ns) {
+    reading.state = RankFileState::kInvalid;
+    reading.problem =
+        fmt::format("update time {:.0f} s ahead of the clock", static_cast<double>(updated - now_unix_ns) / 1e9);
+  } else if (updated + stale_ns < now_unix_ns) {
+    reading.state = RankFileState::kStale;
+    reading.problem = fmt::format("no update for {:.0f} s", static_cast<double>(now_unix_ns - updated) / 1e9);
   }
+}
+
+/// Of `kept` (ok top-level readings of an earlier scan), those of files `scan` did not read that
+/// are still ok at `now_unix_ns` and whose name in `root` still holds the same regular file of the
+/// same owner: each owner's most recently updated first, up to kMaxRankFiles with its ok files read.
+std::vector<RankFileReading> still_valid_unread(const RankFolder& root, std::vector<RankFileReading> kept,
+                                                const RankScan& scan, std::uint64_t now_unix_ns,
+                                                std::chrono::nanoseconds stale_after) {
+  std::set<std::string> read;
+  std::map<uid_t, std::size_t> ok_by_owner;
+  for (const auto& reading : scan.readings) {
+    if (reading.in_user_folder) continue;
+    read.insert(reading.name);
+    if (reading.state == RankFileState::kOk) ++ok_by_owner[reading.owner_uid];
+  }
+  std::sort(kept.begin(), kept.end(), [](const RankFileReading& a, const RankFileReading& b) {
+    return a.record.update_unix_ns > b.record.update_unix_ns;
+  });
+  std::vector<RankFileReading> still_valid;
+  for (auto& reading : kept) {
+    std::size_t& ok = ok_by_owner[reading.owner_uid];
+    if (read.contains(reading.name) || ok >= kMaxRankFiles) continue;
+    mark_stale_or_future(reading, now_unix_ns, stale_after);
+    struct stat info {};
+    if (reading.state != RankFileState::kOk ||
+        ::fstatat(root.fd.get(), reading.name.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(info.st_mode) ||
+        info.st_dev != reading.device || info.st_ino != reading.inode || info.st_uid != reading.owner_uid) {
+      continue;
+    }
+    ++ok;
+    still_valid.push_back(std::move(reading));
+  }
+  return still_valid;
 }
 
 }  // namespace
@@ -352,6 +384,8 @@ RankFileReading read_rank_file_at(int folder_fd, const std::string& leaf, std::o
   auto with_owner = [&](RankFileReading reading) {
     reading.owner_uid = info.st_uid;
     reading.owner_gid = info.st_gid;
+    reading.device = info.st_dev;
+    reading.inode = info.st_ino;
     return reading;
   };
   std::array<std::byte, layout::kSize> buffer{};
@@ -403,7 +437,9 @@ RankScan RankDirectoryScanner::scan(std::uint64_t now_unix_ns, std::chrono::nano
   const auto root = open_rank_root(directory_, scan.problem);
   if (!root) return scan;
   std::vector<std::string> listed;
+  const bool root_from_start = resume_at_[""] == 0;
   scan_folder(directory_, *root, budget_, resume_at_[""], scan, &listed);
+  const bool root_listed_whole = root_from_start && resume_at_[""] == 0;
   std::set<std::string> user_folders(listed.begin(), listed.end());
   user_folders.insert(user_folders_.begin(), user_folders_.end());
   if (user_folders.size() > kMaxUserFolders) {
@@ -424,9 +460,18 @@ RankScan RankDirectoryScanner::scan(std::uint64_t now_unix_ns, std::chrono::nano
   std::erase_if(resume_at_, [this](const auto& entry) {
     return !entry.first.empty() && !user_folders_.contains(entry.first.substr(0, entry.first.size() - 1));
   });
+  for (auto& reading : scan.readings) mark_stale_or_future(reading, now_unix_ns, stale_after);
+  if (!root_listed_whole) {
+    for (auto& kept : still_valid_unread(*root, std::move(top_level_ok_), scan, now_unix_ns, stale_after)) {
+      scan.readings.push_back(std::move(kept));
+    }
+  }
   std::sort(scan.readings.begin(), scan.readings.end(),
             [](const RankFileReading& a, const RankFileReading& b) { return a.name < b.name; });
-  mark_stale_and_future(scan, now_unix_ns, stale_after);
+  top_level_ok_.clear();
+  for (const auto& reading : scan.readings) {
+    if (!reading.in_user_folder && reading.state == RankFileState::kOk) top_level_ok_.push_back(reading);
+  }
   return scan;
 }
 

@@ -34,6 +34,8 @@ struct RankFileReading {
   /// In its owner's per-user folder (rank_folder.h), where only that uid can have written it; a
   /// file at the shared top level may claim any job and rank.
   bool in_user_folder = false;
+  dev_t device = 0;  ///< the file read, once opened: a reading kept for later scans must still be this file
+  ino_t inode = 0;
   RankFileState state = RankFileState::kInvalid;
   std::string problem;
   RankRecord record;  ///< meaningful for kOk and kStale only
@@ -101,7 +103,14 @@ struct RankScan {
 /// opened by name at every scan, so a root flooded past its budget cannot hide them. Valid records
 /// older than `stale_after` (by update_unix_ns against `now_unix_ns`) are kStale, those more than
 /// kMaxUpdateAhead ahead of it kInvalid. Other names cost no system call (only a listing entry)
-/// and count against no cap. Not thread-safe: one poll loop owns it.
+/// and count against no cap.
+///
+/// A top level listed past its budget is read a part per poll, so a scan keeps the last ok reading
+/// of each top-level rank file it did not read, while that reading is still ok by this scan's
+/// clock and the name still holds the same regular file of the same owner (one `fstatat` each,
+/// no read; at most kMaxRankFiles per owner with the ok files read): other users' ranks at a
+/// flooded top level do not come and go between polls, and a file removed goes at the next scan.
+/// Not thread-safe: one poll loop owns it.
 class RankDirectoryScanner {
  public:
   explicit RankDirectoryScanner(std::filesystem::path directory, FolderBudget budget = {});
@@ -112,6 +121,7 @@ class RankDirectoryScanner {
   std::filesystem::path directory_;
   FolderBudget budget_;
   std::set<std::string> user_folders_;  ///< found and opened at the last scan
+  std::vector<RankFileReading> top_level_ok_;  ///< the last scan's ok top-level readings, read or kept
   std::map<std::string, long> resume_at_;  ///< listing position by folder prefix; absent or 0: the start
 };
 

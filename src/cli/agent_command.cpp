@@ -1,19 +1,16 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <fstream>
 #include <iostream>
 #include <memory>
 
-#include <fmt/format.h>
-
 #include "agent/agent.h"
 #include "agent/agent_config.h"
+#include "agent/event_log.h"
 #include "agent/rank_simulator.h"
 #include "agent/signals.h"
 #include "cli/commands.h"
 #include "cli/flag_checks.h"
-#include "util/error.h"
 
 namespace fragscope::cli {
 namespace {
@@ -83,12 +80,9 @@ void add_agent_command(CLI::App& app, RunState& state) {
     if (flags->dry_run) config.actions.dry_run = true;
     flags->options.poll_interval = std::chrono::milliseconds(static_cast<std::int64_t>(flags->poll_seconds * 1000));
     flags->options.stale_after = std::chrono::seconds(static_cast<std::int64_t>(flags->stale_seconds));
-    std::ofstream log_file;
-    if (!flags->event_log.empty()) {
-      log_file.open(flags->event_log, std::ios::app);
-      if (!log_file) throw InputError(fmt::format("{}: cannot open the event log for appending", flags->event_log));
-    }
-    std::ostream& events = flags->event_log.empty() ? std::cerr : log_file;
+    std::unique_ptr<agent::EventLogFile> log_file;
+    if (!flags->event_log.empty()) log_file = std::make_unique<agent::EventLogFile>(flags->event_log);
+    std::ostream& events = log_file ? *log_file : std::cerr;
     agent::install_agent_signal_handlers(stop_requested);
     std::vector<agent::RecordedRun> runs;
     for (const auto& path : flags->simulate) runs.push_back(agent::load_recorded_run(path));

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -386,11 +387,11 @@ TEST_F(ActionDispatcherTest, DrainGetsNoDescriptorOfTheAgentsAndAHungOneIsKilled
   const pid_t sleeper = std::stoi(read_file(child));
   actions.dispatch({alert_}, view_, t0_ + seconds(1));
   EXPECT_EQ(events_of(events_).back()["detail"].get<std::string>().rfind("drain command still running", 0), 0u);
-  actions.reap(t0_ + kDrainTimeout + seconds(1));
+  actions.reap(t0_ + settings_.drain_timeout + seconds(1));
   EXPECT_EQ(events_of(events_).back()["event"], "drain_timeout");
   for (int i = 0; i < 200 && events_.str().find("drain_exit") == std::string::npos; ++i) {
     std::this_thread::sleep_for(milliseconds(10));
-    actions.reap(t0_ + kDrainTimeout + seconds(2));
+    actions.reap(t0_ + settings_.drain_timeout + seconds(2));
   }
   EXPECT_EQ(events_of(events_).back()["signal"], SIGKILL);
   // The command's own child went with it (dead, or a zombie its new parent has yet to collect).
@@ -400,13 +401,43 @@ TEST_F(ActionDispatcherTest, DrainGetsNoDescriptorOfTheAgentsAndAHungOneIsKilled
   stat >> pid >> name >> state;
   EXPECT_TRUE(!stat || state == "Z") << state;
   // And the next drain runs (and is stopped the same way).
-  const auto later = t0_ + kDrainTimeout + seconds(3);
+  const auto later = t0_ + settings_.drain_timeout + seconds(3);
   actions.dispatch({alert_}, view_, later);
   EXPECT_EQ(actions.count(ActionKind::kDrain, ActionOutcome::kExecuted), 2u);
   for (int i = 0; i < 200 && events_of(events_).back()["event"] != "drain_exit"; ++i) {
     std::this_thread::sleep_for(milliseconds(10));
-    actions.reap(later + kDrainTimeout + seconds(1));
+    actions.reap(later + settings_.drain_timeout + seconds(1));
   }
+}
+
+// The timeout is the drain policy's `timeout_seconds`: a real `sleep 30` is killed after 1 s.
+TEST_F(ActionDispatcherTest, AHungDrainIsKilledAfterItsConfiguredTimeout) {
+  settings_.checkpoint.enabled = false;
+  settings_.drain.enabled = true;
+  settings_.drain.rules = {Rule::kFragmentation};
+  settings_.drain_on_rank_files = true;
+  settings_.drain_timeout = seconds(1);
+  settings_.drain_command = {"sleep", "30"};
+  ActionDispatcher actions(settings_, dir_.path(), "node-a", events_);
+  const auto started = std::chrono::steady_clock::now();
+  actions.dispatch({alert_}, view_, started);
+  ASSERT_EQ(actions.count(ActionKind::kDrain, ActionOutcome::kExecuted), 1u) << events_.str();
+  std::optional<std::chrono::steady_clock::duration> killed_after;
+  for (int i = 0; i < 1000 && events_.str().find("drain_exit") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(milliseconds(10));
+    const auto now = std::chrono::steady_clock::now();
+    actions.reap(now);
+    if (!killed_after && events_.str().find("drain_timeout") != std::string::npos) killed_after = now - started;
+  }
+  ASSERT_TRUE(killed_after.has_value()) << events_.str();
+  EXPECT_GE(*killed_after, seconds(1));
+  EXPECT_LT(*killed_after, seconds(5));
+  const auto events = events_of(events_);
+  ASSERT_EQ(events.size(), 4u) << events_.str();  // log, drain, drain_timeout, drain_exit
+  EXPECT_EQ(events[2]["event"], "drain_timeout");
+  EXPECT_EQ(events[2]["detail"], "still running after 1 s: its process group was killed");
+  EXPECT_EQ(events[3]["event"], "drain_exit");
+  EXPECT_EQ(events[3]["signal"], SIGKILL);
 }
 
 TEST(CommandValueTest, OnlyPlainNamesAndNumbersPass) {

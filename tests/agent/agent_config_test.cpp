@@ -70,6 +70,24 @@ trust_rank_files = true
   EXPECT_EQ(config.actions.drain.rules, (std::set<Rule>{Rule::kHbmUsed, Rule::kAllocRetries}));
 }
 
+TEST(AgentConfigTest, TheDrainTimeoutIsAKeyOfTheDrain) {
+  EXPECT_EQ(AgentConfig{}.actions.drain_timeout, std::chrono::seconds(600));
+  EXPECT_EQ(parse_agent_config("[actions.drain]\ntimeout_seconds = 90\n", "agent.toml").actions.drain_timeout,
+            std::chrono::seconds(90));
+  EXPECT_EQ(parse_agent_config("[actions.drain]\ntimeout_seconds = 1\n", "agent.toml").actions.drain_timeout,
+            std::chrono::seconds(1));
+  EXPECT_EQ(parse_agent_config("[actions.drain]\ntimeout_seconds = 86400\n", "agent.toml").actions.drain_timeout,
+            std::chrono::seconds(86400));
+  for (const char* value : {"0", "0.5", "86401", "-5", "\"600\"", "true", "[600]"}) {
+    EXPECT_EQ(error_of(std::string("[actions.drain]\ntimeout_seconds = ") + value + "\n"),
+              "agent.toml: actions.drain.timeout_seconds: must be a number in [1, 86400]")
+        << value;
+  }
+  // The drain's key, not the other actions'.
+  EXPECT_EQ(error_of("[actions.checkpoint]\ntimeout_seconds = 60\n"),
+            "agent.toml: actions.checkpoint.timeout_seconds: unknown key");
+}
+
 TEST(AgentConfigTest, MistakesAreOneLineErrorsNamingTheKey) {
   EXPECT_EQ(error_of("[thresholds]\nfragmentation = 0.3\n"), "agent.toml: thresholds.fragmentation: unknown key");
   EXPECT_EQ(error_of("[thresholds]\nhbm_used_ratio = 90\n"),

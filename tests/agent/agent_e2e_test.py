@@ -223,6 +223,17 @@ class AgentEndToEndTest(unittest.TestCase):
         self.assertTrue(last.startswith(f"fragscope: error: --listen 127.0.0.1:{self.agent_port}: cannot serve HTTP there:"),
                         result.stderr)
 
+    def test_a_drain_timeout_out_of_range_is_a_one_line_error_and_exit_2(self):
+        config = os.path.join(self.tmp.name, "bad-timeout.toml")
+        with open(config, "w") as f:
+            f.write("[actions.drain]\ntimeout_seconds = 0\n")
+        result = subprocess.run([FRAGSCOPE, "agent", "--listen=127.0.0.1:0", f"--rank-dir={self.rank_dir}",
+                                 f"--config={config}", "--nvml-library=/nonexistent/libnvidia-ml.so.1"],
+                                capture_output=True, text=True, timeout=30)
+        self.assertEqual(result.returncode, 2)
+        self.assertEqual(result.stderr, f"fragscope: error: {config}: actions.drain.timeout_seconds: "
+                                        "must be a number in [1, 86400]\n")
+
     def test_invalid_utf8_in_a_job_does_not_drop_the_node(self):
         # Prometheus refuses a whole scrape over one invalid label value ("invalid UTF-8 label
         # value", up = 0); the agent replaces what is not printable UTF-8 with U+FFFD.

@@ -1,13 +1,24 @@
 #include "agent/agent.h"
 
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+
+#include <atomic>
 #include <fstream>
 #include <memory>
+#include <optional>
+#include <set>
 #include <sstream>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "agent/event_log.h"
 #include "agent/rank_file_writer.h"
 #include "agent/rank_selection.h"
 #include "test_support.h"
@@ -95,6 +106,92 @@ TEST_F(AgentTest, RunPollsEveryIntervalUntilStopped) {
   const std::string events = events_.str();
   EXPECT_NE(events.find("\"event\":\"listening\""), std::string::npos) << events;
   EXPECT_NE(events.find("\"event\":\"stop\""), std::string::npos) << events;
+}
+
+std::set<int> open_descriptors() {
+  std::set<int> fds;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    fds.insert(std::stoi(entry.path().filename()));
+  }
+  std::erase_if(fds, [](int fd) { return ::fcntl(fd, F_GETFD) < 0; });  // the listing's own, closed by now
+  return fds;
+}
+
+std::vector<nlohmann::json> events_in(const std::filesystem::path& log) {
+  std::vector<nlohmann::json> events;
+  std::ifstream lines(log);
+  for (std::string line; std::getline(lines, line);) events.push_back(nlohmann::json::parse(line));
+  return events;
+}
+
+// Audit: the drain command could inherit the event log (an std::ofstream, no close-on-exec). Here
+// the agent runs as deployed, with its event log, listening socket and a client's connection
+// open, and drains on NVML's full GPU 0; the test lists what the drain command holds.
+TEST_F(AgentTest, TheDrainCommandInheritsNoneOfTheAgentsDescriptors) {
+  const TempDir logs;
+  const auto log = logs.path() / "events.jsonl";
+  AgentOptions options;
+  options.rank_dir = dir_.path();
+  options.listen = "127.0.0.1:0";
+  options.poll_interval = std::chrono::milliseconds(20);
+  options.nvml_library = FRAGSCOPE_FAKE_NVML;
+  AgentConfig config;
+  config.thresholds.hold_for = std::chrono::seconds(1);  // time for the client to connect first
+  config.actions.drain.enabled = true;
+  config.actions.drain_command = {"sleep", "30"};
+  const std::set<int> before = open_descriptors();
+  EventLogFile events(log);
+  Agent agent(options, config, events);
+  std::atomic<bool> stop{false};
+  std::thread runner([&] { agent.run(stop); });
+  const auto logged = [&](const std::string& kind) {
+    std::optional<nlohmann::json> found;
+    for (int i = 0; i < 500 && !found; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      for (const auto& event : events_in(log)) {
+        if (event["event"] == kind && (kind != "action" || event["action"] == "drain")) found = event;
+      }
+    }
+    return found;
+  };
+  const auto listening = logged("listening");
+  ASSERT_TRUE(listening);
+  // A client that connects and says nothing yet: the server holds its socket for the head timeout.
+  const int client = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons((*listening)["port"].get<std::uint16_t>());
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(client, reinterpret_cast<const sockaddr*>(&address), sizeof address), 0);
+  const auto drain = logged("action");
+  ASSERT_TRUE(drain) << "the drain never ran";
+  ASSERT_EQ((*drain)["outcome"], "executed") << *drain;
+  // "started sleep 30 (pid N)": posix_spawnp returns once the command is exec'd, so what N
+  // holds now is what it inherited.
+  const std::string detail = (*drain)["detail"];
+  const pid_t drain_pid = std::stoi(detail.substr(detail.rfind(' ') + 1));
+  std::string inherited;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/" + std::to_string(drain_pid) + "/fd")) {
+    std::error_code gone;
+    const int fd = std::stoi(entry.path().filename());
+    if (fd > 2) inherited += std::to_string(fd) + " -> " + std::filesystem::read_symlink(entry, gone).string() + "\n";
+  }
+  EXPECT_EQ(inherited, "") << "the drain holds more than stdin, stdout and stderr";
+  // And every descriptor the agent opened is close-on-exec, whatever the spawn closes.
+  std::size_t agents = 0;
+  for (const int fd : open_descriptors()) {
+    const int flags = ::fcntl(fd, F_GETFD);
+    if (before.contains(fd) || fd == client || flags < 0) continue;  // the test's own, or closed since listed
+    ++agents;
+    std::error_code gone;
+    EXPECT_NE(flags & FD_CLOEXEC, 0) << "fd " << fd << " -> "
+                                     << std::filesystem::read_symlink("/proc/self/fd/" + std::to_string(fd), gone);
+  }
+  EXPECT_GE(agents, 5u);  // the event log, the listening socket, the connection, the server's wake pipe
+  ::kill(drain_pid, SIGKILL);
+  stop = true;
+  runner.join();
+  ::close(client);
 }
 
 TEST_F(AgentTest, BrokenAndStaleFilesAreLoggedOnceNotEveryPoll) {

@@ -6,13 +6,17 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "agent/rank_file_layout.h"
+#include "agent/rank_file_writer.h"
 #include "test_support.h"
 
 namespace fragscope::agent {
@@ -380,6 +384,72 @@ TEST_F(RankFileReaderTest, AFloodedRootCannotHideAPerUserFolder) {
   }
   EXPECT_GE(first_seen, 0);
   EXPECT_LE(first_seen, 11);  // 1,003 entries, 100 a poll
+}
+
+// Audit: in a top level flooded past its budget, other users' rank files were read only in the
+// polls whose part of the listing held them, so their series came and went between scrapes.
+TEST_F(RankFileReaderTest, TopLevelRanksOfAFloodedRootAreOnEveryPollUntilRemoved) {
+  const TempDir tmpfs(testing::shared_memory_dir());
+  // Six ranks of two users, spread through 600 names of a flood.
+  std::map<std::string, std::unique_ptr<RankFileWriter>> ranks;
+  for (int r = 0; r < 6; ++r) {
+    for (int i = 0; i < 100; ++i) std::ofstream(tmpfs.path() / fmt::format("junk{}-{}", r, i));
+    RankRecord record;
+    record.rank = r;
+    record.pid = 100 + r;
+    record.update_unix_ns = testing::unix_ns_now();
+    const std::string name = fmt::format("rank{}-pid{}.fsr", r, 100 + r);
+    ranks[name] = std::make_unique<RankFileWriter>(tmpfs.path() / name, record);
+    const uid_t owner = r < 3 ? 1000 : 1001;
+    ASSERT_EQ(::chown((tmpfs.path() / name).c_str(), owner, owner), 0);
+  }
+  RankDirectoryScanner scanner(tmpfs.path(), FolderBudget{.entries = 50});
+  const auto ok_ranks = [&](const RankScan& scan) {
+    std::set<std::string> names;
+    for (const auto& reading : scan.readings) {
+      if (reading.state == RankFileState::kOk) names.insert(reading.name);
+    }
+    return names;
+  };
+  std::set<std::string> all;
+  for (const auto& [name, writer] : ranks) all.insert(name);
+  // 608 entries, 50 a poll: every name is reached within 13 polls, and from then on each rank
+  // is there at every poll, with its owner, whether this poll's part of the listing holds it or not.
+  int polls_to_see_all = -1;
+  std::set<std::string> seen;
+  for (int poll = 0; poll < 30; ++poll) {
+    const auto scan = scanner.scan(testing::unix_ns_now(), std::chrono::seconds(60));
+    const auto present = ok_ranks(scan);
+    seen.insert(present.begin(), present.end());
+    if (polls_to_see_all < 0 && seen == all) polls_to_see_all = poll + 1;
+    if (polls_to_see_all >= 0) {
+      EXPECT_EQ(present, all) << "poll " << poll;
+      for (const auto& reading : scan.readings) {
+        EXPECT_EQ(reading.owner_uid, reading.record.rank < 3 ? 1000u : 1001u) << reading.name;
+      }
+    }
+  }
+  ASSERT_GE(polls_to_see_all, 1);
+  EXPECT_LE(polls_to_see_all, 13);
+  // A rank that exits (its file removed) is gone at the next poll, wherever its name was listed.
+  ranks.erase("rank4-pid104.fsr");
+  all.erase("rank4-pid104.fsr");
+  // Another user who takes the free name over gets no reading of the old file's.
+  std::ofstream(tmpfs.path() / "rank1-pid101.fsr.new") << "junk";
+  ASSERT_EQ(::chown((tmpfs.path() / "rank1-pid101.fsr.new").c_str(), 4242, 4242), 0);
+  ranks.erase("rank1-pid101.fsr");
+  all.erase("rank1-pid101.fsr");
+  std::filesystem::rename(tmpfs.path() / "rank1-pid101.fsr.new", tmpfs.path() / "rank1-pid101.fsr");
+  for (int poll = 0; poll < 15; ++poll) {
+    EXPECT_EQ(ok_ranks(scanner.scan(testing::unix_ns_now(), std::chrono::seconds(60))), all) << "poll " << poll;
+  }
+  // A reading kept goes once it would be stale; only files read this poll are reported stale.
+  const auto scan = scanner.scan(testing::unix_ns_now() + 61'000'000'000ull, std::chrono::seconds(60));
+  EXPECT_TRUE(ok_ranks(scan).empty());
+  // The ranks lie 101 entries apart: a poll's 50 reach one at most.
+  EXPECT_LE(std::count_if(scan.readings.begin(), scan.readings.end(),
+                          [](const auto& r) { return r.state == RankFileState::kStale; }),
+            1);
 }
 
 // Audit: every all-digit name in the root cost a stat (1M of them: a 3.3 s poll). A name that
