@@ -7,6 +7,7 @@ job's log with one line per step.
 
 import functools
 import logging
+import os
 import threading
 import time
 
@@ -15,6 +16,13 @@ REPEAT_AFTER_S = 600.0
 
 _last_logged = {}
 _lock = threading.Lock()
+
+
+def describe(error: Exception) -> str:
+    """One line: the path and the reason, as `fragscope` prints its own errors."""
+    if isinstance(error, OSError) and error.filename:
+        return f"{error.filename}: {error.strerror or error}"
+    return str(error) or type(error).__name__
 
 
 def warn(kind: str, message: str) -> None:
@@ -44,3 +52,12 @@ def never_raises(kind: str):
                 return None
         return guarded
     return decorate
+
+
+def _forget_lock_in_child():
+    """The writer thread warns too: a fork while it held the lock would leave the child's copy locked forever."""
+    global _lock
+    _lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_lock_in_child)

@@ -9,9 +9,11 @@ one dump, always the latest OOM's: `meta.json` (outcome, step, phase, the observ
 taken at most `max_dumps` times in any SNAPSHOT_WINDOW_S and never left beside a later OOM's
 files. The exception's text, the OOM message the doctor parses, is added to meta.json when the
 error is seen: by the hook that owns the loop, a framework's exception callback, or the process's
-uncaught-exception hooks, which also mark it `uncaught`. Files are written as every file of the
-hook (rank_folder.py): in a folder only this user can write, through an O_EXCL temporary renamed
-into place, mode 0600. `fragscope doctor <folder>` reads the result.
+uncaught-exception hooks, which also mark it `uncaught`. The torch calls run on the OOM's thread
+(they read the allocator's memory, milliseconds, and the snapshot); the writer thread writes the files
+(background_writer.py: a stalled file system never stalls the job; an exiting process waits for them,
+boundedly), each as every file of the hook (rank_folder.py): in a folder only this user can write,
+through an O_EXCL temporary renamed into place, mode 0600. `fragscope doctor <folder>` reads the result.
 """
 
 import collections
@@ -25,9 +27,9 @@ import time
 
 import torch
 
-from . import notices
+from . import background_writer, notices
+from .notices import describe
 from .rank_folder import RankFolder
-from .recorder import describe
 
 SNAPSHOT = "snapshot_at_oom.pickle"
 SNAPSHOT_WINDOW_S = 600.0
@@ -46,12 +48,12 @@ class OomDump:
         self.folder = folder
         self.device = device  # None: the current device when an OOM needs one
         self._state = state
-        self._after_dump = after_dump  # called with the OOM's device once its meta.json is written
+        self._after_dump = after_dump  # called with the OOM's device once its meta.json is queued
         self._history = history
         self._snapshot_times = collections.deque(maxlen=max_dumps)  # when the latest snapshots were taken
         self.ooms = 0  # OOMs so far (observer calls, errors no observer reported): the latest's oom_number
-        self._opened_folder = None  # opened at the first OOM, then kept
-        self._meta = None  # meta.json of the OOM in the folder; None when its dump failed
+        self._meta = None  # meta.json of the OOM in the folder; None when the writer did not take its dump
+        self._dump_files = None  # the writer's work for that dump, which the meta.json rewrites amend
         self._error = None  # the last OutOfMemoryError seen, the meta it went into, the OOM count then
         self._error_meta = None
         self._ooms_at_error = 0
@@ -66,11 +68,9 @@ class OomDump:
         _watch_uncaught(self)
 
     def stop(self) -> None:
+        """No more dumps; what was queued is still written."""
         with self._lock:
             self._stopped = True
-            if self._opened_folder is not None:
-                self._opened_folder.close()
-                self._opened_folder = None
         with _install_lock:
             if self in _hooked:
                 _hooked.remove(self)
@@ -87,32 +87,34 @@ class OomDump:
                 notices.warn("oom-dump:" + self.folder, f"OOM dump failed: {describe(error)}")
 
     def _dump(self, observer, device) -> None:
-        """Makes the folder this OOM's: stats.json, summary.txt and meta.json (self._meta, None until it
-        is written), then the snapshot when the rate allows."""
+        """Makes the folder this OOM's: stats.json, summary.txt and meta.json (self._meta, None unless the
+        writer took them), then the snapshot when the rate allows."""
         self.ooms += 1
-        self._meta = None
-        if self._opened_folder is None:
-            self._opened_folder = RankFolder.open_output(self.folder)
-        self._opened_folder.remove(SNAPSHOT)  # an earlier OOM's snapshot never stays beside this one's files
+        self._meta = self._dump_files = None
         snapshot = self._may_snapshot()
         step, phase, rank = self._state()
         meta = {"outcome": "oom", "oom_message": None, "uncaught": False, "oom_step": step, "oom_phase": phase,
                 "rank": rank, "oom_number": self.ooms, "snapshot": snapshot, "memory_history": self._history,
                 "torch": torch.__version__, "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""),
                 "observer": observer, "mem_get_info": list(torch.cuda.mem_get_info(device))}
-        self._write("stats.json", lambda f: json.dump(torch.cuda.memory_stats(device), f, indent=1,
-                                                      sort_keys=True))
-        self._write("summary.txt", lambda f: f.write(torch.cuda.memory_summary(device)))
-        self._meta = meta
-        self._write_meta()
+        files = _OomFiles(self.folder, [
+            ("stats.json", json.dumps(torch.cuda.memory_stats(device), indent=1, sort_keys=True).encode("utf-8")),
+            ("summary.txt", torch.cuda.memory_summary(device).encode("utf-8")),
+            ("meta.json", _meta_json(meta))], stale=SNAPSHOT)  # an earlier OOM's snapshot never stays
+        if not background_writer.submit(files):
+            return  # the writer named what it dropped
+        self._meta, self._dump_files = meta, files
         if self._after_dump:
             self._after_dump(device)
-        if snapshot:
-            self._write(SNAPSHOT, lambda f: pickle.dump(torch.cuda.memory._snapshot(), f), binary=True)
-        else:
+        if not snapshot:
             notices.warn("oom-snapshot:" + self.folder,
                          f"{self.folder}: OOM {self.ooms} has no snapshot: {self._snapshot_times.maxlen} were "
                          f"taken in the last {SNAPSHOT_WINDOW_S / 60:.0f} minutes (its other files are written)")
+            return
+        pickled = pickle.dumps(torch.cuda.memory._snapshot())
+        if not background_writer.submit(_OomFiles(self.folder, [(SNAPSHOT, pickled)], amends=files)):
+            meta["snapshot"] = False  # the writer dropped it (and names it): meta.json says so
+            self._write_meta()
 
     def _may_snapshot(self) -> bool:
         """Whether this OOM gets a snapshot: at most max_dumps in any SNAPSHOT_WINDOW_S, so however
@@ -150,20 +152,60 @@ class OomDump:
 
     # -- files ------------------------------------------------------------------------------
     def _write_meta(self):
-        meta = self._meta
-        self._write("meta.json", lambda f: json.dump(meta, f, indent=1))
+        background_writer.submit(_OomFiles(self.folder, [("meta.json", _meta_json(self._meta))],
+                                            amends=self._dump_files))
 
-    def _write(self, name, fill, binary=False):
-        folder, tmp = self._opened_folder, f".{name}.{os.getpid()}.tmp"
+
+def _meta_json(meta) -> bytes:
+    return json.dumps(meta, indent=1).encode("utf-8")  # as it is now: the message is added to the dict later
+
+
+class _OomFiles:
+    """background_writer work: files of a dump written in order, each through an O_EXCL temporary renamed
+    into place, after removing `stale` (an earlier OOM's file). Nothing when the dump it `amends` failed: a
+    meta.json or snapshot would then sit beside another OOM's files. `what` names the files not yet written."""
+
+    def __init__(self, folder, files, *, stale=None, amends=None):
+        self.folder, self._files, self._stale, self._amends = folder, files, stale, amends
+        self.size = sum(len(data) for _, data in files)
+        self.failed = False
+        self.what = self._describe()
+
+    def _describe(self):
+        return f"{self.folder}: {', '.join(name for name, _ in self._files)}"
+
+    def run(self):
+        if self._amends is not None and self._amends.failed:
+            return
         try:
-            fd = folder.create_exclusive(tmp)
-            with open(fd, "wb") if binary else open(fd, "w", encoding="utf-8") as f:
-                fill(f)
-            folder.rename(tmp, name)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                folder.remove(tmp)  # a half-written snapshot may be large
-            raise
+            folder = RankFolder.open_output(self.folder)
+            try:
+                if self._stale:
+                    folder.remove(self._stale)
+                while self._files:
+                    _write(folder, *self._files[0])
+                    self._files.pop(0)
+                    self.what = self._describe()
+            finally:
+                folder.close()
+        except OSError as error:
+            self.failed = True
+            notices.warn("oom-dump:" + self.folder, f"OOM dump failed: {describe(error)}")
+
+
+def _write(folder, name, data):
+    tmp = f".{name}.{os.getpid()}.tmp"
+    try:
+        fd = folder.create_exclusive(tmp)
+        try:
+            background_writer.write_all(fd, data)
+        finally:
+            os.close(fd)
+        folder.rename(tmp, name)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            folder.remove(tmp)  # a half-written snapshot may be large
+        raise
 
 
 def _out_of_memory_in(error):

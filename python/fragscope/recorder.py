@@ -5,7 +5,6 @@ JSONL file, the rank file and its heartbeat. Tested on its own in tests/python.
 """
 
 import collections
-import contextlib
 import dataclasses
 import os
 import threading
@@ -13,6 +12,7 @@ import time
 
 from . import notices, shm
 from .checkpoint import CheckpointRequests
+from .notices import describe
 from .telemetry import STAT_KEYS, TelemetryWriter
 
 
@@ -51,13 +51,6 @@ class RankIdentity:
         return dataclasses.replace(identity, **overrides)
 
 
-def describe(error: Exception) -> str:
-    """One line: the path and the reason, as `fragscope` prints its own errors."""
-    if isinstance(error, OSError) and error.filename:
-        return f"{error.filename}: {error.strerror or error}"
-    return str(error) or type(error).__name__
-
-
 class StepRecorder:
     """Window statistics, cumulative totals, JSONL and rank-file publishing for one rank.
 
@@ -83,7 +76,7 @@ class StepRecorder:
         self._stop = threading.Event()
         self._heartbeat = self._telemetry = self._writer = self.checkpoints = None
         try:  # a failure part-way (a signal outside the main thread) leaves no open file, no rank file
-            self._telemetry = self._open_telemetry(telemetry_path) if telemetry_path else None
+            self._telemetry = TelemetryWriter(telemetry_path) if telemetry_path else None
             self._writer = self._open_rank_file(rank_dir) if rank_dir else None
             if self._writer:
                 self.checkpoints = CheckpointRequests(self._writer.folder, self._writer.checkpoint_name,
@@ -104,22 +97,6 @@ class StepRecorder:
             self._publish()
 
     # Nothing the hook writes may raise into the training loop: a failure turns that output off.
-    def _open_telemetry(self, path):
-        try:
-            return TelemetryWriter(path)
-        except OSError as error:
-            notices.warn("telemetry:" + path, f"telemetry disabled: {describe(error)}")
-            return None
-
-    def _drop_telemetry(self, error):
-        """A write failed (a full disk): no more lines, one notice. Closing flushes what the failed write
-        left buffered, which fails the same way; the file is closed all the same."""
-        telemetry, self._telemetry = self._telemetry, None
-        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)  # names no file
-        notices.warn("telemetry:" + telemetry.path, f"telemetry disabled: {telemetry.path}: {reason}")
-        with contextlib.suppress(OSError, ValueError):
-            telemetry.close()
-
     def _open_rank_file(self, rank_dir):
         try:
             return shm.RankFileWriter(rank_dir, self._record)
@@ -187,10 +164,7 @@ class StepRecorder:
                      "hook_ms": self.hook_s_total * 1e3})
         self.steps += 1
         if self._telemetry:
-            try:
-                self._telemetry.write(line)
-            except (OSError, ValueError) as error:
-                self._drop_telemetry(error)
+            self._telemetry.write(line)
         with self._lock:
             r = self._record
             r.step = self.steps
@@ -239,6 +213,5 @@ class StepRecorder:
         if self.checkpoints:
             self.checkpoints.close()
         if self._telemetry:
-            with contextlib.suppress(OSError, ValueError):
-                self._telemetry.close()  # the last line was flushed when written, or its failure was reported
+            self._telemetry.close()
             self._telemetry = None

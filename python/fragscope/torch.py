@@ -31,8 +31,9 @@ import torch
 
 from . import notices
 from .cuda import batch_shape, device_index, largest_free_block, memory_stats, rank_identity, ready_batches
+from .notices import describe
 from .oom import OomDump
-from .recorder import StepRecorder, StepSample, describe
+from .recorder import StepRecorder, StepSample
 from .shm import DEFAULT_DIR
 from .watch import attach_oom, snapshots_available, start_history
 

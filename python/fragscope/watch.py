@@ -18,8 +18,9 @@ import time
 import torch
 
 from . import cuda, loader_wait, notices
+from .notices import describe
 from .oom import OomDump
-from .recorder import RankIdentity, StepRecorder, StepSample, describe
+from .recorder import RankIdentity, StepRecorder, StepSample
 from .shm import DEFAULT_DIR
 from .step_clock import StepClock
 

@@ -207,7 +207,7 @@ STAND_IN = {
 PRELUDE = """
 import json, os, sys, threading
 import torch
-from fragscope import loader_wait, oom
+from fragscope import background_writer, loader_wait, oom
 tmp = sys.argv[1]
 for name, value in json.loads(sys.argv[2]).items():
     module, _, attribute = name.rpartition(".")
@@ -303,12 +303,43 @@ class MonitorTest(StandInTorchCase):
                     kept = max(kept, len(mon._copies))
                 with mon.step():
                     pass
+            background_writer.flush(10)
             with open(os.path.join(out, "rank0", "steps.jsonl")) as f:
                 report(kept=kept, limit=COPIES_KEPT, h2d_ms=json.loads(f.readline())["h2d_ms"])
         """
         result, _ = self.run_case(code)
         self.assertLessEqual(result["kept"], result["limit"])
         self.assertAlmostEqual(result["h2d_ms"], 1000 * 1.0)  # every copy's 1 ms still counts
+
+    def test_a_stalled_file_system_never_stalls_a_step(self):
+        code = """
+            import time
+            from fragscope.torch import Monitor
+            stalled, write = threading.Event(), background_writer.write_all
+
+            def stalled_write(fd, data):  # an NFS server gone away, until it comes back
+                stalled.wait(60)
+                write(fd, data)
+
+            background_writer.write_all = stalled_write
+            longest = 0.0
+            with Monitor(out, rank_dir=ranks, heartbeat_s=0.01) as mon:
+                for batch in mon.loader([torch.tensor([1, 2, 3])] * 200):
+                    start = time.perf_counter()
+                    with mon.step(batch):
+                        mon.to_device(batch)
+                    longest = max(longest, time.perf_counter() - start)
+            pending = not background_writer.flush(0.1)
+            stalled.set()
+            background_writer.flush(10)
+            with open(os.path.join(out, "rank0", "steps.jsonl")) as f:
+                steps = [json.loads(line)["step"] for line in f]
+            report(longest=longest, pending=pending, steps=steps, leftovers=leftovers())
+        """
+        result, notices = self.run_case(code)
+        self.assertLess(result["longest"], 0.5, "a step waited for the stalled write")
+        self.assertTrue(result["pending"], "the lines were still waiting for the file system when the loop ended")
+        self.assertEqual((result["steps"], result["leftovers"], notices), (list(range(200)), NOTHING_LEFT, []))
 
     def test_a_constructor_that_fails_leaves_nothing_started(self):
         code = """

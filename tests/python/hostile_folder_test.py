@@ -14,7 +14,7 @@ import time
 import tracemalloc
 import unittest
 
-from fragscope import shm
+from fragscope import background_writer, shm
 from fragscope.recorder import RankIdentity, StepRecorder, StepSample
 
 SOURCE = os.environ.get("FRAGSCOPE_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -96,6 +96,7 @@ class HostileFolderTest(unittest.TestCase):
     def tearDown(self):
         for recorder in self.recorders:
             recorder.close()
+        background_writer.flush(5.0)  # their files are written before the folder goes
         self.tmp.cleanup()
 
     def recorder(self, rank_dir=None, **identity):
@@ -201,12 +202,17 @@ class HostileFolderTest(unittest.TestCase):
         jsonl = os.path.join(self.tmp.name, "steps.jsonl")
         os.mkfifo(jsonl)
         made = []
-        finished = finishes_within(
-            2.0, lambda: made.append(StepRecorder(RankIdentity(pid=1), telemetry_path=jsonl, heartbeat_s=0)),
-            lambda: open_fifo_other_end(jsonl))
-        self.assertTrue(finished, "opening a FIFO as steps.jsonl blocked")
+
+        def record_a_step():  # the writer thread opens steps.jsonl: neither it nor the caller may block there
+            made.append(StepRecorder(RankIdentity(pid=1), telemetry_path=jsonl, heartbeat_s=0))
+            made[0].record(StepSample(data_wait_s=0.0, step_s=0.1, compute_s=0.1))
+            background_writer.flush(10.0)
+
+        with self.assertLogs("fragscope", logging.WARNING) as logs:
+            finished = finishes_within(2.0, record_a_step, lambda: open_fifo_other_end(jsonl))
         self.recorders.extend(made)
-        made[0].record(StepSample(data_wait_s=0.0, step_s=0.1, compute_s=0.1))
+        self.assertTrue(finished, "opening a FIFO as steps.jsonl blocked")
+        self.assertIn(f"telemetry disabled: {jsonl}: is not a regular file", logs.output[0])
 
     @needs_root
     def test_missing_shared_folder_is_created_sticky_and_every_user_publishes(self):

@@ -19,6 +19,7 @@ import types
 import unittest
 from unittest import mock
 
+from fragscope import background_writer
 from hostile_folder_test import (OTHER_UID, SOURCE, finishes_within, needs_root, open_fifo_other_end,
                                  process_umask, run_as_other_user)
 
@@ -73,6 +74,7 @@ class OomDumpTest(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
         self.addCleanup(self.tmp.cleanup)
+        self.addCleanup(background_writer.flush, 5.0)  # the dumps are written before the folder goes
         os.chmod(self.tmp.name, 0o755)  # lets the second user reach the folders below
         self.folder = os.path.join(self.tmp.name, "out", "rank0")
         self.victim = os.path.join(self.tmp.name, "bashrc")  # the user's own file an attacker aims at
@@ -91,12 +93,18 @@ class OomDumpTest(unittest.TestCase):
         self.addCleanup(dump.stop)
         return dump
 
-    def caught_ooms(self, count):
+    def caught_ooms(self, count, written=True):
         for _ in range(count):
             try:
                 raise self.torch.out_of_memory()
             except self.torch.cuda.OutOfMemoryError:
                 pass
+        if written:
+            self.written()
+
+    def written(self):
+        """The writer thread writes the files: waits for it (it never blocks the OOM's thread)."""
+        self.assertTrue(background_writer.flush(5.0), "the writer thread did not finish the dump")
 
     def oom_ending_a_thread(self, mib):
         def fail():
@@ -105,6 +113,7 @@ class OomDumpTest(unittest.TestCase):
         thread = threading.Thread(target=fail)
         thread.start()
         thread.join()
+        self.written()
 
     def meta(self):
         with open(os.path.join(self.folder, "meta.json")) as f:
@@ -210,23 +219,47 @@ class OomDumpTest(unittest.TestCase):
             raise self.torch.out_of_memory(3)
         except self.torch.cuda.OutOfMemoryError as error:
             self.oom.report(error)
+        self.written()
         meta = self.meta()
         self.assertEqual((meta["uncaught"], meta["oom_number"], meta["snapshot"]), (False, 1, True))
         self.assertIn("Tried to allocate 3.00 MiB", meta["oom_message"])
 
-    def test_an_oom_that_ends_the_process_is_marked_uncaught(self):
+    def test_an_oom_dump_waiting_for_a_stalled_file_system_does_not_block_the_allocation(self):
+        released, write = threading.Event(), background_writer.write_all
+        self.addCleanup(released.set)
+
+        def stalled_write(fd, data):
+            released.wait(30)
+            write(fd, data)
+
+        self.dump()
+        with mock.patch.object(background_writer, "write_all", stalled_write):
+            finished = finishes_within(2.0, lambda: self.caught_ooms(2, written=False), released.set)
+            self.assertTrue(finished, "the OOM observer waited for the stalled file system")
+            self.assertFalse(os.path.exists(os.path.join(self.folder, "meta.json")))
+            released.set()
+            self.written()
+        self.assertEqual((self.meta()["oom_number"], sorted(os.listdir(self.folder))), (2, FILES))
+
+    def run_ending_in_an_oom(self, slow_disk=""):
+        """Runs a program whose 4th OOM ends it (after `slow_disk`, code that may slow down the writes);
+        returns the CompletedProcess."""
         stand_in = os.path.join(self.tmp.name, "stand-in")
-        os.makedirs(os.path.join(stand_in, "torch"))
+        os.makedirs(os.path.join(stand_in, "torch"), exist_ok=True)
         with open(os.path.join(stand_in, "torch", "__init__.py"), "w") as f:
             f.write(STAND_IN_TORCH)
-        program = ("import torch\nfrom fragscope.oom import OomDump\n"
+        program = ("import threading, time\nimport torch\nfrom fragscope import background_writer\n"
+                   "from fragscope.oom import OomDump\n" + slow_disk +
                    f"OomDump({self.folder!r}, device=0, state=lambda: (9, 'eval', 0), history=False).attach()\n"
                    "for _ in range(3):\n    try:\n        raise torch.out_of_memory()\n"
                    "    except torch.cuda.OutOfMemoryError:\n        pass\n"
                    "raise torch.out_of_memory(64)\n")
         python_path = os.pathsep.join([stand_in, os.path.join(os.path.abspath(SOURCE), "python")])
-        result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60,
-                                env=dict(os.environ, PYTHONPATH=python_path))
+        return subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60,
+                              env=dict(os.environ, PYTHONPATH=python_path))
+
+    def test_an_oom_that_ends_the_process_is_marked_uncaught(self):
+        result = self.run_ending_in_an_oom()
         self.assertEqual(result.returncode, 1, result.stderr)
         self.assertIn("Tried to allocate 64.00 MiB", result.stderr.splitlines()[-1])
         meta = self.meta()
@@ -235,6 +268,28 @@ class OomDumpTest(unittest.TestCase):
         self.assertIn("Tried to allocate 64.00 MiB", meta["oom_message"])
         with open(os.path.join(self.folder, "snapshot_at_oom.pickle"), "rb") as f:
             self.assertEqual(pickle.load(f)["snapshot_number"], 4)
+
+    def test_an_exiting_process_waits_for_its_dump_on_a_slow_disk(self):
+        # 14 files of 0.05 s each: the writer is still at the first OOMs when the last one ends the process.
+        result = self.run_ending_in_an_oom(
+            "write = background_writer.write_all\n"
+            "background_writer.write_all = lambda fd, data: (time.sleep(0.1), write(fd, data))\n")
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertIn("Tried to allocate 64.00 MiB", result.stderr.splitlines()[-1])
+        meta = self.meta()
+        self.assertEqual((meta["oom_number"], meta["uncaught"], meta["snapshot"]), (4, True, True))
+        self.assertIn("Tried to allocate 64.00 MiB", meta["oom_message"])
+        self.assertEqual(sorted(os.listdir(self.folder)), FILES)
+
+    def test_an_exiting_process_names_the_dump_a_stalled_disk_did_not_take(self):
+        result = self.run_ending_in_an_oom("background_writer.EXIT_WAIT_S = 0.5\n"
+                                           "background_writer.write_all = lambda fd, data: threading.Event().wait()\n")
+        self.assertEqual(result.returncode, 1, result.stderr)
+        folder = self.folder
+        self.assertEqual(result.stderr.splitlines()[-1],
+                         "fragscope: not written at exit, the file system took no more in 0.5 s: "
+                         f"{folder}: stats.json, summary.txt, meta.json (x4); {folder}: snapshot_at_oom.pickle (x4); "
+                         f"{folder}: meta.json")
 
 
 if __name__ == "__main__":

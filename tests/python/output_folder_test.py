@@ -8,6 +8,7 @@ import stat
 import tempfile
 import unittest
 
+from fragscope import background_writer
 from fragscope.recorder import RankIdentity, StepRecorder, StepSample
 from hostile_folder_test import OTHER_UID, needs_root, process_umask, read_attempt, run_as_other_user
 
@@ -34,12 +35,14 @@ class OutputFolderTest(unittest.TestCase):
     def tearDown(self):
         for recorder in self.recorders:
             recorder.close()
+        background_writer.flush(5.0)  # their files are written before the folder goes
         self.tmp.cleanup()
 
     def record_a_step(self, jsonl):
         recorder = StepRecorder(RankIdentity(pid=1), telemetry_path=jsonl, heartbeat_s=0)
         self.recorders.append(recorder)
         recorder.record(STEP)
+        self.assertTrue(background_writer.flush(5.0), "the writer thread did not write the line")
         return recorder
 
     def assert_victim_untouched(self):

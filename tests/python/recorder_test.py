@@ -15,6 +15,7 @@ import threading
 import time
 import unittest
 
+from fragscope import background_writer
 from fragscope.recorder import RankIdentity, StepRecorder, StepSample
 from fragscope.telemetry import STAT_KEYS
 
@@ -22,15 +23,17 @@ FIXTURES = os.environ.get("FRAGSCOPE_FIXTURES_DIR", "")
 SOURCE_PYTHON = os.path.join(os.path.abspath(os.environ.get("FRAGSCOPE_SOURCE_DIR", ".")), "python")
 
 # Records 200 steps into OUT/steps.jsonl; prints the steps counted, the descriptors still open on the file
-# (before close()), whether the rank file is there and how many lines were written.
+# once the writer thread is done (before close()), whether the rank file is there and how many lines were written.
 STEPS_ON_A_SMALL_DISK = textwrap.dedent("""
     import json, os, sys
+    from fragscope import background_writer
     from fragscope.recorder import RankIdentity, StepRecorder, StepSample
     out, ranks = sys.argv[1], sys.argv[2]
     jsonl = os.path.join(out, "steps.jsonl")
     recorder = StepRecorder(RankIdentity(pid=1), rank_dir=ranks, telemetry_path=jsonl, heartbeat_s=0)
     for _ in range(200):
         recorder.record(StepSample(data_wait_s=0.01, step_s=0.1, compute_s=0.09))
+    background_writer.flush(10)
     fds = [fd for fd in os.listdir("/proc/self/fd") if os.path.realpath(f"/proc/self/fd/{fd}") == jsonl]
     published = os.path.exists(os.path.join(ranks, "rank0-pid1.fsr"))
     recorder.close()
@@ -69,6 +72,7 @@ class StepRecorderTest(unittest.TestCase):
 
     def tearDown(self):
         self.recorder.close()
+        background_writer.flush(5.0)  # its files are written before the folder goes
         self.dir.cleanup()
 
     def test_replaying_a_fixture_reproduces_its_data_wait_fraction(self):
@@ -100,6 +104,7 @@ class StepRecorderTest(unittest.TestCase):
         line = self.recorder.record(StepSample(data_wait_s=0.001, step_s=0.36, compute_s=0.357, h2d_s=0.002,
                                                samples=4, tokens=12928, longest=3232, queue_depth=2,
                                                optimizer_step=False, stats=stats))
+        self.assertTrue(background_writer.flush(5.0))
         with open(self.jsonl, encoding="utf-8") as f:
             written = [json.loads(x) for x in f]
         self.assertEqual(written, [line])
