@@ -3,7 +3,7 @@
 
 That allocator raises on memory history, the OOM observer and snapshots. Each part runs a short training
 loop in its own process with the backend set (all parts at once; one still running after 55 s fails) and
-must finish, log the notice `memory history, OOM dumps and the largest free block are off: the
+must finish, log the notice `memory history, OOM snapshots and the largest free block are off: the
 cudaMallocAsync allocator backend ...` exactly once, and no other notice of the hook:
 
 1. monitor: fragscope.torch.Monitor with out_dir, memory history asked for, the largest free block every
@@ -14,7 +14,9 @@ cudaMallocAsync allocator backend ...` exactly once, and no other notice of the 
 3. watch: the callbacks' StepWatch with the default history ring, DataLoader waits, and the checkpoint
    agreement over a one-rank NCCL group (the all_reduce runs on the GPU).
 4. capture: a plain loop that never imports fragscope, under `python -m fragscope.run`.
-5. lightning, hf: the callbacks in a real Lightning fit / transformers Trainer with a checkpoint request
+5. oom: a real OOM (a 4 TiB tensor) out of a Monitor step, caught by the program: stats.json,
+   summary.txt and meta.json with its message are written, no snapshot.
+6. lightning, hf: the callbacks in a real Lightning fit / transformers Trainer with a checkpoint request
    written mid-run (saved once), when the framework is installed; else "not installed".
 
     PYTHONPATH=python python3 bench/hook/async_backend_check.py --out /tmp/async-check
@@ -35,7 +37,7 @@ import time
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 ALLOC_CONF = "backend:cudaMallocAsync"
-NOTICE = "fragscope: memory history, OOM dumps and the largest free block are off: the cudaMallocAsync"
+NOTICE = "fragscope: memory history, OOM snapshots and the largest free block are off: the cudaMallocAsync"
 STEPS = 40
 
 
@@ -254,7 +256,32 @@ def part_hf(out):
     finish(out, "hf", notices, lines=lines, saved=saved, ok=lines == STEPS and saved == ["checkpoint-5"])
 
 
-PARTS = {"monitor": part_monitor, "monitor_no_out": part_monitor_no_out, "watch": part_watch,
+def part_oom(out):
+    import torch
+
+    from fragscope import background_writer
+    from fragscope.torch import Monitor
+
+    notices = Notices()
+    folder = os.path.join(out, "oom", "rank0")
+    message = None
+    with Monitor(os.path.join(out, "oom"), rank_dir=False) as mon:
+        try:
+            with mon.step():
+                torch.empty(4 << 40, dtype=torch.uint8, device="cuda")
+        except torch.cuda.OutOfMemoryError as error:
+            message = str(error).splitlines()[0]
+    background_writer.flush(10)
+    files = sorted(os.listdir(folder)) if os.path.isdir(folder) else []
+    meta = read_json(os.path.join(folder, "meta.json"))
+    stats = read_json(os.path.join(folder, "stats.json"))
+    finish(out, "oom", notices, files=files, message=message, meta_message=(meta.get("oom_message") or "")[:80],
+           snapshot=meta.get("snapshot"), stats_keys=len(stats),
+           ok=files == ["meta.json", "stats.json", "summary.txt"] and message is not None
+           and (meta.get("oom_message") or "").startswith(message) and meta.get("snapshot") is False)
+
+
+PARTS = {"monitor": part_monitor, "oom": part_oom, "monitor_no_out": part_monitor_no_out, "watch": part_watch,
          "plain": part_plain, "lightning": part_lightning, "hf": part_hf}
 
 
@@ -293,7 +320,8 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     started = time.perf_counter()
     me = [sys.executable, os.path.abspath(__file__), "--out", args.out, "--part"]
-    commands = {"monitor": me + ["monitor"], "monitor_no_out": me + ["monitor_no_out"], "watch": me + ["watch"],
+    commands = {"monitor": me + ["monitor"], "oom": me + ["oom"], "monitor_no_out": me + ["monitor_no_out"],
+                "watch": me + ["watch"],
                 "capture": [sys.executable, "-m", "fragscope.run", "--out", os.path.join(args.out, "no-code"), "--"]
                 + me + ["plain"]}
     report = {}

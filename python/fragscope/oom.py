@@ -42,14 +42,18 @@ _installed = False
 class OomDump:
     """Dumps for one rank into `folder` (created on the first OOM). `state()` returns the step,
     phase and rank to record; `history` says whether memory history is on (the snapshot then has
-    its trace); `max_dumps` snapshots at most are taken in any SNAPSHOT_WINDOW_S."""
+    its trace); `max_dumps` snapshots at most are taken in any SNAPSHOT_WINDOW_S. `snapshots`: whether
+    the allocator takes snapshots and calls an OOM observer; without (the cudaMallocAsync backend) the
+    OOM's error alone dumps stats.json, summary.txt and meta.json."""
 
-    def __init__(self, folder: str, *, device, state, history: bool, max_dumps: int = 5, after_dump=None):
+    def __init__(self, folder: str, *, device, state, history: bool, max_dumps: int = 5, after_dump=None,
+                 snapshots: bool = True):
         self.folder = folder
         self.device = device  # None: the current device when an OOM needs one
         self._state = state
         self._after_dump = after_dump  # called with the OOM's device once its meta.json is queued
         self._history = history
+        self._snapshots = snapshots
         self._snapshot_times = collections.deque(maxlen=max_dumps)  # when the latest snapshots were taken
         self.ooms = 0  # OOMs so far (observer calls, errors no observer reported): the latest's oom_number
         self._meta = None  # meta.json of the OOM in the folder; None when the writer did not take its dump
@@ -62,8 +66,8 @@ class OomDump:
 
     # -- the moment of the OOM --------------------------------------------------------------
     def attach(self) -> None:
-        """Registers the observer with the allocator (there is no detaching: see stop())."""
-        if hasattr(torch._C, "_cuda_attach_out_of_memory_observer"):
+        """Registers the observer with the allocator (there is no detaching: see stop()), where it has one."""
+        if self._snapshots and hasattr(torch._C, "_cuda_attach_out_of_memory_observer"):
             torch._C._cuda_attach_out_of_memory_observer(self.on_observer)
         _watch_uncaught(self)
 
@@ -91,7 +95,7 @@ class OomDump:
         writer took them), then the snapshot when the rate allows."""
         self.ooms += 1
         self._meta = self._dump_files = None
-        snapshot = self._may_snapshot()
+        snapshot = self._snapshots and self._may_snapshot()
         step, phase, rank = self._state()
         meta = {"outcome": "oom", "oom_message": None, "uncaught": False, "oom_step": step, "oom_phase": phase,
                 "rank": rank, "oom_number": self.ooms, "snapshot": snapshot, "memory_history": self._history,
@@ -107,6 +111,8 @@ class OomDump:
         if self._after_dump:
             self._after_dump(device)
         if not snapshot:
+            if not self._snapshots:
+                return  # the backend's notice said so
             notices.warn("oom-snapshot:" + self.folder,
                          f"{self.folder}: OOM {self.ooms} has no snapshot: {self._snapshot_times.maxlen} were "
                          f"taken in the last {SNAPSHOT_WINDOW_S / 60:.0f} minutes (its other files are written)")

@@ -90,9 +90,9 @@ class Monitor:
             wants_history = history_max_entries is not None
             self._history = snapshots and wants_history and start_history(history_max_entries, "python")
             self._largest_free_every = largest_free_every if snapshots and not self._history else 0
-            if snapshots and self.rank_out:
+            if self.rank_out:
                 self._oom = attach_oom(OomDump(
-                    self.rank_out, device=self.device, history=self._history, max_dumps=max_dumps,
+                    self.rank_out, device=self.device, history=self._history, max_dumps=max_dumps, snapshots=snapshots,
                     state=lambda: (self._recorder.steps, self._recorder.phase, self._recorder.identity.rank)))
         except BaseException:
             self.close()

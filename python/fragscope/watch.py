@@ -33,8 +33,9 @@ def snapshots_available() -> bool:
     backend = get_backend() if get_backend else "native"
     if backend == "native":
         return True
-    notices.warn("backend", f"memory history, OOM dumps and the largest free block are off: the {backend} "
-                            "allocator backend keeps no history or snapshot and calls no OOM observer")
+    notices.warn("backend", f"memory history, OOM snapshots and the largest free block are off: the {backend} "
+                            "allocator backend keeps no history or snapshot and calls no OOM observer (an OOM "
+                            "still writes stats.json, summary.txt and meta.json)")
     return False
 
 
@@ -98,9 +99,9 @@ class StepWatch:
         snapshots = snapshots_available()
         wants_history = history_max_entries is not None and history_max_entries > 0
         self.history = snapshots and wants_history and start_history(history_max_entries, stacks)
-        if snapshots and self.rank_out:  # attached now: an OOM may come before the first step ends
+        if self.rank_out:  # attached now: an OOM may come before the first step ends
             self.oom = attach_oom(OomDump(self.rank_out, device=device, state=self._oom_state, history=self.history,
-                                          max_dumps=max_dumps, after_dump=self._after_oom_dump))
+                                          max_dumps=max_dumps, after_dump=self._after_oom_dump, snapshots=snapshots))
         self._start_quietly()
         # Last, so that no failure above leaves a listener behind (without one, waits come from step_begin()).
         loader_wait.listen(self.on_batch)

@@ -229,8 +229,9 @@ def report(**values):
 
 ASYNC = {"torch.cuda.backend": "cudaMallocAsync", "torch.cuda.refuses": True}
 NOTHING_LEFT = {"rank_files": [], "listeners": 0, "oom_hooks": 0, "heartbeats": 0, "optimizer_hooks": 0}
-ASYNC_NOTICE = ("fragscope: memory history, OOM dumps and the largest free block are off: the cudaMallocAsync "
-                "allocator backend keeps no history or snapshot and calls no OOM observer")
+ASYNC_NOTICE = ("fragscope: memory history, OOM snapshots and the largest free block are off: the cudaMallocAsync "
+                "allocator backend keeps no history or snapshot and calls no OOM observer (an OOM still writes "
+                "stats.json, summary.txt and meta.json)")
 
 
 class StandInTorchCase(unittest.TestCase):
@@ -273,6 +274,31 @@ class MonitorTest(StandInTorchCase):
                 result, notices = self.run_case(f"OUT = {out}\nHISTORY = {history}\n", self.LOOP, stand_in=ASYNC)
                 self.assertEqual(result, {"steps": 200, "calls": [], "leftovers": NOTHING_LEFT})
                 self.assertEqual(notices, [ASYNC_NOTICE])
+
+    def test_under_cuda_malloc_async_an_oom_still_writes_its_stats_summary_and_message(self):
+        code = """
+            from fragscope.torch import Monitor
+            from fragscope.watch import StepWatch
+            for name, make in (("monitor", lambda folder: Monitor(folder, rank_dir=False)),
+                               ("watch", lambda folder: StepWatch(folder, rank_dir=False))):
+                hook = make(os.path.join(out, name))
+                try:
+                    raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB.")
+                except torch.cuda.OutOfMemoryError as error:
+                    (hook._oom if name == "monitor" else hook.oom).on_error(error)
+                hook.close()
+            background_writer.flush(10)
+            folders = {name: sorted(os.listdir(os.path.join(out, name, "rank0"))) for name in ("monitor", "watch")}
+            metas = [json.load(open(os.path.join(out, name, "rank0", "meta.json"))) for name in ("monitor", "watch")]
+            report(folders=folders, calls=torch.cuda.calls,
+                   metas=[(m["oom_message"], m["snapshot"], m["memory_history"], m["observer"]) for m in metas])
+        """
+        result, notices = self.run_case(code, stand_in=ASYNC)
+        files = ["meta.json", "stats.json", "summary.txt"]
+        self.assertEqual(result["folders"], {"monitor": files, "watch": files})
+        self.assertEqual(result["calls"], [])  # neither the observer nor a snapshot was asked for
+        self.assertEqual(result["metas"], [["CUDA out of memory. Tried to allocate 2.00 GiB.", False, False, None]] * 2)
+        self.assertEqual(notices, [ASYNC_NOTICE])
 
     def test_an_allocator_that_refuses_unannounced_turns_each_feature_off_once(self):
         # A torch without get_allocator_backend(): the calls themselves fail, each once.
