@@ -21,7 +21,7 @@ std::string site_of(const snapshot::Snapshot& snapshot, StackId stack) {
 }  // namespace
 
 ListOpProjection project_failing_list_op(const snapshot::Snapshot& snapshot, int device, const RecordedCurve& curve,
-                                         std::size_t oom_index) {
+                                         std::size_t oom_index, std::uint64_t private_pool_idle_bytes) {
   ListOpProjection p;
   const auto trace = snapshot.trace(device);
   const snapshot::TraceEvent& oom = trace[oom_index];
@@ -60,7 +60,8 @@ ListOpProjection project_failing_list_op(const snapshot::Snapshot& snapshot, int
     p.done = failing.size() - 1;
     p.total = list.size();
     for (std::size_t k = p.done; k < list.size(); ++k) p.remaining_bytes += list[k];
-    p.projected_peak_bytes = curve.allocated[oom_index] + p.remaining_bytes;
+    p.private_pool_idle_bytes = private_pool_idle_bytes;
+    p.projected_peak_bytes = curve.allocated[oom_index] + private_pool_idle_bytes + p.remaining_bytes;
     return p;
   }
   p.unavailable_reason = "no earlier allocation site of this optimizer step allocated a list of the same sizes";

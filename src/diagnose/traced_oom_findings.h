@@ -99,6 +99,9 @@ struct TracedOomFindings {
   std::size_t oom_index = 0;
   std::uint64_t request_bytes = 0;
   std::uint64_t live_at_oom_bytes = 0;   ///< recorded, before the failing request
+  /// What CUDA graphs' private pools hold beyond their live blocks there, packed ideally: the most each had
+  /// live (PyTorch neither frees nor lends a pool's memory while its graphs live).
+  std::uint64_t private_pool_idle_bytes = 0;
   std::optional<SweepSetting> recorded;  ///< the recorded setting replayed at the capacity
   std::optional<SweepSetting> best;      ///< the first of the sweep that passes the OOM point
   std::size_t sweep_settings = 0;

@@ -167,7 +167,7 @@ Verdict judge_unrecorded_pass(const snapshot::Snapshot& snap, int device, const 
                               std::size_t oom_index, std::span<const inputs::StepRecord> steps, bool optimizer,
                               TracedOomFindings& f) {
   if (optimizer) {
-    const ListOpProjection op = project_failing_list_op(snap, device, curve, oom_index);
+    const ListOpProjection op = project_failing_list_op(snap, device, curve, oom_index, f.private_pool_idle_bytes);
     if (op.available) {
       f.list_op = op;
       if (op.projected_peak_bytes > f.capacity_bytes) {
@@ -492,6 +492,10 @@ Verdict decide_traced_oom(const TraceChoice& trace, const TelemetryInput* teleme
   f.capacity_bytes = d.capacity_bytes.value_or(0);
   f.capacity_source = capacity.source;
   f.live_at_oom_bytes = curve.allocated[oom_index];
+  // Where the ideal packer stopped at the OOM point (serving it, or failing there), all it holds beyond the live
+  // blocks is private pools' idle memory.
+  if (ideal.passed_recorded_oom || (ideal.oom && ideal.oom_matches_recorded))
+    f.private_pool_idle_bytes = ideal.stats.reserved_bytes - ideal.stats.allocated_bytes;
   f.sweep_settings = report.rows.size();
 
   const replay::WhatIfRow* best = nullptr;

@@ -16,7 +16,7 @@ void fill_whatif(const replay::WhatIfReport& report, Diagnosis& d) {
     }
     d.whatif.push_back(std::move(line));
   }
-  d.ideal_peak_bytes = report.ideal.stats.peak_allocated_bytes;
+  d.ideal_peak_bytes = report.ideal.stats.peak_reserved_bytes;
   if (report.recommended) d.recommended_conf = report.rows[*report.recommended].config.conf;
 }
 

@@ -146,9 +146,14 @@ void word_unrecorded_pass(const TracedOomFindings& f, TracedOomWords& w) {
   if (const auto& op = f.list_op) {
     add(w, "list_op",
         fmt::format("the failing malloc ({}) is result {} of {} of a list op, one tensor per parameter in the "
-                    "order {} allocated them: the {} left need {}, so the op needs at least {} live",
+                    "order {} allocated them: the {} left need {}, so the op needs at least {}{}",
                     op->site, op->done + 1, op->total, op->list_site, op->total - op->done,
-                    format_bytes(op->remaining_bytes), format_bytes(op->projected_peak_bytes)));
+                    format_bytes(op->remaining_bytes), format_bytes(op->projected_peak_bytes),
+                    op->private_pool_idle_bytes == 0
+                        ? std::string(" live")
+                        : fmt::format(", {} of it held idle by CUDA graphs' private pools (the most they had live: "
+                                      "no setting gives it back while their graphs live)",
+                                      format_bytes(op->private_pool_idle_bytes))));
     if (f.rule == TracedOomRule::kListOpExceeds) {
       add(w, "projection_vs_capacity",
           fmt::format("the optimizer step needs at least {} of live memory even with perfect packing; "
@@ -640,18 +645,24 @@ TracedOomWords traced_oom_words(const TracedOomFindings& f) {
                    : f.other_pass   ? phase_source(f, PhaseReason::kOtherPass)
                                     : phase_source(f, f.found_reason);
 
+  const std::string pools_idle =
+      f.private_pool_idle_bytes == 0
+          ? std::string()
+          : fmt::format(" + {} CUDA graphs' private pools hold idle (the most they had live: no setting gives it "
+                        "back while their graphs live)",
+                        format_bytes(f.private_pool_idle_bytes));
   if (f.rule == TracedOomRule::kIdealPackerFails) {
     add(w, "ideal_packer",
         fmt::format("even the ideal packer (live bytes packed with no gaps) cannot serve the {} request at event "
-                    "{}: live bytes + request exceed {}",
-                    format_bytes(f.request_bytes), f.oom_index, format_bytes(cap)));
+                    "{}: live bytes{} + request exceed {}",
+                    format_bytes(f.request_bytes), f.oom_index, pools_idle, format_bytes(cap)));
     w.step_unavailable_reason = step_unavailable_reason(f);
     return w;
   }
   add(w, "ideal_packer",
-      fmt::format("the ideal packer serves the failing {} request at {}: {} live + the request = {}",
-                  format_bytes(f.request_bytes), format_bytes(cap), format_bytes(f.live_at_oom_bytes),
-                  format_bytes(f.live_at_oom_bytes + f.request_bytes)));
+      fmt::format("the ideal packer serves the failing {} request at {}: {} live{} + the request = {}",
+                  format_bytes(f.request_bytes), format_bytes(cap), format_bytes(f.live_at_oom_bytes), pools_idle,
+                  format_bytes(f.live_at_oom_bytes + f.private_pool_idle_bytes + f.request_bytes)));
   if (f.best)
     add(w, "replay_best",
         fmt::format("PYTORCH_CUDA_ALLOC_CONF={} passes the recorded OOM point at the same {}, reserving at most {} "
