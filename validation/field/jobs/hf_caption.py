@@ -62,7 +62,8 @@ targs = Seq2SeqTrainingArguments(output_dir="hf_out", per_device_train_batch_siz
                                  eval_strategy="steps", eval_steps=args.eval_steps,
                                  save_strategy="no", report_to=[], logging_steps=2, dataloader_num_workers=0,
                                  seed=0, prediction_loss_only=True, remove_unused_columns=False)
-torch.cuda.memory._record_memory_history(max_entries=args.max_entries)
+if args.max_entries > 0:  # 0: no history (to tell a failure of the recording from one of the job)
+    torch.cuda.memory._record_memory_history(max_entries=args.max_entries)
 trainer = Seq2SeqTrainer(model=model, args=targs, train_dataset=RandomCaptions(args.steps * args.batch, 1),
                          eval_dataset=RandomCaptions(2 * args.eval_batch, 2), data_collator=collate)
 try:
