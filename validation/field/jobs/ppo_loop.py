@@ -50,7 +50,7 @@ try:
         with torch.autocast("cuda", dtype=torch.bfloat16):
             out = policy(sequences, output_hidden_states=True)
             logp = response_logprobs(out.logits[:, prompt_len - 1:-1], responses)
-            values = value_head(out.hidden_states[-1][:, prompt_len - 1:-1].float()).squeeze(-1)
+            values = value_head(out.hidden_states[-1][:, prompt_len - 1:-1]).float().squeeze(-1)
         rewards = -0.05 * (logp.detach() - reference_logp)
         rewards[:, -1] += scores
         returns = rewards.flip(1).cumsum(1).flip(1)
