@@ -19,6 +19,9 @@ using diagnose::TracedOomRule;
 using diagnose::TracedOomWords;
 using diagnose::TraceStepProjection;
 
+/// Why CUDA graphs' idle pool memory counts as held: said wherever the doctor counts it.
+constexpr std::string_view kWhyPoolsHold = "the most they had live: no setting gives it back while their graphs live";
+
 std::string pct(double fraction) { return fmt::format("{:.1f}%", 100.0 * fraction); }
 
 /// A setting as PYTORCH_CUDA_ALLOC_CONF's value: "" for the defaults.
@@ -151,9 +154,8 @@ void word_unrecorded_pass(const TracedOomFindings& f, TracedOomWords& w) {
                     format_bytes(op->remaining_bytes), format_bytes(op->projected_peak_bytes),
                     op->private_pool_idle_bytes == 0
                         ? std::string(" live")
-                        : fmt::format(", {} of it held idle by CUDA graphs' private pools (the most they had live: "
-                                      "no setting gives it back while their graphs live)",
-                                      format_bytes(op->private_pool_idle_bytes))));
+                        : fmt::format(", {} of it held idle by CUDA graphs' private pools ({})",
+                                      format_bytes(op->private_pool_idle_bytes), kWhyPoolsHold)));
     if (f.rule == TracedOomRule::kListOpExceeds) {
       add(w, "projection_vs_capacity",
           fmt::format("the optimizer step needs at least {} of live memory even with perfect packing; "
@@ -648,9 +650,8 @@ TracedOomWords traced_oom_words(const TracedOomFindings& f) {
   const std::string pools_idle =
       f.private_pool_idle_bytes == 0
           ? std::string()
-          : fmt::format(" + {} CUDA graphs' private pools hold idle (the most they had live: no setting gives it "
-                        "back while their graphs live)",
-                        format_bytes(f.private_pool_idle_bytes));
+          : fmt::format(" + {} CUDA graphs' private pools hold idle ({})", format_bytes(f.private_pool_idle_bytes),
+                        kWhyPoolsHold);
   if (f.rule == TracedOomRule::kIdealPackerFails) {
     add(w, "ideal_packer",
         fmt::format("even the ideal packer (live bytes packed with no gaps) cannot serve the {} request at event "
