@@ -12,6 +12,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -117,12 +118,17 @@ std::set<int> open_descriptors() {
   return fds;
 }
 
-std::vector<nlohmann::json> events_in(const std::filesystem::path& log) {
+/// The JSON-lines events read from `lines`, in order; with `name`, only those whose "event" is it.
+std::vector<nlohmann::json> events_from(std::istream&& lines, std::string_view name = {}) {
   std::vector<nlohmann::json> events;
-  std::ifstream lines(log);
-  for (std::string line; std::getline(lines, line);) events.push_back(nlohmann::json::parse(line));
+  for (std::string line; std::getline(lines, line);) {
+    auto event = nlohmann::json::parse(line);
+    if (name.empty() || event["event"] == name) events.push_back(std::move(event));
+  }
   return events;
 }
+
+std::vector<nlohmann::json> events_in(const std::filesystem::path& log) { return events_from(std::ifstream(log)); }
 
 // Audit: the drain command could inherit the event log (an std::ofstream, no close-on-exec). Here
 // the agent runs as deployed, with its event log, listening socket and a client's connection
@@ -166,10 +172,19 @@ TEST_F(AgentTest, TheDrainCommandInheritsNoneOfTheAgentsDescriptors) {
   const auto drain = logged("action");
   ASSERT_TRUE(drain) << "the drain never ran";
   ASSERT_EQ((*drain)["outcome"], "executed") << *drain;
-  // "started sleep 30 (pid N)": posix_spawnp returns once the command is exec'd, so what N
-  // holds now is what it inherited.
+  // "started sleep 30 (pid N)": posix_spawnp returns once the command is exec'd, but the dynamic loader then
+  // runs in N and holds the libraries it maps open for a moment (fd 3 -> libc.so.6 under load). Once `sleep` is
+  // asleep ('S' in /proc/N/stat) the loader is done: what N holds then is what it inherited.
   const std::string detail = (*drain)["detail"];
   const pid_t drain_pid = std::stoi(detail.substr(detail.rfind(' ') + 1));
+  const auto asleep = [&] {
+    std::ifstream stat("/proc/" + std::to_string(drain_pid) + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    return line.size() > line.rfind(')') + 2 && line[line.rfind(')') + 2] == 'S';
+  };
+  for (int i = 0; i < 500 && !asleep(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(asleep()) << "the drain command never went to sleep";
   std::string inherited;
   for (const auto& entry : std::filesystem::directory_iterator("/proc/" + std::to_string(drain_pid) + "/fd")) {
     std::error_code gone;
@@ -205,12 +220,7 @@ TEST_F(AgentTest, BrokenAndStaleFilesAreLoggedOnceNotEveryPoll) {
   Agent agent(options, AgentConfig{}, events_);
   agent.poll();
   agent.poll();
-  std::vector<nlohmann::json> logged;
-  std::istringstream lines(events_.str());
-  for (std::string line; std::getline(lines, line);) {
-    auto event = nlohmann::json::parse(line);
-    if (event["event"] == "rank_file") logged.push_back(event);
-  }
+  const std::vector<nlohmann::json> logged = events_from(std::istringstream(events_.str()), "rank_file");
   ASSERT_EQ(logged.size(), 2u) << events_.str();
   EXPECT_EQ(logged[0]["file"], "rank7-pid7.fsr");
   EXPECT_EQ(logged[0]["state"], "stale");
@@ -243,12 +253,7 @@ TEST_F(AgentTest, RanksOverTheCapAreCountedAndLoggedOnce) {
   const std::string text = scrape(agent);
   EXPECT_NE(text.find("\nfragscope_ranks_dropped 88\n"), std::string::npos) << text.substr(text.size() - 3000);
   EXPECT_NE(text.find("fragscope_rank_files{state=\"ok\"} 600\n"), std::string::npos);
-  std::vector<nlohmann::json> logged;
-  std::istringstream lines(events_.str());
-  for (std::string line; std::getline(lines, line);) {
-    auto event = nlohmann::json::parse(line);
-    if (event["event"] == "ranks_dropped") logged.push_back(event);
-  }
+  const std::vector<nlohmann::json> logged = events_from(std::istringstream(events_.str()), "ranks_dropped");
   ASSERT_EQ(logged.size(), 1u) << events_.str();
   EXPECT_EQ(logged[0]["dropped"], 88);
   EXPECT_EQ(logged[0]["owners"], nlohmann::json::array({::geteuid()}));
