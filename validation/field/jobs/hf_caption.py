@@ -21,6 +21,7 @@ p.add_argument("--steps", type=int, default=10)
 p.add_argument("--eval-steps", type=int, default=4)
 p.add_argument("--checkpointing", default="non-reentrant", help="non-reentrant | reentrant | none")
 p.add_argument("--max-entries", type=int, default=100000)
+p.add_argument("--stacks", default="all", help="_record_memory_history's stacks: all | python")
 args = p.parse_args()
 
 
@@ -63,7 +64,7 @@ targs = Seq2SeqTrainingArguments(output_dir="hf_out", per_device_train_batch_siz
                                  save_strategy="no", report_to=[], logging_steps=2, dataloader_num_workers=0,
                                  seed=0, prediction_loss_only=True, remove_unused_columns=False)
 if args.max_entries > 0:  # 0: no history (to tell a failure of the recording from one of the job)
-    torch.cuda.memory._record_memory_history(max_entries=args.max_entries)
+    torch.cuda.memory._record_memory_history(max_entries=args.max_entries, stacks=args.stacks)
 trainer = Seq2SeqTrainer(model=model, args=targs, train_dataset=RandomCaptions(args.steps * args.batch, 1),
                          eval_dataset=RandomCaptions(2 * args.eval_batch, 2), data_collator=collate)
 try:
