@@ -26,7 +26,9 @@ std::vector<snapshot::FrameId> python_frames(const snapshot::Snapshot& snapshot,
 /// @brief The path of `file` inside torch ("optim/adam.py"), or empty when it is not torch's.
 std::string_view torch_path(std::string_view file);
 
-/// @brief True when a function or file name names evaluation (eval, valid, predict; any case).
+/// @brief True when a word of a function or file name begins with eval, valid or predict, in any case
+/// ("evaluation_loop", "_EvaluationLoop", "validation_step", "prediction_step", "eval.py"); words
+/// split at non-letters and at lower-to-upper changes, so "_mask_invalid_locations" is not evaluation.
 bool names_evaluation(std::string_view text);
 
 }  // namespace fragscope::diagnose

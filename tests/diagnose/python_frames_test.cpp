@@ -33,6 +33,18 @@ TEST(PythonFrames, TorchPathIsTheFileInsideTorchWhereverTorchIsInstalled) {
   }
 }
 
+TEST(PythonFrames, EvaluationIsAWordThatBeginsWithItsStem) {
+  for (const std::string_view name : {"evaluate", "evaluation_loop", "_maybe_log_save_evaluate", "_EvaluationLoop",
+                                      "validation_step", "run_eval", "prediction_step", "eval.py", "isValid",
+                                      "EVAL_STEP", "step2eval"})
+    EXPECT_TRUE(names_evaluation(name)) << name;
+  // Longformer's sliding-window attention runs _mask_invalid_locations in every training forward (field lf_edge
+  // ended its training step there); a retrieval model's forward is not an eval either.
+  for (const std::string_view name : {"_mask_invalid_locations", "retrieval_forward", "forward", "training_step",
+                                      "interval", "medieval", "unpredictable", ""})
+    EXPECT_FALSE(names_evaluation(name)) << name;
+}
+
 TEST(PythonFrames, OnlyPythonFramesOutermostFirst) {
   testing::HandBuiltSnapshot b;
   const snapshot::StackId stack = b.stack({{"/pytorch/c10/cuda/CUDACachingAllocator.cpp", 1200, "malloc"},
