@@ -1,10 +1,12 @@
 """Checkpoint requests from the node agent: a flag file beside the rank file, or a signal.
 
 The agent writes `<rank file>.checkpoint` holding a request id (docs/rank-file.md); the hook
-looks at it once per step (one lstat in its open rank folder) and reads it only when it changed,
-only if it is a small regular file owned by this user or root, without blocking and without
-following links. The training loop checkpoints when asked; the handled id goes back to the agent
-through the rank file's `checkpoint_ack` field.
+looks at it (one lstat in its open rank folder) and reads it only when it changed, only if it is a
+small regular file owned by this user or root, without blocking and without following links. That
+look is the recorder's publisher thread's: an lstat on a hung NFS server never returns, so the
+training loop's poll() only reads what the last look found, and asks for the next one. The training
+loop checkpoints when asked; the handled id goes back to the agent through the rank file's
+`checkpoint_ack` field.
 """
 
 import signal
@@ -16,14 +18,16 @@ FLAG_MAX_BYTES = 4096
 
 
 class CheckpointRequests:
-    """Tracks pending checkpoint requests. Not thread-safe: the training loop polls it."""
+    """Tracks pending checkpoint requests. The training loop polls and acknowledges; one other thread,
+    the one that owns `folder`, calls look_at_flag(). `wake` asks that thread for a look."""
 
-    def __init__(self, folder: RankFolder = None, flag_name: str = "", signal_number: int = None):
+    def __init__(self, folder: RankFolder = None, flag_name: str = "", signal_number: int = None, wake=None):
         self._folder = folder
+        self._wake = wake
         self.flag_name = flag_name
         self.flag_path = folder.join(flag_name) if folder else None
         self.acknowledged = 0  # last request id handled
-        self._requested = 0
+        self._requested = 0  # highest id in the flag file so far; written by look_at_flag() only
         self._flag_seen = None
         self._signalled = False
         self._signal = None
@@ -64,25 +68,34 @@ class CheckpointRequests:
         self._folder = None
 
     def poll(self) -> bool:
-        """True while a request is pending (flag id above the last acknowledged, or a signal)."""
-        if self._folder is not None:
-            try:
-                info = self._folder.lstat(self.flag_name)
-            except OSError as error:
-                notices.warn("flag:" + self.flag_path, f"{self.flag_path}: cannot look at it ({error.strerror})")
-                info = None
-            seen = (info.st_ino, info.st_mtime_ns, info.st_size, info.st_mode) if info else None
-            if seen is not None and seen != self._flag_seen:
-                self._requested = max(self._requested, self._read_flag())
-            self._flag_seen = seen
+        """True while a request is pending (flag id above the last acknowledged, or a signal). Never touches
+        the folder: it answers from the last look at the flag and asks for the next one, so a new flag is
+        seen at a poll after the look that found it."""
+        if self._folder is not None and self._wake is not None:
+            self._wake()
         return self._signalled or self._requested > self.acknowledged
+
+    def look_at_flag(self) -> None:
+        """Reads the flag file when an lstat shows it changed. Blocks as long as the folder's file system does:
+        call it from the thread that owns the folder, never the training loop's."""
+        if self._folder is None:
+            return
+        try:
+            info = self._folder.lstat(self.flag_name)
+        except OSError as error:
+            notices.warn("flag:" + self.flag_path, f"{self.flag_path}: cannot look at it ({error.strerror})")
+            info = None
+        seen = (info.st_ino, info.st_mtime_ns, info.st_size, info.st_mode) if info else None
+        if seen is not None and seen != self._flag_seen:
+            self._requested = max(self._requested, self._read_flag())
+        self._flag_seen = seen
 
     def _read_flag(self) -> int:
         try:
             text = self._folder.read_small_file(self.flag_name, FLAG_MAX_BYTES)
             return int(text.decode("ascii").strip() or 0)
         except FileNotFoundError:
-            return 0  # replaced between the look and the read: the next poll sees the new one
+            return 0  # replaced between the lstat and the read: the next look sees the new one
         except UntrustedFile as problem:
             notices.warn("flag:" + self.flag_path, f"{self.flag_path}: ignored, it {problem}")
         except (OSError, ValueError):

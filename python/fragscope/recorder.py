@@ -1,14 +1,23 @@
 """Turns one step's measurements into a telemetry line and the rank file's record.
 
 Torch-free: fragscope.torch.Monitor measures, StepRecorder keeps the window, the totals, the
-JSONL file, the rank file and its heartbeat. Tested on its own in tests/python.
+JSONL file, the rank file and its publisher thread. Tested on its own in tests/python.
+
+The rank folder may sit on a file system that stalls (FRAGSCOPE_RANK_DIR on a hung NFS mount): a store
+into the mapped rank file or an lstat of the checkpoint flag would then never return. So after start-up
+the training thread does no I/O there: it changes the record in memory, under a lock held for nothing
+else, and wakes the publisher, one daemon thread that writes the rank file and looks at the flag. A
+stalled publisher holds up only itself; the changes made meanwhile are written together once it is back.
 """
 
 import collections
+import contextlib
+import copy
 import dataclasses
 import os
 import threading
 import time
+import weakref
 
 from . import notices, shm
 from .checkpoint import CheckpointRequests
@@ -51,11 +60,15 @@ class RankIdentity:
         return dataclasses.replace(identity, **overrides)
 
 
+CLOSE_WAIT_S = 1.0  # what close() waits for the publisher; one stuck in a stalled file system never returns
+
+
 class StepRecorder:
     """Window statistics, cumulative totals, JSONL and rank-file publishing for one rank.
 
-    rank_dir=None disables the rank file, telemetry_path=None the JSONL. A heartbeat thread
-    refreshes the rank file every heartbeat_s so long evals and checkpoints do not look dead.
+    rank_dir=None disables the rank file, telemetry_path=None the JSONL. The publisher thread writes
+    the rank file after each change and every heartbeat_s (<= 0: after changes only), so that long
+    evals and checkpoints do not look dead, and looks at the checkpoint flag each time.
     """
 
     def __init__(self, identity: RankIdentity, *, rank_dir=None, telemetry_path=None, window=20,
@@ -68,33 +81,36 @@ class StepRecorder:
         self._step_s_total = 0.0
         self._data_wait_s_total = 0.0
         self._start = time.perf_counter()
-        self._lock = threading.Lock()
         self._record = shm.RankRecord(
             pid=identity.pid, rank=identity.rank, local_rank=identity.local_rank,
             world_size=identity.world_size, gpu=identity.gpu, gpu_uuid=identity.gpu_uuid,
             job=identity.job, device_total_bytes=device_total_bytes, update_unix_ns=time.time_ns())
-        self._stop = threading.Event()
-        self._heartbeat = self._telemetry = self._writer = self.checkpoints = None
+        self._new_locks()
+        self._cycles_asked = self._cycles_done = 0  # publisher cycles asked for; the count the last one answered
+        self._stopping = False
+        self._publishing = False  # while the publisher thread serves: flush() waits for it
+        self._publisher = self._telemetry = self._writer = self.checkpoints = None
+        _recorders.add(self)
         try:  # a failure part-way (a signal outside the main thread) leaves no open file, no rank file
             self._telemetry = TelemetryWriter(telemetry_path) if telemetry_path else None
             self._writer = self._open_rank_file(rank_dir) if rank_dir else None
             if self._writer:
                 self.checkpoints = CheckpointRequests(self._writer.folder, self._writer.checkpoint_name,
-                                                      checkpoint_signal)
+                                                      checkpoint_signal, wake=self._wake_publisher)
+                self._publisher = threading.Thread(target=self._publish, args=(heartbeat_s,), daemon=True,
+                                                   name="fragscope-publisher")
+                self._publishing = True
+                self._publisher.start()
             else:
                 self.checkpoints = CheckpointRequests(signal_number=checkpoint_signal)
-            if self._writer and heartbeat_s > 0:
-                heartbeat = threading.Thread(target=self._beat, args=(heartbeat_s,), daemon=True,
-                                             name="fragscope-heartbeat")
-                heartbeat.start()
-                self._heartbeat = heartbeat
         except BaseException:
             self.close()
             raise
 
-    def _beat(self, interval):
-        while not self._stop.wait(interval):
-            self._publish()
+    def _new_locks(self):
+        # The lock guards the record and the cycle counts, and is held for nothing else (no I/O, no wait).
+        self._lock = threading.Lock()
+        self._cycle = threading.Condition(self._lock)  # a cycle asked for, a cycle done, a stop
 
     # Nothing the hook writes may raise into the training loop: a failure turns that output off.
     def _open_rank_file(self, rank_dir):
@@ -104,19 +120,72 @@ class StepRecorder:
             notices.warn("rank-dir:" + rank_dir, f"rank file disabled: {describe(error)}")
             return None
 
-    def _publish(self):
-        with self._lock:
-            if self._writer is None:
-                return
+    def _publish(self, heartbeat_s):
+        """The publisher thread: one cycle (write the record, look at the checkpoint flag) each time one is
+        asked for and every heartbeat_s; at close(), or when the rank file fails, it withdraws the file."""
+        try:
+            while self._publish_cycle(heartbeat_s if heartbeat_s > 0 else None):
+                pass
+        finally:
+            self._withdraw_rank_file()
+            with self._cycle:
+                self._publishing = False
+                self._cycle.notify_all()
+
+    def _publish_cycle(self, heartbeat_s) -> bool:
+        """One cycle; False when the publisher is to stop."""
+        with self._cycle:
+            if self._cycles_done == self._cycles_asked and not self._stopping:
+                self._cycle.wait(heartbeat_s)
+            if self._stopping:
+                return False
+            asked = self._cycles_asked
             self._record.update_unix_ns = time.time_ns()
-            try:
-                self._writer.publish(self._record)
-            except Exception as error:
-                notices.warn("publish:" + self._writer.path, f"rank file disabled: {describe(error)}")
-                self._withdraw_rank_file()
+            record = copy.copy(self._record)  # written outside the lock: a stalled write holds up no change
+        try:
+            self._writer.publish(record)
+        except Exception as error:
+            notices.warn("publish:" + self._writer.path, f"rank file disabled: {describe(error)}")
+            return False
+        self.checkpoints.look_at_flag()
+        with self._cycle:
+            self._cycles_done = asked
+            self._cycle.notify_all()
+        return True
+
+    def _wake_publisher(self):
+        with self._cycle:
+            self._cycles_asked += 1
+            self._cycle.notify_all()
+
+    @contextlib.contextmanager
+    def _changing(self):
+        """Yields the record to change in memory, then has the publisher write it."""
+        with self._lock:
+            yield self._record
+        self._wake_publisher()
+
+    def flush(self, timeout: float) -> bool:
+        """Waits until the publisher finished a cycle begun after this call: the record as it is now is
+        written and the checkpoint flag looked at. True at once without a publisher; False when `timeout`
+        seconds passed first (a stalled rank folder)."""
+        deadline = time.monotonic() + timeout
+        with self._cycle:
+            self._cycles_asked += 1
+            asked = self._cycles_asked
+            self._cycle.notify_all()
+            while self._publishing and self._cycles_done < asked:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cycle.wait(left)
+        return True
 
     def _withdraw_rank_file(self):
-        """Removes the rank file and stops watching its checkpoint flag. Call with the lock held."""
+        """Removes the rank file and stops watching its checkpoint flag. Call from the publisher thread, or
+        where there is none: the folder's I/O is that thread's alone."""
+        if self._writer is None:
+            return
         if self.checkpoints:
             self.checkpoints.stop_watching_flag()
         try:
@@ -129,18 +198,16 @@ class StepRecorder:
         if phase not in shm.PHASES:
             raise ValueError(f"phase must be one of {sorted(shm.PHASES)}, not {phase!r}")
         self.phase = phase
-        with self._lock:
-            self._record.phase = phase
-        self._publish()
+        with self._changing() as r:
+            r.phase = phase
 
     def acknowledge_checkpoint(self) -> None:
         ack = self.checkpoints.acknowledge()
-        with self._lock:
-            self._record.checkpoint_ack = ack
-        self._publish()
+        with self._changing() as r:
+            r.checkpoint_ack = ack
 
     def record(self, sample: StepSample) -> dict:
-        """Adds one step; writes its telemetry line and publishes the rank file. Returns the line."""
+        """Adds one step; queues its telemetry line and has the rank file published. Returns the line."""
         self._window.append(sample)
         self._step_s_total += sample.step_s
         self._data_wait_s_total += sample.data_wait_s
@@ -165,8 +232,7 @@ class StepRecorder:
         self.steps += 1
         if self._telemetry:
             self._telemetry.write(line)
-        with self._lock:
-            r = self._record
+        with self._changing() as r:
             r.step = self.steps
             r.step_unix_ns = sample.end_unix_ns or time.time_ns()
             self._set_memory(stats)
@@ -180,14 +246,12 @@ class StepRecorder:
             r.data_wait_ratio, r.samples_per_second = wait_ratio, samples_per_s
             r.step_seconds_total, r.data_wait_seconds_total = self._step_s_total, self._data_wait_s_total
             r.hook_seconds_total = self.hook_s_total
-        self._publish()
         return line
 
     def update_memory(self, stats: dict) -> None:
         """Publishes memory_stats taken between steps (at an OOM) without counting a step."""
-        with self._lock:
+        with self._changing():
             self._set_memory(stats)
-        self._publish()
 
     def _set_memory(self, stats):
         r = self._record
@@ -203,15 +267,36 @@ class StepRecorder:
         r.segments = int(stats.get("segment.all.current", 0))
 
     def close(self) -> None:
-        """Never raises; also undoes a constructor that failed part-way."""
-        self._stop.set()
-        if self._heartbeat:
-            self._heartbeat.join()
-        with self._lock:
-            if self._writer:
-                self._withdraw_rank_file()
+        """Never raises; also undoes a constructor that failed part-way. Waits at most CLOSE_WAIT_S for the
+        publisher to withdraw the rank file; one stuck in a stalled folder does so if that comes back."""
+        with self._cycle:
+            self._stopping = True
+            self._cycle.notify_all()
+        publisher, writer = self._publisher, self._writer
+        if publisher is not None and publisher.is_alive():
+            publisher.join(CLOSE_WAIT_S)
+            if publisher.is_alive() and writer is not None:
+                notices.warn("close:" + writer.path, f"rank file not removed yet: {writer.path}: the rank folder "
+                                                     f"did not answer in {CLOSE_WAIT_S:g} s")
+        else:  # none started, it ended, or this is a forked child: the folder is this thread's
+            self._withdraw_rank_file()
         if self.checkpoints:
             self.checkpoints.close()
         if self._telemetry:
             self._telemetry.close()
             self._telemetry = None
+
+
+_recorders = weakref.WeakSet()  # the process's recorders, for _forget_publishers_in_child()
+
+
+def _forget_publishers_in_child():
+    """A child made by os.fork() (a DataLoader worker) has no publisher thread, only copies of the recorders.
+    Their lock may have been held by a parent's publisher at the fork: each gets a fresh one. The rank file
+    is the parent's: the child publishes nothing, and its close() leaves the file to the parent."""
+    for recorder in list(_recorders):
+        recorder._new_locks()
+        recorder._publishing = False
+
+
+os.register_at_fork(after_in_child=_forget_publishers_in_child)

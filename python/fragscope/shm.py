@@ -5,6 +5,7 @@ One writer per file; readers never block it (a sequence lock plus a CRC, see the
 """
 
 import contextlib
+import ctypes
 import dataclasses
 import errno
 import mmap
@@ -108,8 +109,8 @@ class RankFileWriter:
 
     `directory` is the rank folder (rank_folder.py decides where in it the file goes and opens
     it safely). The file appears (atomically, by rename) with the first record; close() removes
-    it, in the process that created it only. Thread-safe: publish() may be called from the training
-    thread and a heartbeat thread.
+    it, in the process that created it only. Thread-safe; after creation the recorder's publisher
+    thread alone publishes (and closes), so that a stalled rank folder holds up no other thread.
     Raises OSError when the file cannot be created; the caller decides what that means.
     """
 
@@ -120,7 +121,7 @@ class RankFileWriter:
         self.path = self.folder.join(self.name)
         self.checkpoint_name = self.name + CHECKPOINT_SUFFIX
         self.checkpoint_path = self.path + CHECKPOINT_SUFFIX
-        self._map = None
+        self._map = self._mapped = None
         try:
             self._create(record, self.name + ".tmp")
         except BaseException:
@@ -138,6 +139,9 @@ class RankFileWriter:
             self._map = mmap.mmap(fd, SIZE, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
         finally:
             os.close(fd)
+        # Stores go through ctypes.memmove, which releases the GIL (a slice assignment holds it): a store that
+        # faults on a stalled file system then holds up the publishing thread alone, not the training thread.
+        self._mapped = ctypes.c_char.from_buffer(self._map)
         HEADER.pack_into(self._map, 0, MAGIC, VERSION, SIZE, 0, 0, 0)
         self._seq = 0
         self._lock = threading.Lock()
@@ -147,22 +151,26 @@ class RankFileWriter:
     def publish(self, record: RankRecord) -> None:
         payload = record.pack()
         with self._lock, self._updating():
-            self._map[PAYLOAD_OFFSET:SIZE] = payload
-            struct.pack_into("<I", self._map, CRC_OFFSET, zlib.crc32(payload))
+            self._store(PAYLOAD_OFFSET, payload)
+            self._store(CRC_OFFSET, struct.pack("<I", zlib.crc32(payload)))
+
+    def _store(self, offset: int, data: bytes) -> None:
+        ctypes.memmove(ctypes.addressof(self._mapped) + offset, data, len(data))
 
     @contextlib.contextmanager
     def _updating(self):
         """Steps 1 and 4 of the update protocol: seq odd while the body is written."""
         self._seq += 1
-        struct.pack_into("<Q", self._map, SEQ_OFFSET, self._seq)
+        self._store(SEQ_OFFSET, struct.pack("<Q", self._seq))
         yield
         self._seq += 1
-        struct.pack_into("<Q", self._map, SEQ_OFFSET, self._seq)
+        self._store(SEQ_OFFSET, struct.pack("<Q", self._seq))
 
     def close(self, remove: bool = True) -> None:
         if self.folder is None:
             return
         if self._map is not None:
+            self._mapped = None  # the map cannot be closed while a pointer into it exists
             self._map.close()
             self._map = None
         if remove and os.getpid() == self._creator_pid:  # a child's exit leaves its parent's file alone

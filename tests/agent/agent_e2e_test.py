@@ -203,6 +203,7 @@ class AgentEndToEndTest(unittest.TestCase):
         flag = self.fragmented._writer.checkpoint_path
         wait_for("the checkpoint flag", lambda: os.path.exists(flag))
         self.assertFalse(os.path.exists(self.healthy._writer.checkpoint_path))
+        self.assertTrue(self.fragmented.flush(5.0))  # the publisher thread looks at the flag, not poll()
         self.assertTrue(self.fragmented.checkpoints.poll())
         self.fragmented.acknowledge_checkpoint()
         wait_for("the ack in Prometheus", lambda: self.query('fragscope_checkpoint_acks_total{rank="1"} == 1'))

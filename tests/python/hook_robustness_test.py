@@ -219,7 +219,7 @@ os.makedirs(ranks, 0o700, exist_ok=True)
 def leftovers():
     \"\"\"What the hook may leave behind once closed: nothing.\"\"\"
     return {"rank_files": os.listdir(ranks), "listeners": len(loader_wait._listeners), "oom_hooks": len(oom._hooked),
-            "heartbeats": sum(t.name == "fragscope-heartbeat" for t in threading.enumerate()),
+            "publishers": sum(t.name == "fragscope-publisher" for t in threading.enumerate()),
             "optimizer_hooks": len(torch.optim.optimizer.hooks)}
 
 
@@ -228,7 +228,7 @@ def report(**values):
 """
 
 ASYNC = {"torch.cuda.backend": "cudaMallocAsync", "torch.cuda.refuses": True}
-NOTHING_LEFT = {"rank_files": [], "listeners": 0, "oom_hooks": 0, "heartbeats": 0, "optimizer_hooks": 0}
+NOTHING_LEFT = {"rank_files": [], "listeners": 0, "oom_hooks": 0, "publishers": 0, "optimizer_hooks": 0}
 ASYNC_NOTICE = ("fragscope: memory history, OOM snapshots and the largest free block are off: the cudaMallocAsync "
                 "allocator backend keeps no history or snapshot and calls no OOM observer (an OOM still writes "
                 "stats.json, summary.txt and meta.json)")

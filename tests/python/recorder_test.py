@@ -1,9 +1,13 @@
 """StepRecorder: window statistics, the telemetry line schema, the rank file and checkpoints; a full
-disk, a checkpoint signal's previous handler, a constructor that fails part-way."""
+disk, a checkpoint signal's previous handler, a constructor that fails part-way; a stalled rank folder,
+which a call that waits on a threading.Event stands in for (a hung NFS mount cannot run here), and a
+fork while the publisher holds the recorder's lock."""
 
 import json
+import logging
 import os
 import resource
+import select
 import shutil
 import signal
 import struct
@@ -14,8 +18,10 @@ import textwrap
 import threading
 import time
 import unittest
+from unittest import mock
 
 from fragscope import background_writer
+from fragscope.rank_folder import RankFolder
 from fragscope.recorder import RankIdentity, StepRecorder, StepSample
 from fragscope.telemetry import STAT_KEYS
 
@@ -94,6 +100,7 @@ class StepRecorderTest(unittest.TestCase):
     def test_window_keeps_only_the_last_steps(self):
         for wait in (0.9, 0.0, 0.1, 0.2):  # window 3: the 0.9 falls out
             self.recorder.record(StepSample(data_wait_s=wait, step_s=1.0, compute_s=1.0 - wait, samples=4))
+        self.assertTrue(self.recorder.flush(5.0))
         self.assertAlmostEqual(unpack(self.rank_file, "<d", 256), 0.3 / 3.0)
         self.assertAlmostEqual(unpack(self.rank_file, "<d", 264), 4.0)   # samples/s
         self.assertAlmostEqual(unpack(self.rank_file, "<d", 280), 1.2)   # data wait total
@@ -105,6 +112,7 @@ class StepRecorderTest(unittest.TestCase):
                                                samples=4, tokens=12928, longest=3232, queue_depth=2,
                                                optimizer_step=False, stats=stats))
         self.assertTrue(background_writer.flush(5.0))
+        self.assertTrue(self.recorder.flush(5.0))
         with open(self.jsonl, encoding="utf-8") as f:
             written = [json.loads(x) for x in f]
         self.assertEqual(written, [line])
@@ -120,8 +128,9 @@ class StepRecorderTest(unittest.TestCase):
         self.assertEqual(unpack(self.rank_file, "<Q", 112), stats["inactive_split_bytes.all.current"])
         self.assertEqual(unpack(self.rank_file, "<q", 216), 2)
 
-    def test_phase_is_published_at_once(self):
+    def test_phase_is_published_without_waiting_for_a_step(self):
         self.recorder.set_phase("eval")
+        self.assertTrue(self.recorder.flush(5.0))
         self.assertEqual(unpack(self.rank_file, "<I", 56), 1)
         with self.assertRaises(ValueError):
             self.recorder.set_phase("warmup")
@@ -132,14 +141,25 @@ class StepRecorderTest(unittest.TestCase):
         with open(flag + ".tmp", "w") as f:
             f.write("3\n")
         os.rename(flag + ".tmp", flag)
-        self.assertTrue(self.recorder.checkpoints.poll())
+        self.assertTrue(self.recorder.flush(5.0), "the publisher did not look at the flag")
+        self.assertTrue(self.recorder.checkpoints.poll(), "a request the publisher saw waits for no other look")
         self.recorder.acknowledge_checkpoint()
         self.assertFalse(self.recorder.checkpoints.poll())
+        self.assertTrue(self.recorder.flush(5.0))
         self.assertEqual(unpack(self.rank_file, "<Q", 184), 3)
+
+    def test_a_poll_asks_for_the_look_a_later_poll_answers_from(self):
+        with open(self.rank_file + ".checkpoint", "w") as f:
+            f.write("4\n")
+        deadline = time.monotonic() + 5.0
+        while not self.recorder.checkpoints.poll():  # heartbeat_s=0: only the polls have the flag looked at
+            self.assertLess(time.monotonic(), deadline, "no poll saw the request")
+            time.sleep(0.001)
 
     def test_garbage_in_the_flag_file_is_no_request(self):
         with open(self.rank_file + ".checkpoint", "w") as f:
             f.write("please\n")
+        self.assertTrue(self.recorder.flush(5.0))
         self.assertFalse(self.recorder.checkpoints.poll())
 
     def test_heartbeat_refreshes_the_update_time(self):
@@ -244,7 +264,128 @@ class CheckpointSignalTest(unittest.TestCase):
             self.assertEqual(os.listdir(ranks), [])
             self.assertFalse([fd for fd in os.listdir("/proc/self/fd")
                               if os.path.realpath(f"/proc/self/fd/{fd}") == jsonl])
-            self.assertFalse([t for t in threading.enumerate() if t.name == "fragscope-heartbeat"])
+            self.assertFalse([t for t in threading.enumerate() if t.name == "fragscope-publisher"])
+
+
+class Gate:
+    """A stalled file system: calls through stall() wait until open() (or 30 s, so that a failing test ends)."""
+
+    def __init__(self, test):
+        self.entered = threading.Event()
+        self._opened = threading.Event()
+        test.addCleanup(self._opened.set)
+
+    def stall(self, function):
+        def stalled(*args):
+            self.entered.set()
+            self._opened.wait(30)
+            return function(*args)
+        return stalled
+
+    def open(self):
+        self._opened.set()
+
+
+STEP = StepSample(data_wait_s=0.01, step_s=0.1, compute_s=0.09)
+
+
+class StalledRankFolderTest(unittest.TestCase):
+    """The training thread does no I/O in the rank folder: a publisher stuck in a store into the rank file or
+    in the lstat of the checkpoint flag holds up neither record() nor poll() nor close()."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+        self.rank_file = os.path.join(self.tmp.name, "rank3-pid31.fsr")
+        self.recorder = StepRecorder(RankIdentity(rank=3, pid=31), rank_dir=self.tmp.name, heartbeat_s=0.01)
+        self.addCleanup(self.recorder.close)
+        self.gate = Gate(self)  # its cleanup runs first: the publisher is free before close()
+
+    def stall_the_publisher(self, stalled_call):
+        """Stalls the rank folder at `stalled_call` ("publish" or "lstat") and has the publisher walk into it."""
+        if stalled_call == "publish":
+            writer = self.recorder._writer
+            writer.publish = self.gate.stall(writer.publish)
+        else:
+            patch = mock.patch.object(RankFolder, "lstat", self.gate.stall(RankFolder.lstat))
+            patch.start()
+            self.addCleanup(patch.stop)
+        self.recorder.record(STEP)
+        self.assertTrue(self.gate.entered.wait(5.0), "the publisher never reached the stalled call")
+
+    def check_steps_and_polls_go_on(self, stalled_call):
+        self.stall_the_publisher(stalled_call)
+        slowest = 0.0
+        for n in range(200):
+            start = time.monotonic()
+            self.recorder.record(StepSample(data_wait_s=0.0, step_s=0.1, compute_s=0.1, samples=n))
+            self.assertFalse(self.recorder.checkpoints.poll())
+            slowest = max(slowest, time.monotonic() - start)
+        self.assertLess(slowest, 0.5, "a step waited for the stalled rank folder")
+        self.assertFalse(self.recorder.flush(0.1), "the publisher was not stuck")
+        self.gate.open()
+        self.assertTrue(self.recorder.flush(5.0))
+        self.assertEqual(unpack(self.rank_file, "<Q", 80), 201, "the last step is published")
+        self.assertEqual(unpack(self.rank_file, "<Q", 192), 199)  # its batch_samples
+
+    def test_steps_and_polls_go_on_while_a_store_into_the_rank_file_is_stuck(self):
+        self.check_steps_and_polls_go_on("publish")
+
+    def test_steps_and_polls_go_on_while_the_lstat_of_the_flag_is_stuck(self):
+        self.check_steps_and_polls_go_on("lstat")
+
+    def test_close_gives_up_on_a_stuck_publisher_which_withdraws_the_file_once_free(self):
+        self.stall_the_publisher("publish")
+        start = time.monotonic()
+        with self.assertLogs("fragscope", logging.WARNING) as logs:
+            self.recorder.close()
+        self.assertLess(time.monotonic() - start, 2.0)
+        self.assertEqual(logs.output, [f"WARNING:fragscope:fragscope: rank file not removed yet: {self.rank_file}: "
+                                       "the rank folder did not answer in 1 s"])
+        self.assertTrue(os.path.exists(self.rank_file))
+        self.gate.open()
+        self.recorder._publisher.join(5.0)
+        self.assertFalse(self.recorder._publisher.is_alive())
+        self.assertFalse(os.path.exists(self.rank_file))
+
+    def test_a_child_forked_while_the_publisher_holds_the_lock_does_not_wait_for_it(self):
+        held, free = threading.Event(), threading.Event()
+
+        def hold_the_lock():  # as the publisher does for a moment in each cycle
+            with self.recorder._lock:
+                held.set()
+                free.wait(30)
+
+        holder = threading.Thread(target=hold_the_lock, daemon=True)
+        holder.start()
+        self.assertTrue(held.wait(5.0))
+        reading, writing = os.pipe()
+        child = os.fork()
+        if child == 0:
+            try:
+                os.close(reading)
+                self.recorder.record(STEP)
+                requested = self.recorder.checkpoints.poll()
+                flushed = self.recorder.flush(1.0)  # no publisher in the child: nothing to wait for
+                self.recorder.close()
+                os.write(writing, json.dumps({"requested": requested, "flushed": flushed}).encode())
+            finally:
+                os._exit(0)
+        os.close(writing)
+        try:
+            answered = select.select([reading], [], [], 10.0)[0]
+            report = json.loads(os.read(reading, 4096) or b"null") if answered else "no answer: a deadlock"
+        finally:
+            os.close(reading)
+            if not answered:
+                os.kill(child, signal.SIGKILL)
+            os.waitpid(child, 0)
+            free.set()
+        self.assertEqual(report, {"requested": False, "flushed": True})
+        self.assertTrue(os.path.exists(self.rank_file), "the child's close() left the parent's file alone")
+        self.recorder.record(STEP)
+        self.assertTrue(self.recorder.flush(5.0))
+        self.assertEqual(unpack(self.rank_file, "<Q", 80), 1)
 
 
 if __name__ == "__main__":
