@@ -95,7 +95,7 @@ class OomDump:
         writer took them), then the snapshot when the rate allows."""
         self.ooms += 1
         self._meta = self._dump_files = None
-        snapshot = self._snapshots and self._may_snapshot()
+        snapshot = self._snapshots and self._may_snapshot()  # counted once taken, below
         step, phase, rank = self._state()
         meta = {"outcome": "oom", "oom_message": None, "uncaught": False, "oom_step": step, "oom_phase": phase,
                 "rank": rank, "oom_number": self.ooms, "snapshot": snapshot, "memory_history": self._history,
@@ -117,19 +117,17 @@ class OomDump:
                          f"{self.folder}: OOM {self.ooms} has no snapshot: {self._snapshot_times.maxlen} were "
                          f"taken in the last {SNAPSHOT_WINDOW_S / 60:.0f} minutes (its other files are written)")
             return
+        self._snapshot_times.append(time.monotonic())  # a dump the full queue dropped above took none
         pickled = pickle.dumps(torch.cuda.memory._snapshot())
         if not background_writer.submit(_OomFiles(self.folder, [(SNAPSHOT, pickled)], amends=files)):
             meta["snapshot"] = False  # the writer dropped it (and names it): meta.json says so
             self._write_meta()
 
     def _may_snapshot(self) -> bool:
-        """Whether this OOM gets a snapshot: at most max_dumps in any SNAPSHOT_WINDOW_S, so however
+        """Whether this OOM may get a snapshot: at most max_dumps taken in any SNAPSHOT_WINDOW_S, so however
         many OOMs the program catches, the time and disk they cost are bounded."""
-        times, now = self._snapshot_times, time.monotonic()
-        if len(times) == times.maxlen and (not times or now - times[0] < SNAPSHOT_WINDOW_S):
-            return False
-        times.append(now)
-        return True
+        times = self._snapshot_times
+        return len(times) < times.maxlen or (bool(times) and time.monotonic() - times[0] >= SNAPSHOT_WINDOW_S)
 
     # -- the exception ----------------------------------------------------------------------
     def on_error(self, error: BaseException, *, uncaught: bool = False) -> None:

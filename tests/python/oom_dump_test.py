@@ -213,6 +213,15 @@ class OomDumpTest(unittest.TestCase):
             self.assertEqual(pickle.load(f)["snapshot_number"], 4)
         self.assertEqual((self.meta()["oom_number"], self.meta()["snapshot"]), (4, True))
 
+    def test_a_dump_the_full_queue_dropped_takes_no_snapshot_of_the_budget(self):
+        self.dump(max_dumps=1)
+        with mock.patch.object(background_writer, "submit", lambda work: False):  # the writer fell behind
+            self.caught_ooms(1, written=False)
+        self.assertEqual(self.torch.snapshots, 0)
+        self.caught_ooms(1)
+        self.assertEqual(self.torch.snapshots, 1)
+        self.assertEqual((self.meta()["oom_number"], self.meta()["snapshot"]), (2, True))
+
     def test_a_caught_oom_the_program_reports_is_not_uncaught(self):
         self.dump()
         try:
