@@ -533,11 +533,13 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
         else
           p.other_bytes += op.size;
         // An unfitted allocation may be constant or quadratic instead of linear: the least and
-        // most of the three (a failing unit smaller than its reference turns them around).
+        // most of the three (a failing unit smaller than its reference turns them around). `size`
+        // is rounded down: a few bytes under the quadratic term are no doubt (field llava_lo: -2
+        // bytes of doubt became 2^64 - 2 of over_bytes).
         const double constant = static_cast<double>(op.size);
         const double quadratic = constant * p.scale * p.scale;
-        const double below = exponent ? 0.0 : static_cast<double>(size) - std::min(constant, quadratic);
-        const double above = exponent ? 0.0 : std::max(constant, quadratic) - static_cast<double>(size);
+        const double below = exponent ? 0.0 : std::max(0.0, static_cast<double>(size) - std::min(constant, quadratic));
+        const double above = exponent ? 0.0 : std::max(0.0, std::max(constant, quadratic) - static_cast<double>(size));
         level += static_cast<double>(size);
         low += static_cast<double>(size) - below;
         high += static_cast<double>(size) + above;
