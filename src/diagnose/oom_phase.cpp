@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "diagnose/name_words.h"
+
 namespace fragscope::diagnose {
 namespace {
 
@@ -19,10 +21,8 @@ std::string lower(std::string_view text) {
 std::optional<JobPhase> phase_named_by(std::string_view name) {
   const std::string n = lower(name);
   if (n.find("optimizer.step") != std::string::npos) return JobPhase::kOptimizer;
-  for (const char* word : {"eval", "valid", "inference", "generate"})
-    if (n.find(word) != std::string::npos) return JobPhase::kEval;
-  for (const char* word : {"checkpoint", "save", "state_dict"})
-    if (n.find(word) != std::string::npos) return JobPhase::kCheckpoint;
+  if (has_word_beginning_with(name, {"eval", "valid", "inference", "generate"})) return JobPhase::kEval;
+  if (has_word_beginning_with(name, {"checkpoint", "save", "state_dict"})) return JobPhase::kCheckpoint;
   return std::nullopt;
 }
 

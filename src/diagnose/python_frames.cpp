@@ -1,8 +1,6 @@
 #include "diagnose/python_frames.h"
 
-#include <algorithm>
-#include <cctype>
-#include <string>
+#include "diagnose/name_words.h"
 
 namespace fragscope::diagnose {
 
@@ -30,22 +28,6 @@ std::string_view torch_path(std::string_view file) {
   return at == std::string_view::npos ? std::string_view() : file.substr(at + 7);
 }
 
-bool names_evaluation(std::string_view text) {
-  // Words begin after a non-letter or at a lower-to-upper change ("_EvaluationLoop", "run_eval",
-  // "isValid"); a word must begin with the stem: "invalid" and "retrieval" are not evaluation.
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (!std::isalpha(c)) continue;
-    const auto before = i > 0 ? static_cast<unsigned char>(text[i - 1]) : '_';
-    if (std::isalpha(before) && !(std::islower(before) && std::isupper(c))) continue;
-    for (const std::string_view stem : {"eval", "valid", "predict"}) {
-      if (text.size() - i < stem.size()) continue;
-      if (std::equal(stem.begin(), stem.end(), text.begin() + static_cast<std::ptrdiff_t>(i),
-                     [](char s, char t) { return s == std::tolower(static_cast<unsigned char>(t)); }))
-        return true;
-    }
-  }
-  return false;
-}
+bool names_evaluation(std::string_view text) { return has_word_beginning_with(text, {"eval", "valid", "predict"}); }
 
 }  // namespace fragscope::diagnose

@@ -27,8 +27,7 @@ std::vector<snapshot::FrameId> python_frames(const snapshot::Snapshot& snapshot,
 std::string_view torch_path(std::string_view file);
 
 /// @brief True when a word of a function or file name begins with eval, valid or predict, in any case
-/// ("evaluation_loop", "_EvaluationLoop", "validation_step", "prediction_step", "eval.py"); words
-/// split at non-letters and at lower-to-upper changes, so "_mask_invalid_locations" is not evaluation.
+/// (name_words.h): "evaluation_loop", "_EvaluationLoop", "prediction_step", "eval.py"; not "_mask_invalid_locations".
 bool names_evaluation(std::string_view text);
 
 }  // namespace fragscope::diagnose

@@ -115,8 +115,13 @@ TEST(DecideOomPhase, AnOpenAnnotationNamesThePhase) {
   EXPECT_EQ(phase_with(with_annotations({{100, "START", "Optimizer.step#AdamW.step"}}), {}).phase, "optimizer");
   EXPECT_EQ(phase_with(with_annotations({{100, "START", "run_Validation"}}), {}).phase, "eval");
   EXPECT_EQ(phase_with(with_annotations({{100, "START", "save_checkpoint"}}), {}).phase, "checkpoint");
-  // An annotation that names no phase decides nothing; one closed before the OOM neither.
+  // An annotation that names no phase decides nothing; one closed before the OOM neither. A phase's word must
+  // begin a word of the name: "interval" is no evaluation, "unsaved" no checkpoint.
   EXPECT_EQ(phase_with(with_annotations({{100, "START", "forward"}}), {}).phase, "unknown");
+  EXPECT_EQ(phase_with(with_annotations({{100, "START", "log_interval_stats"}}), {}).phase, "unknown");
+  EXPECT_EQ(phase_with(with_annotations({{100, "START", "mask_invalid"}}), {}).phase, "unknown");
+  EXPECT_EQ(phase_with(with_annotations({{100, "START", "drop_unsaved"}}), {}).phase, "unknown");
+  EXPECT_EQ(phase_with(with_annotations({{100, "START", "[LightningModule]GPT.validation_step"}}), {}).phase, "eval");
   EXPECT_EQ(phase_with(with_annotations({{100, "START", "eval"}, {900, "END", "eval"}}), {}).phase, "unknown");
 }
 
