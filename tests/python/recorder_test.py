@@ -22,7 +22,7 @@ from unittest import mock
 
 from fragscope import background_writer
 from fragscope.rank_folder import RankFolder
-from fragscope.recorder import RankIdentity, StepRecorder, StepSample
+from fragscope.recorder import MIN_CYCLE_S, RankIdentity, StepRecorder, StepSample
 from fragscope.telemetry import STAT_KEYS
 
 FIXTURES = os.environ.get("FRAGSCOPE_FIXTURES_DIR", "")
@@ -33,7 +33,7 @@ SOURCE_PYTHON = os.path.join(os.path.abspath(os.environ.get("FRAGSCOPE_SOURCE_DI
 STEPS_ON_A_SMALL_DISK = textwrap.dedent("""
     import json, os, sys
     from fragscope import background_writer
-    from fragscope.recorder import RankIdentity, StepRecorder, StepSample
+    from fragscope.recorder import MIN_CYCLE_S, RankIdentity, StepRecorder, StepSample
     out, ranks = sys.argv[1], sys.argv[2]
     jsonl = os.path.join(out, "steps.jsonl")
     recorder = StepRecorder(RankIdentity(pid=1), rank_dir=ranks, telemetry_path=jsonl, heartbeat_s=0)
@@ -155,6 +155,22 @@ class StepRecorderTest(unittest.TestCase):
         while not self.recorder.checkpoints.poll():  # heartbeat_s=0: only the polls have the flag looked at
             self.assertLess(time.monotonic(), deadline, "no poll saw the request")
             time.sleep(0.001)
+
+    def test_changes_close_together_are_written_together_and_the_last_soon(self):
+        writer, writes = self.recorder._writer, []
+        publish = writer.publish
+        writer.publish = lambda record: (writes.append(record.step), publish(record))
+        start = time.monotonic()
+        for n in range(300):  # steps of ~1 ms: at most one write per MIN_CYCLE_S, not two per step
+            self.recorder.record(STEP)
+            self.recorder.checkpoints.poll()
+            time.sleep(0.001)
+        elapsed = time.monotonic() - start
+        deadline = time.monotonic() + 5.0
+        while unpack(self.rank_file, "<Q", 80) != 300:  # the last step, without a flush
+            self.assertLess(time.monotonic(), deadline, "the last step was never written")
+            time.sleep(0.01)
+        self.assertLessEqual(len(writes), elapsed / MIN_CYCLE_S + 3, writes)
 
     def test_garbage_in_the_flag_file_is_no_request(self):
         with open(self.rank_file + ".checkpoint", "w") as f:
