@@ -26,9 +26,11 @@ STEP = StepSample(data_wait_s=0.0, step_s=0.1, compute_s=0.1)
 
 
 class StalledFileSystem:
-    """Writes that wait until release() (or 30 s, so that a failing test still ends)."""
+    """Writes that wait until release() (or 30 s, so that a failing test still ends); `entered` is set once a
+    stalled call has begun waiting."""
 
     def __init__(self, test):
+        self.entered = threading.Event()
         self._released = threading.Event()
         test.addCleanup(self._released.set)
 
@@ -38,6 +40,7 @@ class StalledFileSystem:
     def stall(self, function):
         """`function`, waiting for release() first."""
         def stalled(*args):
+            self.entered.set()
             self._released.wait(30)
             return function(*args)
         return stalled

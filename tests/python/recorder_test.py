@@ -24,6 +24,7 @@ from fragscope import background_writer
 from fragscope.rank_folder import RankFolder
 from fragscope.recorder import MIN_CYCLE_S, RankIdentity, StepRecorder, StepSample
 from fragscope.telemetry import STAT_KEYS
+from background_writer_test import StalledFileSystem
 
 FIXTURES = os.environ.get("FRAGSCOPE_FIXTURES_DIR", "")
 SOURCE_PYTHON = os.path.join(os.path.abspath(os.environ.get("FRAGSCOPE_SOURCE_DIR", ".")), "python")
@@ -283,25 +284,6 @@ class CheckpointSignalTest(unittest.TestCase):
             self.assertFalse([t for t in threading.enumerate() if t.name == "fragscope-publisher"])
 
 
-class Gate:
-    """A stalled file system: calls through stall() wait until open() (or 30 s, so that a failing test ends)."""
-
-    def __init__(self, test):
-        self.entered = threading.Event()
-        self._opened = threading.Event()
-        test.addCleanup(self._opened.set)
-
-    def stall(self, function):
-        def stalled(*args):
-            self.entered.set()
-            self._opened.wait(30)
-            return function(*args)
-        return stalled
-
-    def open(self):
-        self._opened.set()
-
-
 STEP = StepSample(data_wait_s=0.01, step_s=0.1, compute_s=0.09)
 
 
@@ -315,19 +297,19 @@ class StalledRankFolderTest(unittest.TestCase):
         self.rank_file = os.path.join(self.tmp.name, "rank3-pid31.fsr")
         self.recorder = StepRecorder(RankIdentity(rank=3, pid=31), rank_dir=self.tmp.name, heartbeat_s=0.01)
         self.addCleanup(self.recorder.close)
-        self.gate = Gate(self)  # its cleanup runs first: the publisher is free before close()
+        self.stalled = StalledFileSystem(self)  # its cleanup runs first: the publisher is free before close()
 
     def stall_the_publisher(self, stalled_call):
         """Stalls the rank folder at `stalled_call` ("publish" or "lstat") and has the publisher walk into it."""
         if stalled_call == "publish":
             writer = self.recorder._writer
-            writer.publish = self.gate.stall(writer.publish)
+            writer.publish = self.stalled.stall(writer.publish)
         else:
-            patch = mock.patch.object(RankFolder, "lstat", self.gate.stall(RankFolder.lstat))
+            patch = mock.patch.object(RankFolder, "lstat", self.stalled.stall(RankFolder.lstat))
             patch.start()
             self.addCleanup(patch.stop)
         self.recorder.record(STEP)
-        self.assertTrue(self.gate.entered.wait(5.0), "the publisher never reached the stalled call")
+        self.assertTrue(self.stalled.entered.wait(5.0), "the publisher never reached the stalled call")
 
     def check_steps_and_polls_go_on(self, stalled_call):
         self.stall_the_publisher(stalled_call)
@@ -339,7 +321,7 @@ class StalledRankFolderTest(unittest.TestCase):
             slowest = max(slowest, time.monotonic() - start)
         self.assertLess(slowest, 0.5, "a step waited for the stalled rank folder")
         self.assertFalse(self.recorder.flush(0.1), "the publisher was not stuck")
-        self.gate.open()
+        self.stalled.release()
         self.assertTrue(self.recorder.flush(5.0))
         self.assertEqual(unpack(self.rank_file, "<Q", 80), 201, "the last step is published")
         self.assertEqual(unpack(self.rank_file, "<Q", 192), 199)  # its batch_samples
@@ -359,7 +341,7 @@ class StalledRankFolderTest(unittest.TestCase):
         self.assertEqual(logs.output, [f"WARNING:fragscope:fragscope: rank file not removed yet: {self.rank_file}: "
                                        "the rank folder did not answer in 1 s"])
         self.assertTrue(os.path.exists(self.rank_file))
-        self.gate.open()
+        self.stalled.release()
         self.recorder._publisher.join(5.0)
         self.assertFalse(self.recorder._publisher.is_alive())
         self.assertFalse(os.path.exists(self.rank_file))
