@@ -62,8 +62,8 @@ class RankIdentity:
 
 CLOSE_WAIT_S = 1.0  # what close() waits for the publisher; one stuck in a stalled file system never returns
 # The publisher writes a change at most this long after the cycle before: the agent reads every 0.5 s, and each
-# cycle takes the GIL from the training thread for a moment (on a 2-core machine busy with a build, two cycles a
-# step cost 30 ms steps about 0.3 ms; on an idle one nothing measurable), however short the steps.
+# wake-up of the publisher takes the GIL from the training thread for a moment, however short the steps
+# (bench/hook/publisher_ab.py and docs/PERFORMANCE.md: a wake-up every step cost 30 ms steps about 0.5 ms).
 MIN_CYCLE_S = 0.1
 
 
@@ -93,6 +93,7 @@ class StepRecorder:
         self._new_locks()
         self._cycles_asked = self._cycles_done = 0  # publisher cycles asked for; the count the last one answered
         self._flush_waiting = False  # flush() waits: the next cycle does not wait out MIN_CYCLE_S
+        self._publisher_idle = False  # waiting for a change: the only wait a change wakes it from
         self._last_cycle = float("-inf")
         self._stopping = False
         self._publishing = False  # while the publisher thread serves: flush() waits for it
@@ -142,13 +143,15 @@ class StepRecorder:
     def _publish_cycle(self, heartbeat_s) -> bool:
         """One cycle; False when the publisher is to stop."""
         with self._cycle:
-            if self._cycles_done == self._cycles_asked and not self._stopping:
-                self._cycle.wait(heartbeat_s)
             while not self._stopping and not self._flush_waiting:  # changes coalesce for MIN_CYCLE_S
                 left = self._last_cycle + MIN_CYCLE_S - time.monotonic()
                 if left <= 0:
                     break
                 self._cycle.wait(left)
+            if self._cycles_done == self._cycles_asked and not self._stopping and not self._flush_waiting:
+                self._publisher_idle = True
+                self._cycle.wait(heartbeat_s)
+                self._publisher_idle = False
             if self._stopping:
                 return False
             self._flush_waiting = False
@@ -168,9 +171,12 @@ class StepRecorder:
         return True
 
     def _wake_publisher(self):
+        # Only an idle publisher is woken: one waiting out MIN_CYCLE_S sees the change when it ends, and each
+        # needless wake-up takes the GIL from the training thread (bench/hook/publisher_ab.py).
         with self._cycle:
             self._cycles_asked += 1
-            self._cycle.notify_all()
+            if self._publisher_idle:
+                self._cycle.notify_all()
 
     @contextlib.contextmanager
     def _changing(self):

@@ -173,6 +173,23 @@ class StepRecorderTest(unittest.TestCase):
             time.sleep(0.01)
         self.assertLessEqual(len(writes), elapsed / MIN_CYCLE_S + 3, writes)
 
+    def test_steps_do_not_wake_a_publisher_that_waits_out_its_cycle(self):
+        # Each wake-up takes the GIL from the training thread; the kernel counts them as the thread's voluntary
+        # context switches.
+        publisher = next(t for t in threading.enumerate() if t.name == "fragscope-publisher")
+
+        def wakeups():
+            with open(f"/proc/self/task/{publisher.native_id}/status") as f:
+                return next(int(line.split()[1]) for line in f if line.startswith("voluntary_ctxt_switches"))
+
+        before, start = wakeups(), time.monotonic()
+        for _ in range(300):
+            self.recorder.record(STEP)
+            self.recorder.checkpoints.poll()
+            time.sleep(0.001)
+        cycles = (time.monotonic() - start) / MIN_CYCLE_S + 3
+        self.assertLessEqual(wakeups() - before, 4 * cycles, "woken by steps, not by its cycles")
+
     def test_garbage_in_the_flag_file_is_no_request(self):
         with open(self.rank_file + ".checkpoint", "w") as f:
             f.write("please\n")
