@@ -280,7 +280,13 @@ INSTANTIATE_TEST_SUITE_P(
                       Expected{"llava_edge", Verdict::kFragmentation, "train"},
                       Expected{"llava_lo", Verdict::kUndetermined, "train"},
                       Expected{"bart_edge", Verdict::kUndetermined, "train"},
-                      Expected{"bart_lo", Verdict::kCapacity, "train"}),
+                      Expected{"bart_lo", Verdict::kCapacity, "train"},
+                      // Batches 47-48 (predictions at e381ef2's src, before the labels): 4 right, 1 undetermined.
+                      Expected{"cnxe_edge", Verdict::kCapacity, "train"},
+                      Expected{"cnxe_lo", Verdict::kCapacity, "train"},
+                      Expected{"t5_lo", Verdict::kUndetermined, "unknown"},
+                      Expected{"gem_edge", Verdict::kFragmentation, "eval"},
+                      Expected{"gem_lo", Verdict::kCapacity, "eval"}),
     [](const auto& info) { return info.param.name; });
 
 // torchvision's detection reference with images of random sizes, at 0.92 × its peak allocated: the

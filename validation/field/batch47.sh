@@ -4,6 +4,6 @@
 # HF Accelerate with Adafactor, inputs and targets whose lengths vary apart, history from step 3 (except handler).
 source "$(dirname "$0")/lib.sh"
 field_begin field47
-edge_and_lo cnx tv_convnext_ema.py --arch convnext_tiny --batch 96 --steps 16
+edge_and_lo cnxe tv_convnext_ema.py --arch convnext_tiny --batch 96 --steps 16
 edge_and_lo t5 t5_adafactor.py --d-model 1024 --layers 12 --batch 16 --steps 16
 field_end field47
