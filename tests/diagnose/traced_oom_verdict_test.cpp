@@ -286,7 +286,12 @@ INSTANTIATE_TEST_SUITE_P(
                       Expected{"cnxe_lo", Verdict::kCapacity, "train"},
                       Expected{"t5_lo", Verdict::kUndetermined, "unknown"},
                       Expected{"gem_edge", Verdict::kFragmentation, "eval"},
-                      Expected{"gem_lo", Verdict::kCapacity, "eval"}),
+                      Expected{"gem_lo", Verdict::kCapacity, "eval"},
+                      // Batch 49 (predictions at a340079's src, before the labels): 3 right, 1 undetermined.
+                      Expected{"deb_edge", Verdict::kUndetermined, "train"},
+                      Expected{"deb_lo", Verdict::kCapacity, "train"},
+                      Expected{"u3d_edge", Verdict::kFragmentation, "train"},
+                      Expected{"u3d_lo", Verdict::kCapacity, "train"}),
     [](const auto& info) { return info.param.name; });
 
 // torchvision's detection reference with images of random sizes, at 0.92 × its peak allocated: the
