@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <unordered_map>
 
 #include "diagnose/oom_call_path.h"
@@ -58,16 +59,22 @@ TraceUnits find_trace_units(const snapshot::Snapshot& snapshot, int device, std:
   std::size_t program_depth = anchor.size();  // frames of the program's own loops
   std::size_t eval_depth = 0;                 // the deepest of them naming evaluation
   std::size_t least_depth = 1;                // an eval unit holds the shallowest frame naming it
+  // The script that was run (the deepest top-level frame): it runs every pass, so its name ("train_eval.py")
+  // says none of them; a library's file ("evaluation_loop.py") does.
+  std::optional<snapshot::StringId> script;
+  for (const FrameId f : anchor)
+    if (snapshot.strings.view(snapshot.stacks.frame(f).name) == "<module>") script = snapshot.stacks.frame(f).filename;
   for (std::size_t d = 0; d < anchor.size(); ++d) {
-    const std::string_view file = snapshot.strings.view(snapshot.stacks.frame(anchor[d]).filename);
+    const snapshot::Frame& frame = snapshot.stacks.frame(anchor[d]);
+    const std::string_view file = snapshot.strings.view(frame.filename);
     const std::string_view inside = torch_path(file);
     if (!inside.empty() && inside_a_pass(inside)) {
       program_depth = d;
       break;
     }
-    const bool by_name =
-        inside.empty() && names_evaluation(snapshot.strings.view(snapshot.stacks.frame(anchor[d]).name));
-    const bool by_file = inside.empty() && names_evaluation(file_name_of(file));
+    const bool by_name = inside.empty() && names_evaluation(snapshot.strings.view(frame.name));
+    const bool by_file = inside.empty() && frame.filename != script &&
+                         names_evaluation(file_name_of(file));
     if (by_name) eval_depth = d + 1;
     if ((by_name || by_file) && !units.eval) {
       least_depth = d + 1;

@@ -16,7 +16,8 @@
 /// the program's own loops: above the first frame in torch.nn.Module, torch.autograd,
 /// Tensor.backward, torch.optim or torch.utils.checkpoint, below which a statement repeats per
 /// layer or per parameter. When the anchor's frames name evaluation (eval / valid / predict in
-/// a function or file name outside torch), the unit holds the shallowest such frame: HF's
+/// a function or file name outside torch; not the name of the script that was run, the deepest
+/// `<module>` frame's file: "train_eval.py" runs every pass), the unit holds the shallowest such frame: HF's
 /// `_maybe_log_save_evaluate` also logs at other steps, and its logging is not an eval pass.
 /// Each episode starts a unit; the failing unit is the last. An earlier unit ends where the
 /// loop's next iteration begins: at the next unit, or before, at an allocation of an earlier

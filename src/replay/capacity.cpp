@@ -12,6 +12,11 @@
 namespace fragscope::replay {
 namespace {
 
+// The driver refuses a cudaMalloc with a little more free than it was asked for (what it keeps for itself):
+// driver OOMs recorded on the H200 came with up to 3.12 MiB more free than the ask (field clip_lo, cro_lo,
+// t5g_lo; held-out B_cap). Only more room than this means a per-process cap refused it.
+constexpr std::uint64_t kDriverKeepsBytes = 32ull << 20;
+
 /// The capacity a stretch is replayed at (capacity.h).
 std::uint64_t piece_value(const CapacityPiece& piece) {
   if (piece.driver_estimate && *piece.driver_estimate >= piece.lower &&
@@ -94,13 +99,14 @@ Capacity resolve_capacity(const PreparedTrace& trace, const CapacityRequest& req
     const std::uint64_t segment =
         alloc::allocation_size(oom.size, trace.recorded_config);  // what cudaMalloc was asked for
     const std::uint64_t failed = trace.capacity.failed_at.value_or(oom.reserved_at_oom + segment);
-    if (oom.device_free > segment && failed > trace.capacity.lower_bound) inferred_cap = failed - 1;
+    const bool driver_had_room = oom.device_free > segment + kDriverKeepsBytes;
+    if (driver_had_room && failed > trace.capacity.lower_bound) inferred_cap = failed - 1;
     capacity.source = fmt::format("recorded OOM at event {}{}: {} reserved + {} free on the device",
                                   oom.trace_index, oom.caught ? ", one the run caught" : "",
                                   format_bytes(oom.reserved_at_oom), format_bytes(oom.device_free));
     // A driver OOM: the driver's refusals and successes bound it more tightly than device_free
     // (with room on the device, a cap refused it: below).
-    if (oom.device_free <= segment && !trace.capacity.pieces.empty()) {
+    if (!driver_had_room && !trace.capacity.pieces.empty()) {
       const CapacityPiece& piece = trace.capacity.pieces.front();
       if (piece.upper && *capacity.bytes >= *piece.upper) {
         capacity.bytes = *piece.upper - 1;

@@ -30,6 +30,15 @@ TEST(TraceUnits, HfTrainerStepsAreItsTrainingStepStatement) {
 // the backward pass, on autograd's thread, with no Python frames: the units come from the
 // program's last allocation before it. The shallowest repeating statement (fit_loop's epoch
 // loop) ran only twice, split by the validation pass; the steps are one level down.
+// The script that was run names no pass: hf_t5_generate_eval.py (field t5g_lo) trains under the Seq2SeqTrainer
+// and evaluates by generation; its OOM is in a training step, whose units are training steps.
+TEST(TraceUnits, TheScriptsOwnNameSaysNoPass) {
+  const TraceUnits u = units_of(read_field_snapshot("t5g_lo"));
+  EXPECT_EQ(u.statement, "trainer.py:1842 in _run_epoch");
+  EXPECT_FALSE(u.eval);
+  EXPECT_EQ(u.starts.size(), 3u);
+}
+
 TEST(TraceUnits, LightningBackwardOomIsAnchoredOnTheProgramsLastAllocation) {
   const snapshot::Snapshot snap = read_field_snapshot("lit_edge");
   const TraceUnits u = units_of(snap);

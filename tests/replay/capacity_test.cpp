@@ -197,5 +197,26 @@ TEST(CapacityTest, ADriverOomIsNoCap) {
   EXPECT_FALSE(resolve_capacity(trace, {}).allowed_maximum.has_value());
 }
 
+// The driver refuses a cudaMalloc with a little more free than the ask (what it keeps for itself): these H200
+// recordings failed with 1.12-3.12 MiB free beyond the segment asked for, under a ballast and no cap. They are
+// driver OOMs: no cap is inferred, the refusal bounds the capacity, and the replay fails where the run did.
+TEST(CapacityTest, ALittleFreeBeyondTheAskIsADriverOomNotACap) {
+  const std::string root = std::string(FRAGSCOPE_SOURCE_DIR) + "/tests/data/";
+  for (const std::string path :
+       {root + "field/t5g_lo/oom_snapshot.pickle.gz", root + "field/cro_lo/oom_snapshot.pickle.gz",
+        root + "field/clip_lo/oom_snapshot.pickle.gz", root + "heldout/B_cap/snapshot.pickle.gz"}) {
+    SCOPED_TRACE(path);
+    const PreparedTrace trace = prepare_trace(snapshot::read_snapshot_file(path), 0, path);
+    const Capacity capacity = resolve_capacity(trace, {});
+    EXPECT_FALSE(capacity.allowed_maximum.has_value());
+    EXPECT_EQ(capacity.source.find("per-process cap"), std::string::npos) << capacity.source;
+    ReplayOptions options = replay_options_for(capacity);
+    options.self_check = true;
+    const ReplayResult r = run_replay(trace, ModelKind::kCaching, trace.recorded_config, options);
+    EXPECT_TRUE(r.oom);
+    EXPECT_TRUE(r.oom_matches_recorded);
+  }
+}
+
 }  // namespace
 }  // namespace fragscope::replay
