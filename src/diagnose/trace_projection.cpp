@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -114,6 +115,48 @@ class ExponentFit {
   std::vector<std::vector<Vote>> votes_;
   std::unordered_map<std::uint32_t, std::vector<Vote>> by_stack_;
 };
+
+/// The failing unit's scale against the reference in the fit's terms, and the share of the paired bytes it leaves
+/// unexplained (scale^exponent off the real ratio by more than 2%). nullopt when no paired allocation of 1 MiB or
+/// more has an exponent of 0.25 or more that the other units tell.
+struct FitScale {
+  double scale = 1.0;
+  double misfit_share = 0.0;
+};
+std::optional<FitScale> scale_in_fit_terms(std::span<const snapshot::TraceEvent> trace, const Unit& reference,
+                                           const Unit& failing, const Pairs& pairs, const ExponentFit& fit,
+                                           std::size_t failing_unit) {
+  std::vector<std::pair<double, double>> votes;  // (log scale, bytes)
+  std::vector<std::tuple<double, double, double>> paired;  // (log ratio, exponent, bytes)
+  double total = 0;
+  for (const auto& [i, j] : pairs) {
+    const std::uint64_t a = trace[reference.allocs[i]].size, b = trace[failing.allocs[j]].size;
+    if (a < kScaleMinBytes || b < kScaleMinBytes || j + 1 == failing.allocs.size()) continue;
+    const auto e = fit.exponent(i, reference.stacks[i], failing_unit);
+    if (!e) continue;
+    const double ratio = std::log(static_cast<double>(b) / static_cast<double>(a));
+    const auto bytes = static_cast<double>(a + b);
+    paired.emplace_back(ratio, *e, bytes);
+    total += bytes;
+    if (*e >= 0.25) votes.emplace_back(ratio / *e, bytes);
+  }
+  if (votes.empty()) return std::nullopt;
+  std::sort(votes.begin(), votes.end());
+  double half = 0;
+  for (const auto& [_, bytes] : votes) half += bytes;
+  half /= 2;
+  double log_scale = votes.back().first;
+  for (const auto& [value, bytes] : votes) {
+    if ((half -= bytes) <= 0) {
+      log_scale = value;
+      break;
+    }
+  }
+  double misfit = 0;
+  for (const auto& [ratio, e, bytes] : paired)
+    if (std::abs(ratio - e * log_scale) > std::log(1.02)) misfit += bytes;
+  return FitScale{std::exp(log_scale), misfit / total};
+}
 
 /// Unit `target`'s highest allocated level, projected as `reference`'s allocations scaled by
 /// `scale` (the exponents leave `left_out` out of the fit). A block the reference had before
@@ -417,12 +460,22 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
       fit.add(i, ref.stacks[i], k, std::log(static_cast<double>(b) / static_cast<double>(a)) / std::log(scale));
     }
   }
+  // The failing unit's scale in the terms the other units' votes were cast in: the most common ratio by bytes can
+  // be another power of the batch's dimension in a longer step (BLOOM, field blm_edge: the attention scores'
+  // L² outweigh the logits' L only in the longest step, so its scale by bytes was L², the others' L, and
+  // the projection 11% high). Each paired allocation whose exponent the others tell gives the scale as its ratio
+  // to the power 1 / exponent; the bytes' median of those is the scale, and the share of the prefix's bytes it
+  // does not explain is a fit error of its own.
+  const std::size_t failing_unit = unit.size() - 1;
+  if (const auto in_fit_terms = scale_in_fit_terms(trace, ref, failing, reference_pairs, fit, failing_unit)) {
+    p.scale = in_fit_terms->scale;
+    if (p.fit_error) p.prefix_misfit_share = in_fit_terms->misfit_share;
+  }
   if (std::abs(std::log(p.scale)) >= kLeast) {
     for (const auto& [i, j] : reference_pairs) {
       const std::uint64_t a = trace[ref.allocs[i]].size, b = trace[failing.allocs[j]].size;
       if (a == 0 || b == 0 || j + 1 == failing.allocs.size()) continue;
-      fit.add(i, ref.stacks[i], unit.size() - 1,
-              std::log(static_cast<double>(b) / static_cast<double>(a)) / std::log(p.scale));
+      fit.add(i, ref.stacks[i], failing_unit, std::log(static_cast<double>(b) / static_cast<double>(a)) / std::log(p.scale));
     }
   }
   // With a reference of the failing unit's kind, the fit is checked on the units of that kind

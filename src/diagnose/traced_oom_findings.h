@@ -37,6 +37,7 @@ enum class TracedOomRule : std::uint8_t {
   kStepFits,                 ///< fragmentation (stranded: no setting of the sweep passes)
   kUncheckedSeveralScales,   ///< undetermined: sizes follow the reference by more than one scale, no unit checks it
   kProjectionMissesHistory,  ///< undetermined: the trace projection misses its own earlier units
+  kPrefixMisfit,             ///< undetermined: the fit misses the failing step's own allocations so far
   kProjectedStepExceeds,     ///< capacity: the step projected from the trace, beyond its margins
   kNextUnitMayNotFit,        ///< undetermined: it fits, a step like it with the gradients back may not
   kLongerBatchMayNotFit,     ///< undetermined: it fits, a longer batch the trace made may not

@@ -90,6 +90,10 @@ constexpr double kEvalFloor = 0.005;
 /// A projection whose own history it misses by more than this (a fraction of the real peaks)
 /// decides nothing.
 constexpr double kMaxFitError = 0.05;
+// The share of the failing prefix's paired bytes a checked fit may miss (trace_projection.h): as much as a pass's
+// varying part may be (kVaryingPartShare). Taken in the fit's terms the scale explains field blm_edge's prefix
+// whole; by bytes alone (L² where the other units' votes were cast in L) it missed 43% of it.
+constexpr double kMaxPrefixMisfit = 0.05;
 
 /// What a setting replayed from a mid-run trace's re-laid start must leave on top of the fit's
 /// margin: on the complete recordings that end in an OOM, cut at 10%…90% (tests/replay/field_test.cpp,
@@ -331,6 +335,11 @@ Verdict judge_projected_step(ProjectedStep& step, const std::vector<replay::What
   const double next = peak + static_cast<double>(p.next_unit_extra_bytes);
   if (missed_history(p, Verdict::kCapacity) && missed_history(p, Verdict::kFragmentation))
     return fit_rejected({*p.fit_error, ""}, f);
+  // A fit checked on the earlier units must also give the sizes the failing step allocated so far.
+  if (p.fit_error && p.prefix_misfit_share > kMaxPrefixMisfit) {
+    f.rule = TracedOomRule::kPrefixMisfit;
+    return Verdict::kUndetermined;
+  }
   // One scale carries the reference to the failing unit only when its sizes follow it: with two that vary apart
   // (a translation's source and target lengths), projected from the step before it alone, steps of the
   // translation tutorial (field trn_*) peaked up to 74% above the projection, or 2× below it. Only a fit checked

@@ -87,6 +87,7 @@ json trace_projection_json(const diagnose::TraceStepProjection& p) {
           {"fit_error", optional_json(p.fit_error)},
           {"fit_error_below", p.fit_error_below},
           {"fit_error_above", p.fit_error_above},
+          {"prefix_misfit_share", p.prefix_misfit_share},
           {"over_bytes", p.over_bytes},
           {"under_bytes", p.under_bytes},
           {"fit_margin", p.fit_margin},

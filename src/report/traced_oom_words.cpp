@@ -426,6 +426,15 @@ void word_projected_step(const TracedOomFindings& f, TracedOomWords& w) {
     w.decide_with = undecided_projected_step(f);
     return;
   }
+  if (f.rule == TracedOomRule::kPrefixMisfit) {
+    add(w, "prefix_misfit",
+        fmt::format("the fit that projects the earlier units does not give the failing step's own allocations so "
+                    "far: at ×{:.2f}, {} of their paired bytes come out more than 2% off their real sizes (a "
+                    "dimension the earlier steps did not vary), so the projection decides nothing",
+                    p.scale, pct(p.prefix_misfit_share)));
+    w.decide_with = undecided_projected_step(f);
+    return;
+  }
   if (f.rule == TracedOomRule::kProjectionMissesHistory) {
     add(w, "fit_rejected",
         f.missed_side.empty()

@@ -297,7 +297,15 @@ INSTANTIATE_TEST_SUITE_P(
                       Expected{"t5g_edge", Verdict::kUndetermined, "train"},
                       Expected{"t5g_lo", Verdict::kUndetermined, "train"},
                       Expected{"vq_edge", Verdict::kUndetermined, "train"},
-                      Expected{"vq_lo", Verdict::kCapacity, "unknown"}),
+                      Expected{"vq_lo", Verdict::kCapacity, "unknown"},
+                      // Batch 51 (predictions at 899e6c7's src, before the labels): 1 right, 2 undetermined and
+                      // blm_edge WRONG (capacity; its rerun completed). Its scale, by bytes L² where the fit's votes
+                      // were cast in L, now in the fit's terms: projected to its real peak; the step after it, with
+                      // the gradients back, may not fit.
+                      Expected{"blm_edge", Verdict::kUndetermined, "train"},
+                      Expected{"blm_lo", Verdict::kCapacity, "train"},
+                      Expected{"dg_edge", Verdict::kUndetermined, "unknown"},
+                      Expected{"dg_lo", Verdict::kUndetermined, "unknown"}),
     [](const auto& info) { return info.param.name; });
 
 // torchvision's detection reference with images of random sizes, at 0.92 × its peak allocated: the

@@ -150,6 +150,22 @@ TEST(TracedOomWords, AStepProjectedFromTheTraceStatesItsUnitAndMargins) {
   expect_kept(w);
 }
 
+// A checked fit that does not give the failing step's own sizes so far decides nothing: the words say by how much
+// it missed them, at which scale, and what would decide. (blm_edge's record, its prefix misfit set as the fit had
+// left it before the failing unit's scale was taken in the fit's terms: 43% at ×2.39.)
+TEST(TracedOomWords, AFitThatMissesTheFailingStepsOwnSizesDecidesNothing) {
+  TracedOomFindings f = diagnose_worded(fragscope::testing::field_user_files("blm_edge")).findings;
+  ASSERT_TRUE(f.projected_unit);
+  f.rule = TracedOomRule::kPrefixMisfit;
+  f.trace.scale = 2.387;
+  f.trace.prefix_misfit_share = 0.43;
+  const TracedOomWords words = traced_oom_words(f);
+  const std::string& text = evidence(words, "prefix_misfit").text;
+  EXPECT_NE(text.find("at ×2.39, 43.0% of their paired bytes"), std::string::npos) << text;
+  EXPECT_THROW(evidence(words, "projection_vs_capacity"), std::runtime_error);
+  EXPECT_FALSE(words.decide_with.empty());
+}
+
 // A step larger than the only earlier one that fits: the fit in numbers, then why that decides nothing
 // of the job, and first among what would decide it, the batch size that would need more.
 TEST(TracedOomWords, AStepLargerThanTheOnlyEarlierBatchSaysTheBatchesAreUnseen) {
