@@ -475,7 +475,8 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
     for (const auto& [i, j] : reference_pairs) {
       const std::uint64_t a = trace[ref.allocs[i]].size, b = trace[failing.allocs[j]].size;
       if (a == 0 || b == 0 || j + 1 == failing.allocs.size()) continue;
-      fit.add(i, ref.stacks[i], failing_unit, std::log(static_cast<double>(b) / static_cast<double>(a)) / std::log(p.scale));
+      fit.add(i, ref.stacks[i], failing_unit,
+              std::log(static_cast<double>(b) / static_cast<double>(a)) / std::log(p.scale));
     }
   }
   // With a reference of the failing unit's kind, the fit is checked on the units of that kind
