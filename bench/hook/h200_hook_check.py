@@ -131,11 +131,9 @@ def part_plain(out):
 
 
 # -- part 3: the capture's overhead ---------------------------------------------------------------
-def part_overhead(out, rounds=4, block=20):
-    import torch
-
-    from fragscope import capture
-
+def overhead_loop(torch):
+    """The overhead's training loop (a 1024-wide, 8-layer Llama, batch 8 x 1024 tokens, bf16, AdamW, a DataLoader):
+    a function that runs n steps and returns the mean seconds per step."""
     model = tiny_llama(torch, hidden=1024, layers=8).cuda().to(torch.bfloat16)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     data = torch.utils.data.DataLoader(torch.randint(0, 32000, (2048, 1024)), batch_size=8)
@@ -157,6 +155,15 @@ def part_overhead(out, rounds=4, block=20):
         torch.cuda.synchronize()
         return (time.perf_counter() - start) / steps
 
+    return run_block
+
+
+def part_overhead(out, rounds=4, block=20):
+    import torch
+
+    from fragscope import capture
+
+    run_block = overhead_loop(torch)
     run_block(10)  # warm up
     configs = {"off": None, "capture_no_history": capture.Settings(out_dir=os.path.join(out, "overhead"),
                                                                    history_entries=0),

@@ -22,10 +22,9 @@ import json
 import os
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from h200_hook_check import tiny_llama  # noqa: E402  (the same model as the overhead part)
+from h200_hook_check import overhead_loop  # noqa: E402  (the overhead part's loop)
 
 
 def load_package_as(name, python_dir):
@@ -56,26 +55,7 @@ def main():
     from fragscope import capture as current
     baseline = load_package_as("fragscope_baseline", os.path.abspath(args.baseline))
 
-    model = tiny_llama(torch, hidden=1024, layers=8).cuda().to(torch.bfloat16)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    data = torch.utils.data.DataLoader(torch.randint(0, 32000, (2048, 1024)), batch_size=8)
-
-    def forever():  # a new pass over the DataLoader each time: every batch goes through its iterator
-        while True:
-            yield from data
-
-    batches = forever()
-
-    def run_block(steps):
-        torch.cuda.synchronize()
-        start = time.perf_counter()
-        for _ in range(steps):
-            ids = next(batches).cuda(non_blocking=True)
-            model(input_ids=ids, labels=ids).loss.backward()
-            opt.step()
-            opt.zero_grad(set_to_none=True)
-        torch.cuda.synchronize()
-        return (time.perf_counter() - start) / steps
+    run_block = overhead_loop(torch)
 
     out_dir = tempfile.mkdtemp(prefix="hook-ab-")
     modes = {"off": None}
