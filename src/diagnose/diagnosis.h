@@ -173,8 +173,9 @@ struct TraceStepProjection {
   std::optional<double> fit_error;    ///< largest |projected − real| / real peak among them
   double fit_error_below = 0;  ///< of them, the largest (real − projected) / real: the projection below the truth
   double fit_error_above = 0;  ///< and the largest (projected − real) / real: above it
-  /// With a checked fit: the share of the failing prefix's paired bytes (allocations of 1 MiB or more) whose size
-  /// the fitted exponents at `scale` miss by more than 2%: the fit does not describe the failing step itself.
+  /// The share of the failing prefix's paired bytes (allocations of 1 MiB or more whose exponent the other units
+  /// tell) whose size the fitted exponents at `scale` miss by more than 2%: a checked fit that misses more than 5%
+  /// does not describe the failing step itself.
   double prefix_misfit_share = 0;
   /// What the projected peak may be above / below the truth by: the reference's kind, frees
   /// without a counterpart, allocations no unit tells how they scale (constant to quadratic).

@@ -469,7 +469,7 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
   const std::size_t failing_unit = unit.size() - 1;
   if (const auto in_fit_terms = scale_in_fit_terms(trace, ref, failing, reference_pairs, fit, failing_unit)) {
     p.scale = in_fit_terms->scale;
-    if (p.fit_error) p.prefix_misfit_share = in_fit_terms->misfit_share;
+    p.prefix_misfit_share = in_fit_terms->misfit_share;
   }
   if (std::abs(std::log(p.scale)) >= kLeast) {
     for (const auto& [i, j] : reference_pairs) {
