@@ -148,9 +148,9 @@ std::uint64_t rest_peak(const ProjectedStep& step) {
 // projected from the unit before it alone, as the doctor projects such a trace (a micro-step
 // that runs the optimizer against one that does not left out: the verdict is on the failing
 // step's own work; an eval pass inside the unit's iteration ends it). Within 1/e..e of its
-// reference, the real peak of the rest of the unit never lay more than 0.5% above the
-// projection plus its under_bytes (docs/VALIDATION.md): the doctor keeps its 0.5% floor there
-// (traced_oom_verdict.cpp, kUncheckedMaxLogScale); further, 7.9% (kUncheckedProjection keeps 8%).
+// reference, the real peak of the rest of the unit never lay more than 3.62% above the
+// projection plus its under_bytes (field cnxe_*; 0.48% before that recording): the doctor keeps 4%
+// there (traced_oom_verdict.cpp, kUncheckedNearReference); further, 7.9% (kUncheckedProjection keeps 8%).
 // That holds between units of one size; between batches that vary it did not: the translation
 // tutorial's source and target lengths vary apart (field trn_*), and a quarter into a step the prefix
 // (the encoder's) shows one scale while the decoder's rest peaked 74% above the projection. Unchecked,
@@ -243,7 +243,7 @@ TEST(ProjectedFromOneUnit, MissesTheRealPeakByLessThanTheUncheckedMargins) {
         if (varies) worst_varying = std::max(worst_varying, miss);
         if (std::abs(std::log(step.figures.scale)) < 1.0) {
           if (!varies) {
-            EXPECT_LT(miss, 0.005) << name << " unit " << k << " cut " << allocs[cut];
+            EXPECT_LT(miss, 0.04) << name << " unit " << k << " cut " << allocs[cut];
           }
           if (!varies) worst_near = std::max(worst_near, miss);
           ++near;

@@ -65,6 +65,8 @@ TEST_P(FieldVerdicts, MatchTheLabelOrStayUndetermined) {
   EXPECT_LT(d.trace_projection.under_bytes, 1ull << 50);
 }
 
+// Rows marked "unchecked: 1-2% spare < 4%" were fragmentation, their label, while an unchecked projection near its
+// reference kept 0.5%; field cnxe_* showed such a projection 3.62% low (kUncheckedNearReference).
 INSTANTIATE_TEST_SUITE_P(
     Field, FieldVerdicts,
     ::testing::Values(Expected{"acc_edge", Verdict::kFragmentation, "train"},
@@ -88,7 +90,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Expected{"fs2_lo", Verdict::kUndetermined, "unknown"},
                       Expected{"hfn_lo", Verdict::kCapacity, "eval"},
                       Expected{"mlm0_lo", Verdict::kCapacity, "train"},
-                      Expected{"mlm_edge", Verdict::kFragmentation, "train"},
+                      Expected{"mlm_edge", Verdict::kUndetermined, "train"},  // unchecked: 1-2% spare < 4%
                       Expected{"mlm_lo", Verdict::kUndetermined, "unknown"},
                       Expected{"ring_lo", Verdict::kUndetermined, "train"},
                       Expected{"s2a_lo", Verdict::kCapacity, "unknown"},
@@ -194,12 +196,12 @@ INSTANTIATE_TEST_SUITE_P(
                       // Batch 26 (predictions at 4297cc6, before the labels): 3 right, 1 undetermined.
                       Expected{"ares_edge", Verdict::kUndetermined, "train"},
                       Expected{"ares_lo", Verdict::kCapacity, "train"},
-                      Expected{"clm_edge", Verdict::kFragmentation, "train"},
+                      Expected{"clm_edge", Verdict::kUndetermined, "train"},  // unchecked: 1-2% spare < 4%
                       Expected{"clm_lo", Verdict::kCapacity, "train"},
                       // Batch 27 (predictions at 4297cc6, before the labels): 3 right, 1 undetermined.
                       Expected{"ner_edge", Verdict::kFragmentation, "train"},
                       Expected{"ner_lo", Verdict::kCapacity, "unknown"},
-                      Expected{"vcls_edge", Verdict::kFragmentation, "train"},
+                      Expected{"vcls_edge", Verdict::kUndetermined, "train"},  // unchecked: 1-2% spare < 4%
                       Expected{"vcls_lo", Verdict::kCapacity, "train"},
                       // Batch 28 (predictions at 6f9a172, before the labels): 2 right, 2 undetermined.
                       Expected{"swag_edge", Verdict::kFragmentation, "train"},
@@ -212,7 +214,7 @@ INSTANTIATE_TEST_SUITE_P(
                       // Batch 30 (predictions at b54814b, before the labels): 2 right, 3 undetermined, 1 wrong
                       // (mrc2_edge: capacity by 0.1% with 595 MiB of cuDNN workspaces at the projected peak; the
                       // workspaces weigh nothing in a capacity verdict since).
-                      Expected{"ddpm_edge", Verdict::kFragmentation, "train"},
+                      Expected{"ddpm_edge", Verdict::kUndetermined, "train"},  // unchecked: 1-2% spare < 4%
                       Expected{"ddpm_lo", Verdict::kUndetermined, "unknown"},
                       Expected{"mrc2_edge", Verdict::kUndetermined, "train"},
                       Expected{"mrc2_lo", Verdict::kUndetermined, "train"},
@@ -370,7 +372,8 @@ TEST(FieldVerdicts, UnseenBatchesLeaveAStepLargerThanTheFewEarlierOnesUndetermin
   EXPECT_EQ(p.aligned_units, 1u);
   EXPECT_EQ(p.smaller_units, 1u);
   EXPECT_LE(p.projected_peak_bytes, *d.capacity_bytes);
-  EXPECT_TRUE(has_evidence(d, "unseen_batches", "one earlier batch"));
+  // Projected from the one earlier batch alone, it fits with less than the 4% an unchecked projection keeps.
+  EXPECT_TRUE(has_evidence(d, "too_close", ""));
   EXPECT_TRUE(d.recommended_conf.empty() || d.verdict == Verdict::kFragmentation);
   const Diagnosis fcn = diagnose("fcn_lo");
   ASSERT_EQ(label_of("fcn_lo"), "capacity");
