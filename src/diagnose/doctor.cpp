@@ -21,6 +21,7 @@
 #include "replay/prepared_trace.h"
 #include "replay/whatif.h"
 #include "util/bytes.h"
+#include "util/counted.h"
 #include "util/error.h"
 #include "util/quantiles.h"
 
@@ -418,9 +419,10 @@ void judge_healthy(const DoctorInputs& in, const InputPipelineFindings& pipeline
 
 Diagnosis run_doctor(const DoctorInputs& in, const DoctorOptions& options) {
   if (!in.any()) {
-    std::string what = in.unrecognised.empty() ? std::string("no files given")
-                                               : fmt::format("{} file(s), none recognised (first: {})",
-                                                             in.unrecognised.size(), in.unrecognised.front());
+    std::string what = in.unrecognised.empty()
+                           ? std::string("no files given")
+                           : fmt::format("{}, none recognised (first: {})",
+                                         counted(in.unrecognised.size(), "file", "files"), in.unrecognised.front());
     if (!in.skipped.empty())
       what = fmt::format("{} skipped (first: {}: {}){}", in.skipped.size(), in.skipped.front().path,
                          in.skipped.front().reason, in.unrecognised.empty() ? "" : "; " + what);

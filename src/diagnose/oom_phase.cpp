@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "diagnose/name_words.h"
+#include "util/counted.h"
 
 namespace fragscope::diagnose {
 namespace {
@@ -76,9 +77,8 @@ OomPhase decide_oom_phase(const snapshot::Snapshot* snapshot, int device, std::o
       result.repeats_step = true;
       result.source =
           call_path->episodes >= 2
-              ? fmt::format(
-                    "the failing statement ({}) ran {} time(s) before in the trace: the training step repeating{}",
-                    call_path->statement, call_path->episodes - 1, backward)
+              ? fmt::format("the failing statement ({}) ran {} before in the trace: the training step repeating{}",
+                            call_path->statement, counted(call_path->episodes - 1, "time", "times"), backward)
               : fmt::format(
                     "the failing statement ({}) has been running for {:.0f} ms, many steps: it wraps the "
                     "training step{}",

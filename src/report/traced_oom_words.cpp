@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "util/bytes.h"
+#include "util/counted.h"
 #include "util/job_phase.h"
 
 namespace fragscope::report {
@@ -55,18 +56,18 @@ std::string phase_source(const TracedOomFindings& f, PhaseReason reason) {
                          c.eval_below_repeating ? fmt::format(", below {}, which did", c.call_statement) : "");
     case PhaseReason::kStepRepeats:
       return fmt::format(
-          "the failing unit's statement ({}) ran {} time(s) before in the trace: the training "
+          "the failing unit's statement ({}) ran {} before in the trace: the training "
           "step repeating{}",
-          c.unit_statement, c.earlier_units,
+          c.unit_statement, counted(c.earlier_units, "time", "times"),
           c.anchor_is_oom ? "" : " (the failing malloc, on autograd's thread, has no Python frames)");
     case PhaseReason::kUnitRepeats:
-      return fmt::format("the failing unit's statement ({}) ran {} time(s) before in the trace: {} repeating",
-                         c.unit_statement, c.earlier_units, c.eval_units ? "evaluation" : "the training step");
+      return fmt::format("the failing unit's statement ({}) ran {} before in the trace: {} repeating", c.unit_statement,
+                         counted(c.earlier_units, "time", "times"), c.eval_units ? "evaluation" : "the training step");
     case PhaseReason::kOtherPass:
       return "the failing pass shares no call stack with the recorded training steps";
     case PhaseReason::kProjectedUnit:
-      return fmt::format("the failing unit's statement ({}) ran {} time(s) before in the trace: {} repeating",
-                         f.trace.unit_statement, f.trace.earlier_units,
+      return fmt::format("the failing unit's statement ({}) ran {} before in the trace: {} repeating",
+                         f.trace.unit_statement, counted(f.trace.earlier_units, "time", "times"),
                          f.trace.eval_units ? "evaluation" : "the training step");
   }
   return c.source;
@@ -402,14 +403,12 @@ void word_projected_step(const TracedOomFindings& f, TracedOomWords& w) {
       std::abs(p.scale - 1) >= 0.02
           ? fmt::format("its allocations ×{:.2f} those of unit {}, the most alike", p.scale, p.reference_unit)
           : fmt::format("the size of unit {}", p.reference_unit);
-  w.trigger =
-      p.eval_units
-          ? fmt::format("unit {} of the trace's evaluation ({}), {}", p.earlier_units + 1, p.unit_statement, size)
-      : p.smaller_units == p.aligned_units && p.aligned_units > 0
-          ? fmt::format(
-                "the longest batch of the trace so far: larger than the {} earlier step(s) it aligns with ({}), {}",
-                p.aligned_units, p.unit_statement, size)
-          : fmt::format("training step {} of the trace ({}), {}", p.earlier_units + 1, p.unit_statement, size);
+  w.trigger = p.eval_units ? fmt::format("unit {} of the trace's evaluation ({}), {}", p.earlier_units + 1,
+                                         p.unit_statement, size)
+              : p.smaller_units == p.aligned_units && p.aligned_units > 0
+                  ? fmt::format("the longest batch of the trace so far: larger than the {} it aligns with ({}), {}",
+                                counted(p.aligned_units, "earlier step", "earlier steps"), p.unit_statement, size)
+                  : fmt::format("training step {} of the trace ({}), {}", p.earlier_units + 1, p.unit_statement, size);
   if (f.rule == TracedOomRule::kUncheckedSeveralScales) {
     add(w, "several_scales",
         p.follows_one_scale
