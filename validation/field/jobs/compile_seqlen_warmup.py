@@ -52,7 +52,7 @@ class GPT(nn.Module):
         for blk in self.blocks:
             x = blk(x)
         logits = self.head(self.ln(x))
-        return F.cross_entropy(logits.float().view(-1, VOCAB), targets.view(-1))
+        return F.cross_entropy(logits.float().view(-1, VOCAB), targets.reshape(-1))
 
 
 model = GPT().cuda()
