@@ -63,7 +63,9 @@ INSTANTIATE_TEST_SUITE_P(Field, ProjectedFromTheTrace,
                                            Calibrated{"tut_edge", 43540715520},
                                            // BLOOM: the failing step is the longest, where the attention's L²
                                            // outweighs the logits' L (its scale by bytes, 2.39, is L² = 1.55²)
-                                           Calibrated{"blm_edge", 36030381056}, Calibrated{"blm_lo", 36030381056}),
+                                           Calibrated{"blm_edge", 36030381056}, Calibrated{"blm_lo", 36030381056},
+                                           // torch.compile(dynamic=True), the first step at twice the length
+                                           Calibrated{"slw_edge", 21064269312}),
                          [](const auto& info) { return info.param.name; });
 
 // ec_lo's failing step is the longest batch of the job: its calibration run peaked at 16.93 GB
