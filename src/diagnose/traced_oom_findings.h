@@ -21,6 +21,7 @@
 #include "diagnose/compiled_graph.h"
 #include "diagnose/diagnosis.h"
 #include "diagnose/list_op_projection.h"
+#include "snapshot/history_start.h"
 
 namespace fragscope::diagnose {
 
@@ -155,6 +156,8 @@ struct TracedOomFindings {
   std::string missed_side;
   std::optional<ProjectedRun> best_run;  ///< the projected pass's least-memory setting with margin
   bool any_relaid_start = false;         ///< some setting replayed from a re-laid start
+  /// A trace that starts mid-run: whether its ring wrapped or history began late, by the blocks older than it.
+  snapshot::HistoryStart history_start = snapshot::HistoryStart::kUnknown;
   /// Undetermined on a trace that starts mid-run with no earlier step to project from.
   bool mid_run_without_projection = false;
   /// ... a pass the steps never ran, on a trace that starts mid-run and holds no earlier step:

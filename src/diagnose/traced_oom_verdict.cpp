@@ -25,6 +25,7 @@
 #include "replay/prepared_trace.h"
 #include "replay/replay_engine.h"
 #include "replay/whatif.h"
+#include "snapshot/history_start.h"
 #include "util/quantiles.h"
 
 namespace fragscope::diagnose {
@@ -543,6 +544,7 @@ Verdict decide_traced_oom(const TraceChoice& trace, const TelemetryInput* teleme
   f.clues.call_statement = call_path.statement;
   f.clues.unit_statement = units.statement;
   f.clues.earlier_units = units.starts.empty() ? 0 : units.starts.size() - 1;
+  if (prepared.starts_mid_run) f.history_start = snapshot::history_start(snap, trace.device);
   revise_phase(units, call_path, prepared.starts_mid_run, phase, d, f);
   if (call_path.has_stack) {
     f.call_site = call_path.innermost;

@@ -31,6 +31,29 @@ std::string quoted_conf(const std::string& conf) { return conf.empty() ? "\"\"" 
 bool is_phase(const TracedOomFindings& f, JobPhase phase) { return f.phase == phase_name(phase); }
 
 /// How the phase was told, for `reason`.
+/// How a trace that starts mid-run began, as the blocks older than it tell (snapshot/history_start.h).
+std::string_view mid_run_start(snapshot::HistoryStart start) {
+  switch (start) {
+    case snapshot::HistoryStart::kStartedLate:
+      return "history began after the run had allocated the blocks it starts with: they carry no frames";
+    case snapshot::HistoryStart::kRingWrapped:
+      return "a ring of max_entries that wrapped: blocks older than it carry frames";
+    case snapshot::HistoryStart::kAllocatorStart:
+    case snapshot::HistoryStart::kUnknown:
+      break;
+  }
+  return "a ring of max_entries, or history started late";
+}
+
+/// The history that would hold what this one lacks, `entries` long if a ring: a ring's max_entries, or, history
+/// having begun late, an earlier start.
+std::string longer_history(snapshot::HistoryStart start, std::size_t entries) {
+  if (start == snapshot::HistoryStart::kStartedLate)
+    return "_record_memory_history two steps before the failing one at least, or at the run's start (an OOM in the "
+           "run's first step no history decides)";
+  return fmt::format("_record_memory_history(max_entries={}) at least, or history from the run's start", entries);
+}
+
 std::string phase_source(const TracedOomFindings& f, PhaseReason reason) {
   const diagnose::PhaseClues& c = f.clues;
   switch (reason) {
@@ -41,10 +64,10 @@ std::string phase_source(const TracedOomFindings& f, PhaseReason reason) {
       const std::string_view backward = c.backward ? ", in its backward pass on autograd's thread" : "";
       if (c.starts_mid_run)
         return fmt::format(
-            "no statement of the program's loop ran more than once in the trace, which starts mid-run (a ring "
-            "of max_entries, or history started late): it holds the failing step's head (at {}{}) and none of "
-            "an earlier step's, so there is no earlier step to compare with",
-            c.program_frame, backward);
+            "no statement of the program's loop ran more than once in the trace, which starts mid-run ({}): it "
+            "holds the failing step's head (at {}{}) and none of an earlier step's, so there is no earlier step to "
+            "compare with",
+            mid_run_start(f.history_start), c.program_frame, backward);
       return fmt::format(
           "no statement of the program's loop ran more than once before the OOM: the run failed in "
           "its first step (at {}{}), so there is no earlier step to compare with",
@@ -320,12 +343,11 @@ std::size_t longer_history_entries(const TracedOomFindings& f) {
 }
 
 /// What would decide a mid-run trace, first: a history of two whole steps before the failing one,
-/// `entries` long, for the reason `how_long` gives.
-std::string two_whole_steps_history(std::string_view how_long, std::size_t entries) {
+/// `entries` long if a ring, for the reason `how_long` gives.
+std::string two_whole_steps_history(std::string_view how_long, snapshot::HistoryStart start, std::size_t entries) {
   return fmt::format("a snapshot whose history holds two whole steps before the failing one (one to project from, "
-                     "one to check the fit on): {}; _record_memory_history(max_entries={}) at least, or history "
-                     "from the run's start",
-                     how_long, entries);
+                     "one to check the fit on): {}; {}",
+                     how_long, longer_history(start, entries));
 }
 
 /// The fit's evidence: on how many earlier units it was checked, and the margins that follow.
@@ -705,23 +727,27 @@ TracedOomWords traced_oom_words(const TracedOomFindings& f) {
     w.trace_unavailable_reason = "no statement of the program's loop ran more than once before the OOM";
   if (f.max_entries_for_two_steps)
     w.decide_with.insert(w.decide_with.begin(),
-                         two_whole_steps_history(f.trace.unavailable_reason, *f.max_entries_for_two_steps));
+                         two_whole_steps_history(f.trace.unavailable_reason, f.history_start,
+                                                 *f.max_entries_for_two_steps));
   else if (f.mid_run_without_projection)
     w.decide_with.insert(
         w.decide_with.begin(),
         fmt::format("a snapshot whose history holds a whole step like the failing one before it: this trace "
-                    "starts mid-run (a ring of max_entries, or history started late) and no earlier step in it "
-                    "can be projected from; max_entries={} at least (this trace holds {} events), or history "
-                    "from the run's start",
-                    longer_history_entries(f), f.oom_index + 1));
+                    "starts mid-run ({}) and no earlier step in it can be projected from (it holds {} events); {}",
+                    mid_run_start(f.history_start), f.oom_index + 1,
+                    longer_history(f.history_start, longer_history_entries(f))));
   else if (f.mid_run_first_pass)
     w.decide_with.insert(w.decide_with.begin(),
                          two_whole_steps_history(
-                             fmt::format("this trace holds {} events, the end of the step before and the failing "
-                                         "step's head, so a step takes about that many or more if its steps are "
-                                         "alike",
-                                         f.oom_index + 1),
-                             longer_history_entries(f)));
+                             f.history_start == snapshot::HistoryStart::kStartedLate
+                                 ? fmt::format("this trace holds {} events, from where history began to the "
+                                               "failing step's head",
+                                               f.oom_index + 1)
+                                 : fmt::format("this trace holds {} events, the end of the step before and the "
+                                               "failing step's head, so a step takes about that many or more if its "
+                                               "steps are alike",
+                                               f.oom_index + 1),
+                             f.history_start, longer_history_entries(f)));
   return w;
 }
 

@@ -22,6 +22,7 @@ namespace {
 
 using diagnose::Diagnosis;
 using diagnose::Evidence;
+using diagnose::PhaseReason;
 using diagnose::TracedOomFindings;
 using diagnose::TracedOomRule;
 using diagnose::TracedOomWords;
@@ -181,6 +182,32 @@ TEST(TracedOomWords, AStepLargerThanTheFewEarlierBatchesSaysTheBatchesAreUnseen)
             std::string::npos);
   EXPECT_TRUE(w.diagnosis.recommended_conf.empty());
   expect_kept(w);
+}
+
+// A first step on a trace that starts mid-run: what would decide it follows from how the history began. Field
+// dps_edge recorded from its train(), after the model was built (blocks older than the trace carry no frames): an
+// earlier start, not a longer ring; ppo_edge's ring of 100,000 wrapped (older blocks carry frames): a longer ring.
+TEST(TracedOomWords, AMidRunFirstStepSaysHowItsHistoryBeganAndWhatWouldHoldMore) {
+  const Worded late = diagnose_worded(fragscope::testing::field_user_files("dps_edge"));
+  ASSERT_EQ(late.findings.found_reason, PhaseReason::kFirstStep);
+  ASSERT_EQ(late.findings.history_start, snapshot::HistoryStart::kStartedLate);
+  EXPECT_NE(late.words.phase_source.find("history began after the run had allocated the blocks it starts with"),
+            std::string::npos)
+      << late.words.phase_source;
+  ASSERT_FALSE(late.words.decide_with.empty());
+  const std::string& earlier = late.words.decide_with.front();
+  EXPECT_NE(earlier.find("_record_memory_history two steps before the failing one at least"), std::string::npos)
+      << earlier;
+  EXPECT_EQ(earlier.find("max_entries"), std::string::npos) << earlier;
+
+  const Worded ring = diagnose_worded(fragscope::testing::field_user_files("ppo_edge"));
+  ASSERT_EQ(ring.findings.history_start, snapshot::HistoryStart::kRingWrapped);
+  EXPECT_NE(ring.words.phase_source.find("a ring of max_entries that wrapped"), std::string::npos)
+      << ring.words.phase_source;
+  ASSERT_FALSE(ring.words.decide_with.empty());
+  EXPECT_NE(ring.words.decide_with.front().find("_record_memory_history(max_entries=300000) at least"),
+            std::string::npos)
+      << ring.words.decide_with.front();
 }
 
 }  // namespace
