@@ -166,6 +166,10 @@ struct TraceStepProjection {
   /// With reference_began_lower: the long-lived blocks (still held where the reference ends) that its
   /// rest made before the projected peak, the most of the difference that can raise the peak.
   std::uint64_t kept_before_peak_bytes = 0;
+  /// ... and what the failing unit held at the failing malloc that it may free where the reference had nothing to
+  /// free: made since the reference began, outside an optimizer's code, standing for no block of the reference's
+  /// rest (the step before's gradients and outputs).
+  std::uint64_t held_freeable_bytes = 0;
   std::size_t checked_units = 0;      ///< earlier units projected from the reference
   /// Aligned units of another kind left out of the check (the reference being of the failing
   /// unit's kind, two or more of that kind checked).

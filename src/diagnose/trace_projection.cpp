@@ -6,12 +6,15 @@
 #include <map>
 #include <optional>
 #include <tuple>
+#include <span>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "diagnose/optimizer_code.h"
 #include "diagnose/size_scale.h"
 #include "diagnose/unit_alignment.h"
 #include "util/bytes.h"
@@ -233,6 +236,26 @@ std::unordered_map<snapshot::StackId, std::vector<std::uint32_t>> older_blocks_b
   std::unordered_map<snapshot::StackId, std::vector<std::uint32_t>> by_stack;
   for (const auto& [event, slot] : older) by_stack[trace[event].stack].push_back(slot);
   return by_stack;
+}
+
+/// Bytes live at the failing malloc that the units from the reference's start to the failing unit's made outside
+/// an optimizer's code (made_by_optimizer: its state lives on) and that no block of the reference's rest stands for:
+/// the step before's gradients and outputs, which the failing unit may free where the reference had nothing to free
+/// (`zero_grad()` before the backward; a name such as `logits` rebound to this step's).
+std::uint64_t held_freeable_bytes(const snapshot::Snapshot& snapshot, std::span<const snapshot::TraceEvent> trace,
+                                  const SlotState& at_oom, std::size_t reference_first, std::size_t failing_first,
+                                  const std::unordered_map<std::uint32_t, std::uint32_t>& slot_for) {
+  std::unordered_set<std::uint32_t> stood_for;
+  for (const auto& [reference_slot, slot] : slot_for) stood_for.insert(slot);
+  std::uint64_t bytes = 0;
+  for (std::uint32_t slot = 0; slot < at_oom.live.size(); ++slot) {
+    const std::uint32_t event = at_oom.event[slot];
+    if (!at_oom.live[slot] || event == kNone || event < reference_first || event >= failing_first ||
+        stood_for.contains(slot))
+      continue;
+    if (!made_by_optimizer(snapshot, trace[event].stack)) bytes += at_oom.size[slot];
+  }
+  return bytes;
 }
 
 }  // namespace
@@ -642,13 +665,18 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
   // One-sided doubts: a reference that began holding more than the failing unit (gradients it
   // accumulates into) may make fewer blocks than the failing unit will; one that held less may
   // make blocks the failing unit already has — long-lived ones (the optimizer's state), still held
-  // where the reference ends, and only those made before the peak can raise it; a free without a
-  // counterpart keeps a block that the failing unit may not hold.
+  // where the reference ends, and only those made before the peak can raise it —, and the failing
+  // unit may free what the step before left it that the reference never held (field gmt_edge, a
+  // plain loop projected from its first step: the step before's 1.47 GB of log-probabilities,
+  // freed when `logp` was rebound, and its gradients, freed by `zero_grad()` before the backward;
+  // 13% above the whole run's peak). Both take at most what the failing unit held beyond the
+  // reference. A free without a counterpart keeps a block that the failing unit may not hold.
   if (failing.start_level > ref.start_level) {
     p.reference_began_lower = true;
     for (const auto& [reference_slot, slot] : slot_for)
       if (slot > served.slot && slot <= slot_at_peak) p.kept_before_peak_bytes += made.at(slot);
-    p.over_bytes += std::min(p.kind_difference_bytes, p.kept_before_peak_bytes);
+    p.held_freeable_bytes = held_freeable_bytes(snapshot, trace, at_oom, ref.first, failing.first, slot_for);
+    p.over_bytes += std::min(p.kind_difference_bytes, p.kept_before_peak_bytes + p.held_freeable_bytes);
   } else {
     p.under_bytes += p.kind_difference_bytes;
   }

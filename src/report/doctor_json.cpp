@@ -82,6 +82,7 @@ json trace_projection_json(const diagnose::TraceStepProjection& p) {
           {"kind_difference_bytes", p.kind_difference_bytes},
           {"reference_began_lower", p.reference_began_lower},
           {"kept_before_peak_bytes", p.kept_before_peak_bytes},
+          {"held_freeable_bytes", p.held_freeable_bytes},
           {"checked_units", p.checked_units},
           {"other_kind_units", p.other_kind_units},
           {"fit_error", optional_json(p.fit_error)},

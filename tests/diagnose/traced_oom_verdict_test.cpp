@@ -133,7 +133,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Expected{"lit2_lo", Verdict::kCapacity, "train"},
                       Expected{"tut2_edge", Verdict::kFragmentation, "train"},
                       Expected{"tut2_lo", Verdict::kCapacity, "train"},
-                      Expected{"wrn_edge", Verdict::kCapacity, "train"},
+                      // Capacity by 2.9% until the step before's blocks the first step never held (65 MiB
+                      // outside the optimizer) joined the doubt on that side: 5.0% asked.
+                      Expected{"wrn_edge", Verdict::kUndetermined, "train"},
                       Expected{"wrn_lo", Verdict::kCapacity, "train"},
                       // Batches 14-16 (predictions at 6801286, before the labels): fcn_lo was wrong
                       // (fragmentation) until the rule on batches seen asked for four (UnseenBatches below);
@@ -282,7 +284,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Expected{"llava_edge", Verdict::kFragmentation, "train"},
                       Expected{"llava_lo", Verdict::kUndetermined, "train"},
                       Expected{"bart_edge", Verdict::kUndetermined, "train"},
-                      Expected{"bart_lo", Verdict::kCapacity, "train"},
+                      // Capacity by 7.1% until the gradients it held from the micro-step before (1.51 GiB, which
+                      // it may free where its reference had none) joined the doubt on that side.
+                      Expected{"bart_lo", Verdict::kUndetermined, "train"},
                       // Batches 47-48 (predictions at e381ef2's src, before the labels): 4 right, 1 undetermined.
                       Expected{"cnxe_edge", Verdict::kCapacity, "train"},
                       Expected{"cnxe_lo", Verdict::kCapacity, "train"},
@@ -320,7 +324,12 @@ INSTANTIATE_TEST_SUITE_P(
                       Expected{"gcr_edge", Verdict::kUndetermined, "train"},
                       Expected{"gcr_lo", Verdict::kCapacity, "train"},
                       Expected{"fcos_edge", Verdict::kUndetermined, "train"},
-                      Expected{"fcos_lo", Verdict::kUndetermined, "train"}),
+                      Expected{"fcos_lo", Verdict::kUndetermined, "train"},
+                      // Batch 55 (predictions at d21e733's src, before the labels): 1 right, 3 undetermined.
+                      Expected{"nerf_edge", Verdict::kUndetermined, "train"},
+                      Expected{"nerf_lo", Verdict::kCapacity, "train"},
+                      Expected{"gmt_edge", Verdict::kUndetermined, "train"},
+                      Expected{"gmt_lo", Verdict::kUndetermined, "train"}),
     [](const auto& info) { return info.param.name; });
 
 // torchvision's detection reference with images of random sizes, at 0.92 × its peak allocated: the
@@ -556,24 +565,31 @@ TEST(FieldVerdicts, CheckedFitKeepsItsOwnErrorBothWays) {
 
 // A reference that began holding less than the failing unit (the first step, before the optimizer made
 // its state) may make blocks the failing unit already holds; those are long-lived, and only the ones it
-// made before the projected peak can raise it. Wide ResNet-50-2 (batch 13): its SGD momentum buffers,
-// made after the backward, no longer count against the step: 7.89 GiB projected against 7.67 is
-// beyond the margins left (capacity, its label; before, 5.8% asked: undetermined). ViT-B/16: AdamW's
-// state, 725 MiB, comes after the peak too.
-TEST(FieldVerdicts, OnlyLongLivedBlocksMadeBeforeThePeakRaiseIt) {
-  const Diagnosis d = diagnose("wrn_edge");
-  const TraceStepProjection& p = d.trace_projection;
+// made before the projected peak can raise it. The failing unit may also free what the step before left
+// it, which the reference never held: only the optimizer's state (made in torch/optim/) is sure to stay.
+// ViT-L (vitl_lo): AdamW's state, 2.3 GiB of the difference, stays; 32 MiB made before the peak and
+// 65 MiB outside the optimizer count, and 12.12 GiB projected against 10.92 is capacity. The seq2seq
+// tutorial (gmt_edge, a plain loop): step 1 holds step 0's log-probabilities (1.47 GB, until `logp` is
+// rebound) and gradients (until `zero_grad()` before the backward); projected from step 0 to 11.53 GiB,
+// 13% above the whole run's peak allocated (10.20 GiB), it may be that high, and the doubt says so.
+TEST(FieldVerdicts, WhatTheStepBeforeLeftIsDoubtUnlessTheOptimizerMadeIt) {
+  const Diagnosis vitl = diagnose("vitl_lo");
+  const TraceStepProjection& p = vitl.trace_projection;
   ASSERT_TRUE(p.available) << p.unavailable_reason;
   ASSERT_TRUE(p.reference_began_lower);
-  EXPECT_LT(p.kept_before_peak_bytes, p.kind_difference_bytes);
-  EXPECT_LT(p.over_bytes, p.kind_difference_bytes);
-  EXPECT_GT(p.projected_peak_bytes, *d.capacity_bytes);
-  EXPECT_EQ(d.verdict, Verdict::kCapacity);
-  EXPECT_TRUE(has_evidence(d, "reference_kind", "came before the projected peak"));
-  const Diagnosis vit = diagnose("vit_edge");
-  ASSERT_TRUE(vit.trace_projection.reference_began_lower);
-  EXPECT_LT(vit.trace_projection.kept_before_peak_bytes * 10, vit.trace_projection.kind_difference_bytes);
-  EXPECT_EQ(vit.verdict, Verdict::kUndetermined);  // 9.53 of 9.53 GiB, checked on no other unit
+  EXPECT_LT((p.kept_before_peak_bytes + p.held_freeable_bytes) * 10, p.kind_difference_bytes);
+  EXPECT_EQ(p.over_bytes, p.kept_before_peak_bytes + p.held_freeable_bytes);
+  EXPECT_EQ(vitl.verdict, Verdict::kCapacity);
+  EXPECT_TRUE(has_evidence(vitl, "reference_kind", "came before the projected peak"));
+
+  const Diagnosis gmt = diagnose("gmt_edge");
+  const TraceStepProjection& q = gmt.trace_projection;
+  ASSERT_TRUE(q.reference_began_lower);
+  EXPECT_GT(q.held_freeable_bytes, 1'470'000'000u);
+  const std::uint64_t run_peak = 10'949'952'000;  // the calibration run's max_memory_allocated
+  EXPECT_GT(q.projected_peak_bytes - q.over_bytes, 0u);
+  EXPECT_LE(q.projected_peak_bytes - q.over_bytes, run_peak) << "the doubt reaches below the truth";
+  EXPECT_EQ(gmt.verdict, Verdict::kUndetermined);
 }
 
 // HF Trainer (GPT-NeoX), history from step 3: the OOM is in the first eval pass of the trace,
