@@ -5,8 +5,8 @@
 #include <limits>
 #include <map>
 #include <optional>
-#include <tuple>
 #include <span>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>

@@ -413,8 +413,14 @@ void word_projected_step(const TracedOomFindings& f, TracedOomWords& w) {
                     p.reference_began_lower ? "blocks the failing unit already holds, more" : "fewer blocks",
                     p.reference_began_lower && p.kept_before_peak_bytes < p.kind_difference_bytes
                         ? fmt::format("; such blocks are long-lived, and of those its rest made, {} came before "
-                                      "the projected peak: only they can raise it",
-                                      format_bytes(p.kept_before_peak_bytes))
+                                      "the projected peak: only they can raise it{}",
+                                      format_bytes(p.kept_before_peak_bytes),
+                                      p.held_freeable_bytes == 0
+                                          ? std::string()
+                                          : fmt::format("; and the failing unit holds {} that the step before left "
+                                                        "it outside an optimizer's code (gradients, outputs), which "
+                                                        "it may free where the reference had nothing to free",
+                                                        format_bytes(p.held_freeable_bytes)))
                         : ""));
   if (p.unmatched_free_bytes)
     add(w, "unmatched",

@@ -586,6 +586,7 @@ TEST(FieldVerdicts, WhatTheStepBeforeLeftIsDoubtUnlessTheOptimizerMadeIt) {
   const TraceStepProjection& q = gmt.trace_projection;
   ASSERT_TRUE(q.reference_began_lower);
   EXPECT_GT(q.held_freeable_bytes, 1'470'000'000u);
+  EXPECT_TRUE(has_evidence(gmt, "reference_kind", "that the step before left it outside an optimizer's code"));
   const std::uint64_t run_peak = 10'949'952'000;  // the calibration run's max_memory_allocated
   EXPECT_GT(q.projected_peak_bytes - q.over_bytes, 0u);
   EXPECT_LE(q.projected_peak_bytes - q.over_bytes, run_peak) << "the doubt reaches below the truth";
