@@ -156,7 +156,8 @@ struct TracedOomFindings {
   std::string missed_side;
   std::optional<ProjectedRun> best_run;  ///< the projected pass's least-memory setting with margin
   bool any_relaid_start = false;         ///< some setting replayed from a re-laid start
-  /// A trace that starts mid-run: whether its ring wrapped or history began late, by the blocks older than it.
+  /// A trace that starts mid-run and decided nothing: whether its ring wrapped or history began late, by the
+  /// blocks older than it (judge_traced_oom sets it for the words that name it).
   snapshot::HistoryStart history_start = snapshot::HistoryStart::kUnknown;
   /// Undetermined on a trace that starts mid-run with no earlier step to project from.
   bool mid_run_without_projection = false;

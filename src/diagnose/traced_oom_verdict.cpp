@@ -544,7 +544,6 @@ Verdict decide_traced_oom(const TraceChoice& trace, const TelemetryInput* teleme
   f.clues.call_statement = call_path.statement;
   f.clues.unit_statement = units.statement;
   f.clues.earlier_units = units.starts.empty() ? 0 : units.starts.size() - 1;
-  if (prepared.starts_mid_run) f.history_start = snapshot::history_start(snap, trace.device);
   revise_phase(units, call_path, prepared.starts_mid_run, phase, d, f);
   if (call_path.has_stack) {
     f.call_site = call_path.innermost;
@@ -674,6 +673,9 @@ Verdict judge_traced_oom(const TraceChoice& trace, const TelemetryInput* telemet
     throw std::logic_error("doctor: DoctorOptions::word_traced_oom is not set (report::traced_oom_words)");
   TracedOomFindings f;
   const Verdict verdict = decide_traced_oom(trace, telemetry, curve, options, d, f);
+  // Only the words of a mid-run trace that decided nothing read how its history began (a pass over the trace).
+  if (f.clues.starts_mid_run || f.mid_run_first_pass || f.mid_run_without_projection)
+    f.history_start = snapshot::history_start(trace.replay->snapshot, trace.device);
   TracedOomWords words = options.word_traced_oom(f);
   if (words.step_unavailable_reason) f.step.unavailable_reason = std::move(*words.step_unavailable_reason);
   if (words.trace_unavailable_reason) f.trace.unavailable_reason = std::move(*words.trace_unavailable_reason);

@@ -30,7 +30,6 @@ std::string quoted_conf(const std::string& conf) { return conf.empty() ? "\"\"" 
 
 bool is_phase(const TracedOomFindings& f, JobPhase phase) { return f.phase == phase_name(phase); }
 
-/// How the phase was told, for `reason`.
 /// How a trace that starts mid-run began, as the blocks older than it tell (snapshot/history_start.h).
 std::string_view mid_run_start(snapshot::HistoryStart start) {
   switch (start) {
@@ -54,6 +53,7 @@ std::string longer_history(snapshot::HistoryStart start, std::size_t entries) {
   return fmt::format("_record_memory_history(max_entries={}) at least, or history from the run's start", entries);
 }
 
+/// How the phase was told, for `reason`.
 std::string phase_source(const TracedOomFindings& f, PhaseReason reason) {
   const diagnose::PhaseClues& c = f.clues;
   switch (reason) {
