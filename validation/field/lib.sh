@@ -29,6 +29,10 @@ run_job() {  # DIR GIB JOB ARGS...
   mkdir -p "$dir/user"
   timeout "$left" python3 "$HERE/harness.py" --out "$dir" --budget-gib "$gib" -- \
     "$HERE/jobs/$job" "$@" >"$dir/user/train.log" 2>&1
+  # DataLoader workers forked from the job outlive it by up to 5 s and keep its device memory (ballast included):
+  # the next run would find the card full (batch 58's timm_lo_x died so at its first allocation).
+  local waited=0
+  while pgrep -f "$HERE/harness.py" >/dev/null && ((waited < 60)); do sleep 1; waited=$((waited + 1)); done
   # A rerun's outcome is its label: it is not shown here, so that predictions are made before it is opened.
   if [[ $dir == *_x ]]; then echo "$(basename "$dir"): rerun done"
   elif grep -q '^RESULT' "$dir/user/train.log"; then
