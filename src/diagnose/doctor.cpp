@@ -275,6 +275,14 @@ std::string snapshot_blind_to_oom(const DoctorInputs& in) {
   return in.snapshots.front().path;
 }
 
+/// "path:line" of the first logged OOM that PyTorch's C shim raised (inputs::OomMessage::raised_in_c_shim), or "".
+std::string oom_in_c_shim(const DoctorInputs& in) {
+  for (const LogInput& log : in.logs)
+    for (const inputs::OomMessage& oom : log.ooms)
+      if (oom.raised_in_c_shim) return fmt::format("{}:{}", log.path, oom.line);
+  return "";
+}
+
 /// An OOM known only from messages / stats: decide what the numbers can prove.
 Verdict judge_oom_without_trace(const DoctorInputs& in, Diagnosis& d) {
   const OomContext& c = *d.oom_context;
@@ -304,9 +312,19 @@ Verdict judge_oom_without_trace(const DoctorInputs& in, Diagnosis& d) {
   }
   d.add_evidence("undecidable", "without a trace the doctor cannot replay the run or project the failing step");
   if (const std::string why = snapshot_without_oom_trace(in); !why.empty()) d.add_evidence("no_trace", why);
+  const std::string shim_oom = oom_in_c_shim(in);
   d.decide_with = {
-      "a snapshot with history of the failing rank (_record_memory_history(stacks=\"python\") before training; "
-      "_dump_snapshot in the except handler)",
+      shim_oom.empty()
+          ? "a snapshot with history of the failing rank (_record_memory_history(stacks=\"python\") before "
+            "training; _dump_snapshot in the except handler)"
+          : fmt::format("a snapshot with history of the failing rank, dumped by the OOM observer "
+                        "(_record_memory_history(stacks=\"python\") before training; "
+                        "torch._C._cuda_attach_out_of_memory_observer(lambda *a: "
+                        "torch.cuda.memory._dump_snapshot(\"oom.pickle\"))): this OOM was raised inside the C "
+                        "shim that AOTInductor-compiled models and extension ops on PyTorch's stable ABI call "
+                        "through ({}), which hands it to Python as a RuntimeError that `except "
+                        "torch.OutOfMemoryError` does not catch; the observer runs inside the allocator",
+                        shim_oom),
       "step telemetry (steps.jsonl) of the failing rank",
       "one rerun with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True at the same memory"};
   return Verdict::kUndetermined;

@@ -37,6 +37,10 @@ struct OomMessage {
   std::string backend = "CUDA"; ///< "CUDA", or "HIP" on ROCm builds
   OomFormat format = OomFormat::kCurrent;
   std::string text;             ///< the message, colour codes and line wraps removed
+  /// Logged by the C shim that AOTInductor-compiled models and extension ops on PyTorch's stable ABI call through
+  /// ("Exception in aoti_torch: CUDA out of memory..."): the shim turns the error into an error code, and Python
+  /// gets a RuntimeError ("... API call failed"), which `except torch.OutOfMemoryError` does not catch.
+  bool raised_in_c_shim = false;
 
   std::optional<std::uint64_t> tried_to_allocate;
   std::optional<int> gpu;

@@ -18,6 +18,9 @@ namespace {
 // make the figure search slow).
 constexpr std::size_t kMaxMessageChars = 8192;
 
+// How PyTorch's C shim (torch/csrc/inductor/aoti_torch/utils.h) logs an exception it turns into an error code.
+constexpr std::string_view kCShimLogPrefix = "Exception in aoti_torch";
+
 struct LogLine {
   std::optional<int> rank;
   std::string text;  // without colour codes, '\r' and rank prefix
@@ -250,6 +253,7 @@ void OomMessageScanner::judge(std::string_view raw) {
   if (!msg || found_.size() >= kMaxOomMessages) return;  // not an allocator OOM, or enough kept
   msg->line = line_no_;
   msg->rank = first.rank;
+  msg->raised_in_c_shim = first.text.substr(0, oom_at).find(kCShimLogPrefix) != std::string::npos;
   found_.push_back(std::move(*msg));
 }
 

@@ -292,6 +292,25 @@ TEST(Doctor, WithoutATraceTheProcessCapIsTheCapacity) {
   EXPECT_FALSE(has_key(close, "request_vs_cap"));
 }
 
+// Field batch 59's transducer at its edge budget: the OOM came inside torchaudio's rnnt_loss, an op on PyTorch's
+// stable ABI, and reached Python as a RuntimeError, so the job's `except torch.OutOfMemoryError` dumped nothing.
+// Asking for a dump "in the except handler" would fail the user again: the OOM observer runs inside the allocator.
+TEST(Doctor, AnOomRaisedInTheCShimAsksForTheObserverNotTheExceptHandler) {
+  const std::string log = std::string(FRAGSCOPE_SOURCE_DIR) + "/tests/data/oom_in_c_shim/rnnt_edge/train.log";
+  const Diagnosis d = run_doctor(collect_doctor_inputs({log}), fragscope::testing::doctor_options());
+  EXPECT_EQ(d.verdict, Verdict::kUndetermined);
+  ASSERT_FALSE(d.decide_with.empty());
+  EXPECT_NE(d.decide_with[0].find("dumped by the OOM observer"), std::string::npos) << d.decide_with[0];
+  EXPECT_NE(d.decide_with[0].find("torch._C._cuda_attach_out_of_memory_observer"), std::string::npos);
+  EXPECT_NE(d.decide_with[0].find("(" + log + ":2)"), std::string::npos) << d.decide_with[0];
+  EXPECT_EQ(d.decide_with[0].find("in the except handler"), std::string::npos);
+  // An OOM raised to Python as itself keeps the except handler's advice.
+  const std::string plain = (fragscope::testing::field_dir("gnn_edge") / "train.log").string();
+  const Diagnosis p = run_doctor(collect_doctor_inputs({plain}), fragscope::testing::doctor_options());
+  ASSERT_FALSE(p.decide_with.empty());
+  EXPECT_NE(p.decide_with[0].find("_dump_snapshot in the except handler"), std::string::npos) << p.decide_with[0];
+}
+
 // torchvision's video recipe completed at its edge budget (field batch 18); cuDNN's benchmark had two workspaces
 // refused and caught, and the OOM observer's last dump ends on one. The doctor called it "fragmentation" of a run
 // that did not fail; the OOMs are survived, and the capacity they measured puts the what-if under it.

@@ -329,7 +329,18 @@ INSTANTIATE_TEST_SUITE_P(
                       Expected{"nerf_edge", Verdict::kUndetermined, "train"},
                       Expected{"nerf_lo", Verdict::kCapacity, "train"},
                       Expected{"gmt_edge", Verdict::kUndetermined, "train"},
-                      Expected{"gmt_lo", Verdict::kUndetermined, "train"}),
+                      Expected{"gmt_lo", Verdict::kUndetermined, "train"},
+                      // Batches 56-57 (predictions at 21ab0ca's src, before the labels): 1 right, 4 undetermined.
+                      // tpf_*: batches made on a second CUDA stream and record_stream()ed on the main one.
+                      Expected{"moco_lo", Verdict::kFragmentation, "train"},
+                      Expected{"moco_mid", Verdict::kUndetermined, "unknown"},
+                      Expected{"tpf_lo", Verdict::kUndetermined, "unknown"},
+                      Expected{"tpf0_edge", Verdict::kUndetermined, "train"},
+                      Expected{"tpf0_lo", Verdict::kUndetermined, "unknown"},
+                      // Batches 58-59 (predictions at 21ab0ca's src, before the labels): 1 right, 2 undetermined.
+                      Expected{"timm_edge", Verdict::kUndetermined, "train"},
+                      Expected{"timm_lo", Verdict::kCapacity, "unknown"},
+                      Expected{"rnnt_lo", Verdict::kUndetermined, "train"}),
     [](const auto& info) { return info.param.name; });
 
 // torchvision's detection reference with images of random sizes, at 0.92 × its peak allocated: the

@@ -35,6 +35,24 @@ TEST(TrainingLog, FindsTheOomMessageInTheExampleTrainingLog) {
   EXPECT_TRUE(found[0].text.starts_with("CUDA out of memory."));
 }
 
+// Field batch 59's transducer: the OOM inside torchaudio's rnnt_loss was logged by PyTorch's C shim ("Exception in
+// aoti_torch: CUDA out of memory...") and reached Python as a RuntimeError; the message reads as any other.
+TEST(TrainingLog, TellsAnOomTheCShimRaisedFromOneRaisedAsItself) {
+  const auto log = read_training_log_file(fs::path(FRAGSCOPE_SOURCE_DIR) / "tests" / "data" / "oom_in_c_shim" /
+                                          "rnnt_edge" / "train.log");
+  ASSERT_EQ(log.oom_messages.size(), 1u);
+  const OomMessage& oom = log.oom_messages[0];
+  EXPECT_TRUE(oom.raised_in_c_shim);
+  EXPECT_EQ(oom.line, 2u);
+  EXPECT_EQ(format_bytes(*oom.tried_to_allocate), "3.31 GiB");
+  EXPECT_EQ(format_bytes(*oom.reserved_unallocated), "3.78 GiB");
+  EXPECT_TRUE(oom.text.starts_with("CUDA out of memory."));
+  const auto example = read_training_log_file(fs::path(FRAGSCOPE_SOURCE_DIR) / "examples" / "frag_oom_104" /
+                                              "train.log");
+  ASSERT_EQ(example.oom_messages.size(), 1u);
+  EXPECT_FALSE(example.oom_messages[0].raised_in_c_shim);
+}
+
 // Issue 16: logs were read whole (1.9 GB of memory for a 1 GB log) and an OOM message past the
 // first GiB was ignored. Now a log of any size streams through a few lines of memory.
 TEST(TrainingLog, FindsAMessagePastTheFirstGibInBoundedMemory) {
