@@ -152,7 +152,11 @@ void fragmentation(Diagnosis& d) {
         format_bytes(recorded->peak_reserved_at_capacity_bytes.value_or(recorded->peak_reserved_bytes)),
         format_bytes(n.needed));
   allocator_action(d, true, evidence);
-  if (n.known && d.capacity_bytes) {
+  // Where every earlier unit the failing one aligns with had its size (field moco_lo: MoCo's fixed images), there
+  // is no longer batch to keep a margin for.
+  const TraceStepProjection& t = d.trace_projection;
+  const bool sizes_vary = !t.available || t.aligned_units == 0 || t.varying_units > 0;
+  if (n.known && d.capacity_bytes && sizes_vary) {
     const std::uint64_t spare = *d.capacity_bytes - std::min(*d.capacity_bytes, n.needed);
     d.actions.push_back(
         {"Keep a margin for longer batches", "activation checkpointing, or cap max_seq_len",

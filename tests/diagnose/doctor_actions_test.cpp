@@ -104,3 +104,29 @@ TEST(DoctorActions, AProjectedStepsSettingStatesTheMarginItWasRunWith) {
 }
 
 }  // namespace fragscope::diagnose
+
+namespace fragscope::diagnose {
+namespace {
+
+bool has_action(const Diagnosis& d, const std::string& title) {
+  return std::any_of(d.actions.begin(), d.actions.end(), [&](const Action& a) { return a.title == title; });
+}
+
+// A margin "for longer batches" is advice only where batches vary: field moco_lo (MoCo v2, fixed images, every
+// earlier step the failing one's size) was told to cap max_seq_len; slw_edge (sequence-length warmup, its failing
+// step ×2 the one before) keeps it.
+TEST(DoctorActions, AMarginForLongerBatchesOnlyWhereBatchesVary) {
+  DoctorOptions options = fragscope::testing::doctor_options();
+  options.threads = 2;
+  const Diagnosis fixed = run_doctor(collect_doctor_inputs(field_user_files("moco_lo")), options);
+  ASSERT_EQ(fixed.verdict, Verdict::kFragmentation) << fixed.headline;
+  EXPECT_EQ(fixed.trace_projection.varying_units, 0u);
+  EXPECT_FALSE(has_action(fixed, "Keep a margin for longer batches"));
+  const Diagnosis varying = run_doctor(collect_doctor_inputs(field_user_files("slw_edge")), options);
+  ASSERT_EQ(varying.verdict, Verdict::kFragmentation) << varying.headline;
+  EXPECT_GT(varying.trace_projection.varying_units, 0u);
+  EXPECT_TRUE(has_action(varying, "Keep a margin for longer batches"));
+}
+
+}  // namespace
+}  // namespace fragscope::diagnose
