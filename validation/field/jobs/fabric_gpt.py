@@ -51,8 +51,10 @@ config = GPT2Config(n_layer=args.layers, n_embd=args.hidden, n_head=args.hidden 
 model = GPT2LMHeadModel(config)
 optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1)
 model, optimizer = fabric.setup(model, optimizer)
+# A seeded shuffle: the labelling rerun must meet the batches in the same order (batch 61's did not).
 loader = fabric.setup_dataloaders(torch.utils.data.DataLoader(RandomTexts(), batch_size=args.batch, shuffle=True,
-                                                              collate_fn=pad_to_longest, num_workers=2))
+                                                              collate_fn=pad_to_longest, num_workers=2,
+                                                              generator=torch.Generator().manual_seed(0)))
 for micro_step, (ids, labels) in enumerate(loader):
     step = micro_step // args.accumulate
     if step == args.steps:
