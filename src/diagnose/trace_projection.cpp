@@ -53,11 +53,16 @@ struct Unit {
   /// and each one's (stack, rank) by address.
   std::unordered_map<snapshot::StackId, std::vector<std::uint64_t>> older;
   std::unordered_map<std::uint64_t, std::pair<snapshot::StackId, std::size_t>> older_rank;
+  /// Of `older`, the blocks its own iteration of the loop made before it began (a backward unit's forward
+  /// activations), in the same order: they follow the batch as the unit's own allocations do.
+  std::unordered_map<snapshot::StackId, std::vector<bool>> older_in_head;
+  std::uint64_t head_bytes = 0;  ///< of start_level, those blocks' bytes
 };
 
-/// Fills u.older from the blocks live at its start (address → allocating event).
+/// Fills u.older from the blocks live at its start (address → allocating event); those allocated at `head_start`
+/// or later are its iteration's head.
 void note_older_blocks(Unit& u, std::span<const snapshot::TraceEvent> trace,
-                       const std::unordered_map<std::uint64_t, std::size_t>& live) {
+                       const std::unordered_map<std::uint64_t, std::size_t>& live, std::size_t head_start) {
   std::vector<std::pair<std::size_t, std::uint64_t>> blocks(live.size());  // (event, address)
   std::size_t n = 0;
   for (const auto& [address, event] : live) blocks[n++] = {event, address};
@@ -66,6 +71,9 @@ void note_older_blocks(Unit& u, std::span<const snapshot::TraceEvent> trace,
     std::vector<std::uint64_t>& sizes = u.older[trace[event].stack];
     u.older_rank[address] = {trace[event].stack, sizes.size()};
     sizes.push_back(trace[event].size);
+    const bool in_head = event >= head_start;
+    u.older_in_head[trace[event].stack].push_back(in_head);
+    if (in_head) u.head_bytes += trace[event].size;
   }
 }
 
@@ -164,10 +172,13 @@ std::optional<FitScale> scale_in_fit_terms(std::span<const snapshot::TraceEvent>
 /// Unit `target`'s highest allocated level, projected as `reference`'s allocations scaled by
 /// `scale` (the exponents leave `left_out` out of the fit). A block the reference had before
 /// it began and frees is the target's counterpart (same call stack and recency), or nothing.
+/// `head_factor`: for a batch of another size than the target's, how much larger the blocks of its
+/// iteration's head are (Unit::older_in_head; taken as linear in the batch: a forward's activations).
 std::uint64_t projected_peak(std::span<const snapshot::TraceEvent> trace, const Unit& reference, const ExponentFit& fit,
-                             std::size_t left_out, double scale, const Unit& target) {
+                             std::size_t left_out, double scale, const Unit& target, double head_factor = 1.0) {
   std::unordered_map<std::uint64_t, std::uint64_t> scaled;  // address → size
-  double level = static_cast<double>(target.start_level);
+  double level = static_cast<double>(target.start_level) +
+                 (head_factor - 1) * static_cast<double>(target.head_bytes);
   double peak = level;
   std::size_t position = 0;
   for (std::size_t i = reference.first; i < reference.end; ++i) {
@@ -184,9 +195,11 @@ std::uint64_t projected_peak(std::span<const snapshot::TraceEvent> trace, const 
         level -= static_cast<double>(it->second);
         scaled.erase(it);
       } else if (const auto older = reference.older_rank.find(e.addr); older != reference.older_rank.end()) {
-        const auto counterpart = target.older.find(older->second.first);
-        if (counterpart != target.older.end() && older->second.second < counterpart->second.size())
-          level -= static_cast<double>(counterpart->second[older->second.second]);
+        const auto [stack, rank] = older->second;
+        const auto counterpart = target.older.find(stack);
+        if (counterpart != target.older.end() && rank < counterpart->second.size())
+          level -= static_cast<double>(counterpart->second[rank]) *
+                   (target.older_in_head.at(stack)[rank] ? head_factor : 1.0);
       }
     }
   }
@@ -329,7 +342,10 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
       if (next + 1 < count && next < units.iteration_ends.size()) u.end = std::min(u.end, units.iteration_ends[next]);
       u.blocks_at_start = live_blocks;
       u.start_level = i > 0 ? curve.allocated[i - 1] : level_before_trace(trace, curve);
-      note_older_blocks(u, trace, live);
+      // Its iteration began where the one before ended (a backward unit: its forward came first); an eval
+      // batch's has no head of its own (what ran since the eval before is training).
+      const bool after_iteration = !units.eval && next > 0 && next - 1 < units.iteration_ends.size();
+      note_older_blocks(u, trace, live, after_iteration ? units.iteration_ends[next - 1] : i);
       ++next;
     }
     const snapshot::TraceEvent& e = trace[i];
@@ -371,6 +387,8 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
   std::size_t aligned_position = 0;
   bool reference_of_its_kind = false;
   double longest_scale = 1.0;  // the failing unit's sizes against the longest unit's
+  std::size_t longest = 0;     // its index in `unit`
+  std::vector<double> head_exponents;  // how the iteration's head grew with the batch, unit by unit
   for (std::size_t k = unit.size() - 1; k-- > 0;) {  // newest first: ties go to the most recent
     const Unit& candidate = unit[k];
     const std::size_t window = std::min(candidate.allocs.size(), failing.allocs.size() * 5 / 4 + 64);
@@ -395,7 +413,11 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
     if (scale < 1 / 1.02 && (!p.longest_unit || scale < longest_scale)) {  // a longer batch than the failing one
       p.longest_unit = first_unit + k + 1;
       longest_scale = scale;
+      longest = k;
     }
+    if (std::abs(std::log(scale)) >= kLeast && candidate.head_bytes > 0 && failing.head_bytes > 0)
+      head_exponents.push_back(std::log(static_cast<double>(failing.head_bytes) /
+                                        static_cast<double>(candidate.head_bytes)) / std::log(scale));
     // Another kind only when none of its own aligns; among one kind, the scale nearest 1.
     const bool its_kind = same_kind(candidate);
     if (reference && (reference_of_its_kind && !its_kind)) continue;
@@ -528,8 +550,12 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
     if (!alike(after, ref) && after.start_level > ref.start_level)
       p.next_unit_extra_bytes = after.start_level - ref.start_level;
   }
-  if (p.longest_unit)  // a step as long as the longest seen, begun as the failing one began
-    p.longest_peak_bytes = projected_peak(trace, ref, fit, kNone, p.scale / longest_scale, failing);
+  // A step as long as the longest seen, begun as the failing one began, with the head that unit's iteration had.
+  if (p.longest_unit)
+    p.longest_peak_bytes = projected_peak(trace, ref, fit, kNone, p.scale / longest_scale, failing,
+                                          failing.head_bytes > 0 ? static_cast<double>(unit[longest].head_bytes) /
+                                                                       static_cast<double>(failing.head_bytes)
+                                                                 : 1.0);
 
   // The synthetic trace: the recorded ops to the failing malloc, then the reference's rest.
   const std::vector<std::uint32_t> op_of_event = replay::malloc_op_of_event(prepared);
@@ -683,8 +709,15 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
   p.over_bytes += p.unmatched_free_bytes + static_cast<std::uint64_t>(peak - peak_low);
   p.under_bytes += static_cast<std::uint64_t>(peak_high - peak);
   p.available = true;
-  out.peak_at_factor = [trace, ref, fit, failing, scale = p.scale](double factor) {
-    return projected_peak(trace, ref, fit, kNone, scale * factor, failing);
+  // A batch of another size has its iteration's head grown as the earlier units' heads grew with theirs (the
+  // median exponent; linear when no unit of another size tells).
+  double head_exponent = 1.0;
+  if (!head_exponents.empty()) {
+    std::nth_element(head_exponents.begin(), head_exponents.begin() + head_exponents.size() / 2, head_exponents.end());
+    head_exponent = std::clamp(head_exponents[head_exponents.size() / 2], 0.0, kMaxExponent);
+  }
+  out.peak_at_factor = [trace, ref, fit, failing, scale = p.scale, head_exponent](double factor) {
+    return projected_peak(trace, ref, fit, kNone, scale * factor, failing, std::pow(factor, head_exponent));
   };
   return out;
 }

@@ -516,14 +516,19 @@ void word_projected_step(const TracedOomFindings& f, TracedOomWords& w) {
                       f.best_run->conf.empty() ? "the recorded setting" : f.best_run->conf, format_bytes(next),
                       format_bytes(cap)));
       return;
-    case TracedOomRule::kLongerBatchMayNotFit:
+    case TracedOomRule::kLongerBatchMayNotFit: {
+      const double kept = p.margin_to_fit + (f.best_run && f.best_run->relaid_start ? p.relaid_start_margin : 0);
       add(w, "longest_batch",
           fmt::format("the failing step itself fits, but unit {} of the trace was a longer batch; one that long "
-                      "begun as the failing step began would need about {} live of the {} the device gives. "
+                      "begun as the failing step began would need about {} live of the {} the device gives, more "
+                      "than the {} a setting runs with the margins the failing step's run kept ({:.1f}%). "
                       "The job makes such batches; whether the run meets one again is not in the trace",
-                      *p.longest_unit, format_bytes(p.longest_peak_bytes), format_bytes(cap)));
+                      *p.longest_unit, format_bytes(p.longest_peak_bytes), format_bytes(cap),
+                      format_bytes(static_cast<std::uint64_t>(static_cast<double>(cap) * (1 - kept))),
+                      100 * kept));
       w.decide_with = undecided_projected_step(f);
       return;
+    }
     case TracedOomRule::kFewBatchesSeen: {
       const bool one = p.aligned_units == 1;
       // Sizes that differ in a part only (a fixed-size input beside one that follows the batch) leave the scale at 1.

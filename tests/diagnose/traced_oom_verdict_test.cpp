@@ -847,3 +847,41 @@ TEST(FieldVerdicts, ASnapshotWhoseHistoryBeganAfterTheOomSaysSo) {
 
 }  // namespace
 }  // namespace fragscope::diagnose
+
+namespace fragscope::diagnose {
+namespace {
+
+// The longest batch seen must fit with the margins the failing step's run kept. Field batch 61's Fabric job
+// (fab61_edge: its rerun met the batches in another order, so it has no label) was called fragmentation: its
+// failing batch fit, and a batch ×1.034 as long, seen earlier, projected to 27.47 of 27.80 GiB with perfect
+// packing, inside the fit's 0.1% but not the re-laid start's 2.25% that the failing step's run kept. The same job
+// with a seeded shuffle (fab_edge, batch 62) failed under expandable segments at the run's longest batch.
+TEST(FieldVerdicts, TheLongestBatchSeenKeepsTheFailingStepsMargins) {
+  for (const char* name : {"fab61_edge", "fab_edge"}) {
+    SCOPED_TRACE(name);
+    const Diagnosis d = diagnose(name);
+    EXPECT_EQ(d.verdict, Verdict::kUndetermined);
+    const TraceStepProjection& p = d.trace_projection;
+    ASSERT_TRUE(p.available);
+    ASSERT_TRUE(p.longest_unit.has_value());
+    const auto cap = static_cast<double>(*d.capacity_bytes);
+    EXPECT_LT(static_cast<double>(p.longest_peak_bytes), cap * (1 - p.margin_to_fit));
+    EXPECT_GT(static_cast<double>(p.longest_peak_bytes), cap * (1 - p.margin_to_fit - p.relaid_start_margin));
+    EXPECT_TRUE(has_evidence(d, "longest_batch", "the margins the failing step's run kept"));
+  }
+}
+
+// A unit that begins at the backward statement (Fabric's `fabric.backward`, field fab_edge) starts holding its own
+// forward's activations: a longer batch makes them larger too. The headroom counted only the backward's growth and
+// read "a batch ×1.59 its size would need more"; the seeded rerun failed at the run's longest batch, 1,019 tokens
+// against the failing micro-step's 941-979.
+TEST(FieldVerdicts, ABatchsHeadroomGrowsTheForwardThatCameBeforeItsUnit) {
+  const Diagnosis d = diagnose("fab_edge");
+  EXPECT_EQ(d.verdict, Verdict::kUndetermined);
+  ASSERT_FALSE(d.decide_with.empty());
+  EXPECT_NE(d.decide_with.front().find("a batch ×1.08 its size would need more"), std::string::npos)
+      << d.decide_with.front();
+}
+
+}  // namespace
+}  // namespace fragscope::diagnose
