@@ -173,7 +173,7 @@ std::optional<FitScale> scale_in_fit_terms(std::span<const snapshot::TraceEvent>
 /// `scale` (the exponents leave `left_out` out of the fit). A block the reference had before
 /// it began and frees is the target's counterpart (same call stack and recency), or nothing.
 /// `head_factor`: for a batch of another size than the target's, how much larger the blocks of its
-/// iteration's head are (Unit::older_in_head; taken as linear in the batch: a forward's activations).
+/// iteration's head are (Unit::older_in_head: a backward unit's forward activations).
 std::uint64_t projected_peak(std::span<const snapshot::TraceEvent> trace, const Unit& reference, const ExponentFit& fit,
                              std::size_t left_out, double scale, const Unit& target, double head_factor = 1.0) {
   std::unordered_map<std::uint64_t, std::uint64_t> scaled;  // address → size
@@ -713,8 +713,9 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
   // median exponent; linear when no unit of another size tells).
   double head_exponent = 1.0;
   if (!head_exponents.empty()) {
-    std::nth_element(head_exponents.begin(), head_exponents.begin() + head_exponents.size() / 2, head_exponents.end());
-    head_exponent = std::clamp(head_exponents[head_exponents.size() / 2], 0.0, kMaxExponent);
+    const auto middle = head_exponents.begin() + static_cast<std::ptrdiff_t>(head_exponents.size() / 2);
+    std::nth_element(head_exponents.begin(), middle, head_exponents.end());
+    head_exponent = std::clamp(*middle, 0.0, kMaxExponent);
   }
   out.peak_at_factor = [trace, ref, fit, failing, scale = p.scale, head_exponent](double factor) {
     return projected_peak(trace, ref, fit, kNone, scale * factor, failing, std::pow(factor, head_exponent));
