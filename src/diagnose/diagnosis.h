@@ -99,6 +99,8 @@ struct ProjectedRun {
   /// Replayed from a mid-run trace's live blocks re-laid as this setting holds them
   /// (replay::relays_initial_state): it must leave relaid_start_margin more.
   bool relaid_start = false;
+  /// When it runs at the capacity: what it reserved at its peak (the recorded prefix's and the projected rest's).
+  std::uint64_t peak_reserved_bytes = 0;
 };
 
 /// @brief The failing step projected from the trace alone, without step telemetry.

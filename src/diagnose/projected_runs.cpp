@@ -13,7 +13,7 @@ namespace {
 /// the replay held. `factor` scales the device: its cudaMalloc limit and any memory-fraction cap.
 bool runs_at(const replay::PreparedTrace& trace, const replay::WhatIfConfig& config, const replay::Capacity& capacity,
              double factor, std::uint64_t& memory_bytes,
-             replay::ElasticAllocs elastic = replay::ElasticAllocs::kServe) {
+             replay::ElasticAllocs elastic = replay::ElasticAllocs::kServe, std::uint64_t* peak_reserved = nullptr) {
   if (factor <= 0) return false;  // a margin of the whole capacity or more: nothing runs with it
   replay::ReplayOptions options = replay::replay_options_for(capacity);
   const auto scaled = [&](std::uint64_t bytes) {
@@ -25,6 +25,7 @@ bool runs_at(const replay::PreparedTrace& trace, const replay::WhatIfConfig& con
   options.elastic = elastic;
   const replay::ReplayResult result = replay::run_replay(trace, replay::ModelKind::kCaching, config.config, options);
   memory_bytes = std::max(memory_bytes, result.memory_bytes);
+  if (peak_reserved) *peak_reserved = result.stats.peak_reserved_bytes;
   return !result.oom;
 }
 
@@ -47,7 +48,8 @@ void replay_projected_step(ProjectedStep& step, const std::vector<replay::WhatIf
       std::uint64_t held = 0;
       if (!capacity.effective_bytes()) return held;
       run.relaid_start = replay::relays_initial_state(step.trace, configs[i].config);
-      run.runs = runs_at(step.trace, configs[i], capacity, 1.0, held);
+      run.runs = runs_at(step.trace, configs[i], capacity, 1.0, held, replay::ElasticAllocs::kServe,
+                         &run.peak_reserved_bytes);
       if (run.runs)
         run.runs_with_margin = runs_at(step.trace, configs[i], capacity,
                                        1 - p.margin_to_fit - (run.relaid_start ? p.relaid_start_margin : 0), held);

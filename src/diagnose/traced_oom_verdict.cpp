@@ -371,13 +371,19 @@ Verdict judge_projected_step(ProjectedStep& step, const std::vector<replay::What
     f.rule = TracedOomRule::kNextUnitMayNotFit;
     return Verdict::kUndetermined;
   }
-  // The longest batch seen keeps the margins the failing step's run kept, the re-laid start's too: with only the
-  // fit's, field batch 61's Fabric job (×1.034 the failing batch, 27.47 GiB of 27.80 with perfect packing, the
-  // re-laid start's 2.25% not kept) was called fragmentation; its seeded rerun (batch 62) failed at that run's
-  // longest batch under expandable segments.
+  // The longest batch seen keeps the margins the failing step's run kept, the re-laid start's too, and needs the
+  // room above perfect packing that the setting took for the failing step: with the fit's margin alone, field
+  // batch 61's Fabric job (×1.034 the failing batch, 27.47 GiB of 27.80 with perfect packing, the re-laid start's
+  // 2.25% not kept) was called fragmentation; its seeded rerun (batch 62) failed at that run's longest batch under
+  // expandable segments, with 458 MiB in holes.
   const double longest_lower =
       lower - (f.best_run && f.best_run->relaid_start ? static_cast<double>(cap) * p.relaid_start_margin : 0.0);
-  if (f.best_run && p.longest_unit && static_cast<double>(p.longest_peak_bytes) / inflation > longest_lower) {
+  const double setting_room =
+      f.best_run && f.best_run->peak_reserved_bytes > p.projected_peak_bytes
+          ? static_cast<double>(f.best_run->peak_reserved_bytes - p.projected_peak_bytes)
+          : 0.0;
+  if (f.best_run && p.longest_unit &&
+      static_cast<double>(p.longest_peak_bytes) / inflation + setting_room > longest_lower) {
     f.rule = TracedOomRule::kLongerBatchMayNotFit;
     return Verdict::kUndetermined;
   }

@@ -44,7 +44,9 @@ json trace_projection_json(const diagnose::TraceStepProjection& p) {
                     {"recorded", r.recorded},
                     {"runs", r.runs},
                     {"runs_with_margin", r.runs_with_margin},
-                    {"fails_with_margin", r.fails_with_margin}});
+                    {"fails_with_margin", r.fails_with_margin},
+                    {"relaid_start", r.relaid_start},
+                    {"peak_reserved_bytes", r.runs ? json(r.peak_reserved_bytes) : json(nullptr)}});
   return {{"available", true},
           {"unit_statement", p.unit_statement},
           {"eval_units", p.eval_units},

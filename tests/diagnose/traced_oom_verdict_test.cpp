@@ -869,6 +869,19 @@ TEST(FieldVerdicts, TheLongestBatchSeenKeepsTheFailingStepsMargins) {
     EXPECT_GT(static_cast<double>(p.longest_peak_bytes), cap * (1 - p.margin_to_fit - p.relaid_start_margin));
     EXPECT_TRUE(has_evidence(d, "longest_batch", "the margins the failing step's run kept"));
   }
+  // The translation tutorial's longest batch (unit 3, label fragmentation) fits with the room the setting took
+  // above perfect packing in the failing step: its trace starts at the job's start, no re-laid margin.
+  const Diagnosis trn = diagnose("trn_edge");
+  EXPECT_EQ(trn.verdict, Verdict::kFragmentation);
+  const TraceStepProjection& p = trn.trace_projection;
+  ASSERT_TRUE(p.longest_unit.has_value());
+  const auto best = std::find_if(p.runs.begin(), p.runs.end(), [&](const ProjectedRun& r) {
+    return r.conf == trn.recommended_conf;
+  });
+  ASSERT_NE(best, p.runs.end());
+  ASSERT_GT(best->peak_reserved_bytes, p.projected_peak_bytes);
+  EXPECT_LT(static_cast<double>(p.longest_peak_bytes + best->peak_reserved_bytes - p.projected_peak_bytes),
+            static_cast<double>(*trn.capacity_bytes) * (1 - p.margin_to_fit));
 }
 
 // A unit that begins at the backward statement (Fabric's `fabric.backward`, field fab_edge) starts holding its own

@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "../diagnose/field_recordings.h"
+#include "../doctor_options.h"
 #include "../fixture_snapshots.h"
+#include "diagnose/doctor.h"
 #include "metrics/trace_summary.h"
 #include "recorded_diagnosis.h"
 #include "report/doctor_report.h"
@@ -193,6 +196,31 @@ TEST(DoctorJson, ALibrarysAllocationFailureIsAnObject) {
             json({{"library", "cuBLAS"}, {"status", "CUBLAS_STATUS_ALLOC_FAILED"}, {"call", "cublasCreate(handle)"},
                   {"source", "train.log:16"}}));
   EXPECT_TRUE(j.at("oom").is_null());
+}
+
+// A projected step's runs carry what each setting that runs it reserved at its peak, the room the longest batch
+// seen must also leave (field trn_edge: expandable segments run it; a setting that fails has null).
+TEST(DoctorJson, AProjectedStepsRunsCarryWhatTheyReserved) {
+  diagnose::DoctorOptions options = fragscope::testing::doctor_options();
+  options.threads = 2;
+  const Diagnosis d =
+      diagnose::run_doctor(diagnose::collect_doctor_inputs(fragscope::testing::field_user_files("trn_edge")), options);
+  ASSERT_TRUE(d.trace_projection.available);
+  const json runs = rendered(d).at("trace_projection").at("runs");
+  ASSERT_EQ(runs.size(), d.trace_projection.runs.size());
+  std::size_t running = 0;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const diagnose::ProjectedRun& run = d.trace_projection.runs[i];
+    EXPECT_EQ(runs[i].at("relaid_start"), run.relaid_start);
+    if (run.runs) {
+      ++running;
+      EXPECT_EQ(runs[i].at("peak_reserved_bytes"), run.peak_reserved_bytes);
+      EXPECT_GE(run.peak_reserved_bytes, d.trace_projection.projected_peak_bytes);
+    } else {
+      EXPECT_TRUE(runs[i].at("peak_reserved_bytes").is_null());
+    }
+  }
+  EXPECT_GT(running, 0u);
 }
 
 }  // namespace
