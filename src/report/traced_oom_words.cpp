@@ -523,11 +523,14 @@ void word_projected_step(const TracedOomFindings& f, TracedOomWords& w) {
                                      : 0;
       add(w, "longest_batch",
           fmt::format("the failing step itself fits, but unit {} of the trace was a longer batch; one that long "
-                      "begun as the failing step began would need about {} live of the {} the device gives, and "
-                      "{} more for the setting's own room (what it reserved above perfect packing in the failing "
-                      "step): more than the {} a setting runs with the margins the failing step's run kept "
-                      "({:.1f}%). The job makes such batches; whether the run meets one again is not in the trace",
-                      *p.longest_unit, format_bytes(p.longest_peak_bytes), format_bytes(cap), format_bytes(room),
+                      "begun as the failing step began would need about {} live of the {} the device gives{}: "
+                      "more than the {} a setting runs with the margins the failing step's run kept ({:.1f}%). "
+                      "The job makes such batches; whether the run meets one again is not in the trace",
+                      *p.longest_unit, format_bytes(p.longest_peak_bytes), format_bytes(cap),
+                      room > 0 ? fmt::format(", and {} more for the setting's own room (what it reserved above "
+                                             "perfect packing in the failing step)",
+                                             format_bytes(room))
+                               : std::string(),
                       format_bytes(static_cast<std::uint64_t>(static_cast<double>(cap) * (1 - kept))),
                       100 * kept));
       w.decide_with = undecided_projected_step(f);
