@@ -156,6 +156,11 @@ struct TracedOomFindings {
   std::string missed_side;
   std::optional<ProjectedRun> best_run;  ///< the projected pass's least-memory setting with margin
   bool any_relaid_start = false;         ///< some setting replayed from a re-laid start
+  /// kLongerBatchMayNotFit: what a setting may hold live with the margins the failing step's run kept (the
+  /// re-laid start's too), and the room it took above perfect packing in the failing step, which the longest
+  /// batch seen needs on top of its own live bytes.
+  std::uint64_t longest_batch_limit_bytes = 0;
+  std::uint64_t setting_room_bytes = 0;
   /// A trace that starts mid-run and decided nothing: whether its ring wrapped or history began late, by the
   /// blocks older than it (judge_traced_oom sets it for the words that name it).
   snapshot::HistoryStart history_start = snapshot::HistoryStart::kUnknown;

@@ -376,14 +376,16 @@ Verdict judge_projected_step(ProjectedStep& step, const std::vector<replay::What
   // batch 61's Fabric job (×1.034 the failing batch, 27.47 GiB of 27.80 with perfect packing, the re-laid start's
   // 2.25% not kept) was called fragmentation; its seeded rerun (batch 62) failed at that run's longest batch under
   // expandable segments, with 458 MiB in holes.
-  const double longest_lower =
-      lower - (f.best_run && f.best_run->relaid_start ? static_cast<double>(cap) * p.relaid_start_margin : 0.0);
-  const double setting_room =
-      f.best_run && f.best_run->peak_reserved_bytes > p.projected_peak_bytes
-          ? static_cast<double>(f.best_run->peak_reserved_bytes - p.projected_peak_bytes)
-          : 0.0;
+  if (f.best_run) {
+    const double kept = p.margin_to_fit + (f.best_run->relaid_start ? p.relaid_start_margin : 0.0);
+    f.longest_batch_limit_bytes = static_cast<std::uint64_t>(static_cast<double>(cap) * (1 - kept));
+    f.setting_room_bytes = f.best_run->peak_reserved_bytes > p.projected_peak_bytes
+                               ? f.best_run->peak_reserved_bytes - p.projected_peak_bytes
+                               : 0;
+  }
   if (f.best_run && p.longest_unit &&
-      static_cast<double>(p.longest_peak_bytes) / inflation + setting_room > longest_lower) {
+      static_cast<double>(p.longest_peak_bytes) / inflation + static_cast<double>(f.setting_room_bytes) >
+          static_cast<double>(f.longest_batch_limit_bytes)) {
     f.rule = TracedOomRule::kLongerBatchMayNotFit;
     return Verdict::kUndetermined;
   }

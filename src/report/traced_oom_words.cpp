@@ -517,22 +517,19 @@ void word_projected_step(const TracedOomFindings& f, TracedOomWords& w) {
                       format_bytes(cap)));
       return;
     case TracedOomRule::kLongerBatchMayNotFit: {
-      const double kept = p.margin_to_fit + (f.best_run && f.best_run->relaid_start ? p.relaid_start_margin : 0);
-      const std::uint64_t room = f.best_run && f.best_run->peak_reserved_bytes > p.projected_peak_bytes
-                                     ? f.best_run->peak_reserved_bytes - p.projected_peak_bytes
-                                     : 0;
       add(w, "longest_batch",
           fmt::format("the failing step itself fits, but unit {} of the trace was a longer batch; one that long "
                       "begun as the failing step began would need about {} live of the {} the device gives{}: "
                       "more than the {} a setting runs with the margins the failing step's run kept ({:.1f}%). "
                       "The job makes such batches; whether the run meets one again is not in the trace",
                       *p.longest_unit, format_bytes(p.longest_peak_bytes), format_bytes(cap),
-                      room > 0 ? fmt::format(", and {} more for the setting's own room (what it reserved above "
-                                             "perfect packing in the failing step)",
-                                             format_bytes(room))
-                               : std::string(),
-                      format_bytes(static_cast<std::uint64_t>(static_cast<double>(cap) * (1 - kept))),
-                      100 * kept));
+                      f.setting_room_bytes > 0
+                          ? fmt::format(", and {} more for the setting's own room (what it reserved above "
+                                        "perfect packing in the failing step)",
+                                        format_bytes(f.setting_room_bytes))
+                          : std::string(),
+                      format_bytes(f.longest_batch_limit_bytes),
+                      100 * (1 - static_cast<double>(f.longest_batch_limit_bytes) / static_cast<double>(cap))));
       w.decide_with = undecided_projected_step(f);
       return;
     }
