@@ -4,7 +4,8 @@ epoch's accuracy is computed at the end from logits kept on the GPU, `epoch_logi
 output.detach())`, so every step leaves its batch's logits behind and the run grows until the epoch ends.
 
 bf16 autocast; a fixed --batch × --bptt batch of random token ids (seeded); --steps steps in one epoch. History
-from the start; the snapshot is dumped in the except handler.
+from step --history-from-step (0: the start); the snapshot is dumped in the except handler, or with --observer by
+the OOM observer.
 """
 import argparse, math
 import torch, torch.nn as nn, torch.nn.functional as F
@@ -18,6 +19,8 @@ p.add_argument("--bptt", type=int, default=512)
 p.add_argument("--batch", type=int, default=16)
 p.add_argument("--steps", type=int, default=12)
 p.add_argument("--max-entries", type=int, default=100000)
+p.add_argument("--history-from-step", type=int, default=0)
+p.add_argument("--observer", action="store_true", help="dump from the OOM observer, not the except handler")
 args = p.parse_args()
 
 
@@ -41,11 +44,15 @@ optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
 mask = nn.Transformer.generate_square_subsequent_mask(args.bptt, device=device)
 data = torch.randint(0, args.ntoken, (args.steps, args.batch, args.bptt + 1),
                      generator=torch.Generator().manual_seed(1))
-torch.cuda.memory._record_memory_history(max_entries=args.max_entries)
+if args.observer:
+    torch._C._cuda_attach_out_of_memory_observer(
+        lambda device, alloc, device_alloc, device_free: torch.cuda.memory._dump_snapshot("oom_snapshot.pickle"))
 epoch_logits, epoch_targets = [], []
 try:
     model.train()
     for step in range(args.steps):
+        if step == args.history_from_step:
+            torch.cuda.memory._record_memory_history(max_entries=args.max_entries)
         batch = data[step].to(device)
         src, targets = batch[:, :-1], batch[:, 1:]
         optimizer.zero_grad()
@@ -61,5 +68,6 @@ try:
     correct = sum((logits.argmax(-1) == t).sum().item() for logits, t in zip(epoch_logits, epoch_targets))
     print(f"epoch accuracy {correct / (args.steps * args.batch * args.bptt):.4f}")
 except torch.OutOfMemoryError:
-    torch.cuda.memory._dump_snapshot("oom_snapshot.pickle")
+    if not args.observer:
+        torch.cuda.memory._dump_snapshot("oom_snapshot.pickle")
     raise
