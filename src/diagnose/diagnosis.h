@@ -103,6 +103,17 @@ struct ProjectedRun {
   std::uint64_t peak_reserved_bytes = 0;
 };
 
+/// @brief A run that grows: what its earlier steps left live at the failing malloc, from call stacks that left
+/// some in every step (run_growth.h).
+struct RunGrowth {
+  /// The least that one counted step left live from those stacks; 0 when the run does not grow.
+  std::uint64_t per_step_bytes = 0;
+  std::size_t steps = 0;         ///< the steps counted
+  std::uint64_t kept_bytes = 0;  ///< live at the failing malloc from those stacks, made before the failing unit
+  std::string frame;             ///< the program's frame that made the most of it ("train.py:52 in <module>")
+  bool grows() const { return per_step_bytes > 0; }
+};
+
 /// @brief The failing step projected from the trace alone, without step telemetry.
 struct TraceStepProjection {
   bool available = false;
@@ -200,12 +211,14 @@ struct TraceStepProjection {
   /// The unit after the reference began this much higher than the reference (gradients the
   /// steps after a zero_grad hold again); 0 when it did not.
   std::uint64_t next_unit_extra_bytes = 0;
+  /// The run grows: the step after the failing one needs its peak and per_step_bytes more, whatever the setting.
+  RunGrowth growth;
   std::vector<ProjectedRun> runs;  ///< per setting of the sweep
 };
 
 /// @brief A memory reduction the snapshot shows, with what it would save (memory_advice.h).
 struct MemoryAdvice {
-  std::string key;       ///< "kv_cache", "fp32_logits", "foreach_temporaries", "eval_outputs", "eval_batch"
+  std::string key;       ///< "kept_per_step", "kv_cache", "fp32_logits", "foreach_temporaries", "eval_outputs", ...
   std::string title;
   std::string setting;
   std::string evidence;
@@ -305,6 +318,8 @@ struct Diagnosis {
   /// Capacity only: told by expandable segments failing at the same malloc when replayed from the
   /// job's start (the ideal packer would serve it; the rest of the pass is not projected).
   bool expandable_fails_at_oom = false;
+  /// Capacity only: told by the run's growth (RunGrowth): the failing step fits, the step after it does not.
+  bool grows_past_capacity = false;
 
   std::optional<double> data_wait_fraction;         ///< Σ wait / Σ (wait + compute), all steps
   std::optional<double> steady_data_wait_fraction;  ///< the same without the warm-up step

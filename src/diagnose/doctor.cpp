@@ -591,7 +591,11 @@ Diagnosis run_doctor(const DoctorInputs& in, const DoctorOptions& options) {
                                d.phase.empty() || d.in_phase(JobPhase::kUnknown) ? ""
                                                                                    : " in its " + d.phase + " phase",
                                d.expandable_fails_at_oom ? "expandable segments fail at the same malloc"
-                                                         : "no allocator setting fixes it");
+                               : d.grows_past_capacity
+                                   ? fmt::format("it keeps {} more at every {}, and no allocator setting fixes that",
+                                                 format_bytes(d.trace_projection.growth.per_step_bytes),
+                                                 d.trace_projection.eval_units ? "eval batch" : "step")
+                                   : "no allocator setting fixes it");
       break;
     case Verdict::kFragmentation:
       d.headline = d.setting_fixes_it

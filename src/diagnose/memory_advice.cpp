@@ -45,7 +45,8 @@ Site site_of(const snapshot::Snapshot& snapshot, snapshot::StackId stack) {
 }  // namespace
 
 std::vector<MemoryAdvice> memory_advice(const snapshot::Snapshot& snapshot, int device, std::size_t oom_index,
-                                        const TraceUnits& units, std::uint64_t capacity_bytes) {
+                                        const TraceUnits& units, const RunGrowth& growth,
+                                        std::uint64_t capacity_bytes) {
   const auto trace = snapshot.trace(device);
   std::unordered_map<std::uint64_t, std::size_t> live;  // address → allocating event
   for (std::size_t i = 0; i < oom_index && i < trace.size(); ++i) {
@@ -84,6 +85,20 @@ std::vector<MemoryAdvice> memory_advice(const snapshot::Snapshot& snapshot, int 
     a.bytes = bytes;
     advice.push_back(std::move(a));
   };
+  if (growth.grows())
+    offer(growth.kept_bytes,
+          {"kept_per_step", units.eval ? "Stop keeping each eval batch's outputs on the GPU"
+                                       : "Stop keeping each step's tensors on the GPU",
+           units.eval ? "move the outputs kept for the epoch's metrics to the CPU (t.cpu()) or reduce them per batch "
+                        "(running counts, a metrics object's update())"
+                      : "move what the run keeps to the CPU (t.detach().cpu()) or reduce it each step (loss.item(), "
+                        "running sums)",
+           fmt::format("the run's earlier {} left {} live at the OOM, {} or more every one for the last {}, made at "
+                       "{}: the run grows until it fails, whatever the allocator setting",
+                       units.eval ? "eval batches" : "steps", format_bytes(growth.kept_bytes),
+                       format_bytes(growth.per_step_bytes), growth.steps,
+                       growth.frame.empty() ? "a call stack without Python frames" : growth.frame),
+           0});
   if (!units.eval)
     offer(by_site[kKvCache],
           {"kv_cache", "Turn off the KV cache in training",

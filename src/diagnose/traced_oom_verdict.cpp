@@ -16,6 +16,7 @@
 #include "diagnose/oom_call_path.h"
 #include "diagnose/oom_phase.h"
 #include "diagnose/projected_runs.h"
+#include "diagnose/run_growth.h"
 #include "diagnose/step_projection.h"
 #include "diagnose/trace_projection.h"
 #include "diagnose/trace_units.h"
@@ -366,6 +367,21 @@ Verdict judge_projected_step(ProjectedStep& step, const std::vector<replay::What
     f.rule = TracedOomRule::kProjectedStepExceeds;
     return Verdict::kCapacity;
   }
+  // A run that grows needs one step's growth more at the next step, whatever the setting: the failing step may fit
+  // and the run still fail a step later (field leak_edge and leak_lo, a loop keeping each step's 500 MiB of logits
+  // for the epoch's accuracy: projected to fit with 0.4 and 0.15 GiB to spare, called fragmentation; their reruns
+  // under expandable segments failed one step later and at the same step). With batches that vary, the next one
+  // may be smaller.
+  if (const double grown = (static_cast<double>(p.inelastic_peak_bytes) +
+                            static_cast<double>(p.growth.per_step_bytes)) / inflation;
+      p.growth.grows() && p.varying_units == 0 && grown > upper) {
+    if (auto miss = missed_history(p, Verdict::kCapacity)) return fit_rejected(std::move(*miss), f);
+    if (step.trace.elastic_hidden) return workspaces_hidden(f);
+    f.needed_bytes = static_cast<std::uint64_t>(grown);
+    f.rule = TracedOomRule::kRunGrowsPastCapacity;
+    d.grows_past_capacity = true;
+    return Verdict::kCapacity;
+  }
   f.best_run = best_projected_run(d.whatif, p.runs);
   if (f.best_run && next / inflation > lower) {
     f.rule = TracedOomRule::kNextUnitMayNotFit;
@@ -398,6 +414,13 @@ Verdict judge_projected_step(ProjectedStep& step, const std::vector<replay::What
   // then peaked 74% above the projection).
   if (f.best_run && p.varying_units > 0 && !p.fit_error) {
     f.rule = TracedOomRule::kUncheckedSeveralScales;
+    return Verdict::kUndetermined;
+  }
+  // A run that grows fails once its growth fills what the failing step left: how many steps it still runs decides.
+  if (f.best_run && p.growth.grows()) {
+    f.growing_steps_that_fit = static_cast<std::size_t>(
+        std::max(0.0, (lower - asked) / static_cast<double>(p.growth.per_step_bytes)));
+    f.rule = TracedOomRule::kRunGrows;
     return Verdict::kUndetermined;
   }
   if (f.best_run) {
@@ -553,7 +576,8 @@ Verdict decide_traced_oom(const TraceChoice& trace, const TelemetryInput* teleme
     }
   }
   const TraceUnits units = find_trace_units(snap, trace.device, oom_index);
-  d.memory_advice = memory_advice(snap, trace.device, oom_index, units, f.capacity_bytes);
+  const RunGrowth growth = find_run_growth(snap, trace.device, oom_index, units);
+  d.memory_advice = memory_advice(snap, trace.device, oom_index, units, growth, f.capacity_bytes);
   f.clues.eval_statement = units.eval_statement;
   f.clues.call_statement = call_path.statement;
   f.clues.unit_statement = units.statement;
@@ -613,6 +637,7 @@ Verdict decide_traced_oom(const TraceChoice& trace, const TelemetryInput* teleme
       ff.trace = std::move(step.figures);
       return std::nullopt;
     }
+    step.figures.growth = growth;
     const Verdict verdict = judge_projected_step(step, configs, capacity, inflation, options, call_path, dd, ff);
     if (verdict == Verdict::kUndetermined && headroom)
       note_batch_headroom(step, capacity.effective_bytes().value_or(0), inflation, ff);

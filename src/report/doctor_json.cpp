@@ -101,6 +101,12 @@ json trace_projection_json(const diagnose::TraceStepProjection& p) {
           {"projected_peak_bytes", p.projected_peak_bytes},
           {"inelastic_peak_bytes", p.inelastic_peak_bytes},
           {"next_unit_extra_bytes", p.next_unit_extra_bytes},
+          {"growth",
+           p.growth.grows() ? json{{"per_step_bytes", p.growth.per_step_bytes},
+                                   {"steps", p.growth.steps},
+                                   {"kept_bytes", p.growth.kept_bytes},
+                                   {"frame", p.growth.frame}}
+                            : json(nullptr)},
           {"runs", runs}};
 }
 

@@ -387,6 +387,14 @@ std::string describe_fit(const TraceStepProjection& p) {
       p.checked_units == 1 ? "" : "s", sides, margins);
 }
 
+/// What a growing run keeps, for its rules' words; its steps are eval batches when the units are.
+std::string growth_words(const diagnose::RunGrowth& g, bool eval) {
+  return fmt::format("each of its last {} {} left {} or more live that no later one freed ({} in all at the "
+                     "OOM, made at {})",
+                     g.steps, eval ? "eval batches" : "steps", format_bytes(g.per_step_bytes),
+                     format_bytes(g.kept_bytes), g.frame.empty() ? "a call stack without Python frames" : g.frame);
+}
+
 void word_projected_step(const TracedOomFindings& f, TracedOomWords& w) {
   const TraceStepProjection& p = f.trace;
   const std::uint64_t cap = f.capacity_bytes;
@@ -481,6 +489,7 @@ void word_projected_step(const TracedOomFindings& f, TracedOomWords& w) {
                     "they asked for, so at the sizes asked for the step needs about {}",
                     f.inflation, format_bytes(f.needed_bytes)));
   const bool weighs_capacity = f.rule == TracedOomRule::kProjectedStepExceeds ||
+                               f.rule == TracedOomRule::kRunGrowsPastCapacity ||
                                f.rule == TracedOomRule::kNoSettingRunsProjected ||
                                f.rule == TracedOomRule::kProjectedStepTooClose;
   if (const std::uint64_t workspaces = p.projected_peak_bytes - std::min(p.projected_peak_bytes,
@@ -498,6 +507,35 @@ void word_projected_step(const TracedOomFindings& f, TracedOomWords& w) {
           fmt::format("the step needs {} of live memory even with perfect packing; the device gives "
                       "{} — short by {}, beyond the projection's margins",
                       format_bytes(f.needed_bytes), format_bytes(cap), format_bytes(f.needed_bytes - cap)));
+      return;
+    case TracedOomRule::kRunGrowsPastCapacity:
+      add(w, "run_grows",
+          fmt::format("the failing step fits ({} live at its peak with perfect packing), but the run grows: {}. "
+                      "The {} after it needs at least {} live; the device gives {} — short by {}, beyond the "
+                      "projection's margins, whatever the allocator setting",
+                      format_bytes(p.projected_peak_bytes), growth_words(p.growth, p.eval_units),
+                      p.eval_units ? "eval batch" : "step", format_bytes(f.needed_bytes),
+                      format_bytes(cap), format_bytes(f.needed_bytes - cap)));
+      return;
+    case TracedOomRule::kRunGrows:
+      add(w, "run_grows",
+          fmt::format("the failing step itself fits, and {} runs it; but the run grows: {}. At that rate what the "
+                      "failing step leaves under the capacity, less the fit's margin, holds about {} more {}{}. "
+                      "How many the run still has before it frees what it keeps is not in the trace",
+                      f.best_run->conf.empty() ? "the recorded setting" : f.best_run->conf,
+                      growth_words(p.growth, p.eval_units), f.growing_steps_that_fit,
+                      p.eval_units ? "eval batch" : "step", f.growing_steps_that_fit == 1 ? ""
+                                                                   : p.eval_units             ? "es"
+                                                                                              : "s"));
+      w.decide_with = undecided_projected_step(f);
+      w.decide_with.insert(
+          w.decide_with.begin(),
+          fmt::format("how many {} the run has left before it frees what it keeps (the epoch's end, say): {} "
+                      "means fragmentation, more means capacity; or keep those tensors off the GPU and the question "
+                      "goes away",
+                      p.eval_units ? "eval batches" : "steps",
+                      f.growing_steps_that_fit == 0 ? std::string("none")
+                                                    : fmt::format("{} or fewer", f.growing_steps_that_fit)));
       return;
     case TracedOomRule::kNextUnitMayNotFit:
       add(w, "next_step",

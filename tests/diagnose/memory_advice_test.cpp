@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "../fixture_support.h"
+#include "diagnose/run_growth.h"
 #include "field_recordings.h"
 #include "util/bytes.h"
 
@@ -18,7 +19,8 @@ using fragscope::testing::read_field_snapshot;
 
 std::vector<MemoryAdvice> advice_for(const snapshot::Snapshot& snap, std::uint64_t capacity) {
   const std::size_t oom = last_oom(snap);
-  return memory_advice(snap, 0, oom, find_trace_units(snap, 0, oom), capacity);
+  const TraceUnits units = find_trace_units(snap, 0, oom);
+  return memory_advice(snap, 0, oom, units, find_run_growth(snap, 0, oom, units), capacity);
 }
 
 const MemoryAdvice* find(const std::vector<MemoryAdvice>& advice, std::string_view key) {
@@ -72,6 +74,18 @@ TEST(MemoryAdvice, ForeachTemporariesOfAFailingOptimizerStep) {
   ASSERT_NE(foreach, nullptr);
   EXPECT_GT(foreach->bytes, 256 * kMiB);
   EXPECT_NE(foreach->setting.find("fused=True"), std::string::npos);
+}
+
+// A loop that keeps each step's logits (field leak_lo, 500 MiB a step): what the earlier steps left is the advice's
+// bytes, named at the program's line that made them.
+TEST(MemoryAdvice, ARunThatGrowsIsToldToKeepItsTensorsOffTheGpu) {
+  const auto advice = advice_for(read_field_snapshot("leak_lo"), 12 * kGiB);
+  const MemoryAdvice* kept = find(advice, "kept_per_step");
+  ASSERT_NE(kept, nullptr);
+  EXPECT_GE(kept->bytes, 8 * 16ull * 512 * 32000 * 2);
+  EXPECT_EQ(&advice.front(), kept);
+  EXPECT_NE(kept->setting.find(".cpu()"), std::string::npos);
+  EXPECT_NE(kept->evidence.find("epoch_logits_leak.py"), std::string::npos) << kept->evidence;
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "diagnose/doctor.h"
 #include "field_recordings.h"
 #include "../doctor_options.h"
+#include "util/bytes.h"
 
 namespace fragscope::diagnose {
 namespace {
@@ -349,7 +350,21 @@ INSTANTIATE_TEST_SUITE_P(
                       Expected{"fab_edge", Verdict::kUndetermined, "train"},
                       Expected{"fab_lo", Verdict::kCapacity, "unknown"},
                       Expected{"flex_edge", Verdict::kUndetermined, "train"},
-                      Expected{"flex_lo", Verdict::kCapacity, "train"}),
+                      Expected{"flex_lo", Verdict::kCapacity, "train"},
+                      // Batch 63: runs that grow. HF's Trainer concatenating eval logits on the GPU, and a loop
+                      // keeping each step's logits for the epoch's accuracy (its reruns failed a step later at most).
+                      Expected{"hel_edge", Verdict::kCapacity, "eval"},
+                      Expected{"hel_lo", Verdict::kUndetermined, "eval"},
+                      Expected{"leak_edge", Verdict::kCapacity, "train"},
+                      Expected{"leak_lo", Verdict::kCapacity, "train"},
+                      // Batch 64: fairseq's --max-tokens batches; the growing loop from step 3, the OOM observer's.
+                      Expected{"leak_obs", Verdict::kCapacity, "train"},
+                      Expected{"mtk_edge", Verdict::kUndetermined, "train"},
+                      Expected{"mtk_lo", Verdict::kCapacity, "train"},
+                      // Batch 65: Lightning's validation_step_outputs kept on the GPU; the growing loop again.
+                      Expected{"leak_mid", Verdict::kCapacity, "train"},
+                      Expected{"lvo_edge", Verdict::kUndetermined, "eval"},
+                      Expected{"lvo_lo", Verdict::kUndetermined, "train"}),
     [](const auto& info) { return info.param.name; });
 
 // torchvision's detection reference with images of random sizes, at 0.92 × its peak allocated: the
@@ -845,11 +860,6 @@ TEST(FieldVerdicts, ASnapshotWhoseHistoryBeganAfterTheOomSaysSo) {
   EXPECT_FALSE(has_evidence(diagnose("vit_lo"), "no_trace", ""));
 }
 
-}  // namespace
-}  // namespace fragscope::diagnose
-
-namespace fragscope::diagnose {
-namespace {
 
 // The longest batch seen must fit with the margins the failing step's run kept. Field batch 61's Fabric job
 // (fab61_edge: its rerun met the batches in another order, so it has no label) was called fragmentation: its
@@ -894,6 +904,51 @@ TEST(FieldVerdicts, ABatchsHeadroomGrowsTheForwardThatCameBeforeItsUnit) {
   ASSERT_FALSE(d.decide_with.empty());
   EXPECT_NE(d.decide_with.front().find("a batch ×1.08 its size would need more"), std::string::npos)
       << d.decide_with.front();
+}
+
+
+// A loop that keeps each step's logits on the GPU for the epoch's accuracy (field leak_*, 16 × 512 tokens of a
+// 32,000-word vocabulary in bf16: 500 MiB a step). The failing step fits; the step after it, holding one step's
+// logits more, does not: capacity, though a setting runs the failing step. Its reruns under expandable segments
+// failed at the same step and one later.
+TEST(FieldVerdicts, ARunThatKeepsEachStepsOutputsNeedsItsGrowthAtTheNextStep) {
+  for (const char* name : {"leak_edge", "leak_lo", "leak_mid"}) {
+    SCOPED_TRACE(name);
+    const Diagnosis d = diagnose(name);
+    EXPECT_EQ(d.verdict, Verdict::kCapacity);
+    EXPECT_TRUE(d.grows_past_capacity);
+    const TraceStepProjection& p = d.trace_projection;
+    ASSERT_TRUE(p.available);
+    EXPECT_GE(p.growth.per_step_bytes, 16ull * 512 * 32000 * 2);
+    EXPECT_LT(p.growth.per_step_bytes, 16ull * 512 * 32000 * 2 + kMiB);
+    EXPECT_LT(static_cast<double>(p.projected_peak_bytes), static_cast<double>(*d.capacity_bytes));
+    EXPECT_GT(static_cast<double>(p.projected_peak_bytes + p.growth.per_step_bytes),
+              static_cast<double>(*d.capacity_bytes) * (1 + p.margin_to_fail));
+    EXPECT_TRUE(has_evidence(d, "run_grows", "the run grows"));
+    EXPECT_NE(d.headline.find("more at every step"), std::string::npos) << d.headline;
+    EXPECT_TRUE(d.recommended_conf.empty());
+    ASSERT_FALSE(d.memory_advice.empty());
+    EXPECT_EQ(d.memory_advice.front().key, "kept_per_step");
+  }
+}
+
+// Lightning's validation_step_outputs keeping each validation batch's per-pixel probabilities (field lvo_edge: 368 MiB
+// a batch): the eleventh of twelve fits with 365 MiB to spare and a setting runs it — fragmentation, had the growth
+// not been counted; the rerun under expandable segments failed. The next batch needs about the capacity, inside the
+// margins: undetermined, with how many batches the validation has left as what decides it.
+TEST(FieldVerdicts, AValidationThatKeepsEachBatchsOutputsIsNotFragmentation) {
+  const Diagnosis d = diagnose("lvo_edge");
+  EXPECT_EQ(d.verdict, Verdict::kUndetermined);
+  EXPECT_EQ(d.phase, "eval");
+  const TraceStepProjection& p = d.trace_projection;
+  ASSERT_TRUE(p.available);
+  EXPECT_TRUE(p.eval_units);
+  EXPECT_GE(p.growth.per_step_bytes, 16ull * 21 * 512 * 512 * 4);
+  EXPECT_TRUE(has_evidence(d, "run_grows", "eval batches left"));
+  ASSERT_FALSE(d.decide_with.empty());
+  EXPECT_NE(d.decide_with.front().find("how many eval batches the run has left"), std::string::npos)
+      << d.decide_with.front();
+  EXPECT_TRUE(d.recommended_conf.empty());
 }
 
 }  // namespace

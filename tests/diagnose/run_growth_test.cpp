@@ -1,0 +1,60 @@
+// A run that grows (run_growth.h), on field recordings: a loop that keeps each step's logits grows by them; loops
+// that hold a prefetched batch, gradients across micro-steps or an eval's outputs do not.
+
+#include "diagnose/run_growth.h"
+
+#include <gtest/gtest.h>
+
+#include "field_recordings.h"
+#include "util/bytes.h"
+
+namespace fragscope::diagnose {
+namespace {
+
+using fragscope::testing::last_oom;
+using fragscope::testing::read_field_snapshot;
+
+RunGrowth growth_of(const std::string& name) {
+  const snapshot::Snapshot snap = read_field_snapshot(name);
+  const std::size_t oom = last_oom(snap);
+  return find_run_growth(snap, 0, oom, find_trace_units(snap, 0, oom));
+}
+
+// epoch_logits_leak.py keeps `output.detach()` (16 × 512 × 32,000 bf16 logits, 500 MiB) and the step's batch
+// (16 × 513 int64 token ids, a view of it) every step. leak_lo failed in the trace's ninth step: seven steps are
+// counted (the one before the failing step is left out), and eight steps' logits are live.
+TEST(RunGrowth, ALoopKeepingEachStepsLogitsGrowsByThem) {
+  const RunGrowth g = growth_of("leak_lo");
+  ASSERT_TRUE(g.grows());
+  const std::uint64_t logits = 16ull * 512 * 32000 * 2;
+  EXPECT_GE(g.per_step_bytes, logits);
+  EXPECT_LT(g.per_step_bytes, logits + kMiB);
+  EXPECT_EQ(g.steps, 7u);
+  EXPECT_GE(g.kept_bytes, 8 * logits);
+  EXPECT_LT(g.kept_bytes, 8 * (logits + kMiB));
+  EXPECT_NE(g.frame.find("epoch_logits_leak.py"), std::string::npos) << g.frame;
+}
+
+// Lightning's validation_step_outputs keeping each batch's fp32 probabilities, 16 × 21 × 512 × 512, and its int64
+// masks (field lvo_edge, batch 11 of the validation): the eval batches grow by both.
+TEST(RunGrowth, AValidationKeepingEachBatchsOutputsGrowsByThem) {
+  const RunGrowth g = growth_of("lvo_edge");
+  ASSERT_TRUE(g.grows());
+  EXPECT_EQ(g.per_step_bytes, 16ull * 21 * 512 * 512 * 4 + 16ull * 512 * 512 * 8);
+  EXPECT_NE(g.frame.find("lightning_val_outputs.py"), std::string::npos) << g.frame;
+}
+
+// timm's prefetcher holds the next batch from a side stream (tpf0_edge); HF's Trainer accumulating gradients holds
+// them across micro-steps (hfga_lo); a Fabric loop frees each step's activations (fab_edge); the HF Trainer's eval
+// concatenation frees the older outputs: only the batch before the failing one holds one (hel_lo); MoCo's queue of
+// keys is written in place (moco_lo); timm's EMA copy of the model is made once (timm_edge).
+TEST(RunGrowth, PrefetchedBatchesHeldGradientsAndEvalOutputsAreNoGrowth) {
+  for (const char* name : {"tpf0_edge", "hfga_lo", "fab_edge", "hel_lo", "moco_lo", "timm_edge"}) {
+    SCOPED_TRACE(name);
+    const RunGrowth g = growth_of(name);
+    EXPECT_FALSE(g.grows()) << g.per_step_bytes << " over " << g.steps << " steps at " << g.frame;
+  }
+}
+
+}  // namespace
+}  // namespace fragscope::diagnose
