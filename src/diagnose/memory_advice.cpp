@@ -6,13 +6,13 @@
 #include <array>
 #include <unordered_map>
 
+#include "diagnose/live_blocks.h"
 #include "diagnose/python_frames.h"
 #include "util/bytes.h"
 
 namespace fragscope::diagnose {
 namespace {
 
-using snapshot::TraceAction;
 
 enum Site : std::uint8_t { kOther, kKvCache, kLoss, kForeach, kSiteCount };
 
@@ -48,13 +48,7 @@ std::vector<MemoryAdvice> memory_advice(const snapshot::Snapshot& snapshot, int 
                                         const TraceUnits& units, const RunGrowth& growth,
                                         std::uint64_t capacity_bytes) {
   const auto trace = snapshot.trace(device);
-  std::unordered_map<std::uint64_t, std::size_t> live;  // address → allocating event
-  for (std::size_t i = 0; i < oom_index && i < trace.size(); ++i) {
-    if (trace[i].action == TraceAction::kAlloc)
-      live[trace[i].addr] = i;
-    else if (trace[i].action == TraceAction::kFreeCompleted)
-      live.erase(trace[i].addr);
-  }
+  const auto live = live_blocks_before(trace, oom_index);  // address → allocating event
   std::unordered_map<snapshot::StackId, Site> sites;
   std::unordered_map<snapshot::StackId, bool> eval_stacks;
   std::array<std::uint64_t, kSiteCount> by_site{};

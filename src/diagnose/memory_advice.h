@@ -5,7 +5,7 @@
 ///
 /// | key | live at the OOM, allocated by | action |
 /// | --- | --- | --- |
-/// | `kept_per_step` | each earlier training step, at one call stack (run_growth.h) | `.cpu()`, `.item()` |
+/// | `kept_per_step` | each earlier step or eval batch, at one call stack (run_growth.h) | `.cpu()`, `.item()` |
 /// | `kv_cache` | transformers' `cache_utils.py` (a DynamicCache) in a training step | `use_cache=False` |
 /// | `fp32_logits` | transformers' `loss_utils.py` (the fp32 upcast), `cross_entropy` | a fused cross-entropy |
 /// | `foreach_temporaries` | torch/optim's `_multi_tensor_*` code, not its state (`_init_group`) | `fused=True` |

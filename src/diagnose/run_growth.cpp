@@ -3,9 +3,10 @@
 #include <algorithm>
 #include <limits>
 #include <map>
-#include <unordered_map>
+#include <set>
 #include <vector>
 
+#include "diagnose/live_blocks.h"
 #include "diagnose/oom_call_path.h"
 #include "diagnose/python_frames.h"
 
@@ -13,7 +14,6 @@ namespace fragscope::diagnose {
 namespace {
 
 using snapshot::StackId;
-using snapshot::TraceAction;
 
 constexpr std::size_t kMaxSpans = 64;
 
@@ -34,13 +34,7 @@ RunGrowth find_run_growth(const snapshot::Snapshot& snapshot, int device, std::s
   const std::vector<std::size_t>& starts = units.starts;
   if (starts.size() < kMinGrowingSteps + 2) return {};
   const auto trace = snapshot.trace(device);
-  std::unordered_map<std::uint64_t, std::size_t> live;  // address → allocating event
-  for (std::size_t i = 0; i < oom_index && i < trace.size(); ++i) {
-    if (trace[i].action == TraceAction::kAlloc)
-      live[trace[i].addr] = i;
-    else if (trace[i].action == TraceAction::kFreeCompleted)
-      live.erase(trace[i].addr);
-  }
+  const auto live = live_blocks_before(trace, oom_index);  // address → allocating event
   // Span k runs from starts[k] to starts[k + 1]; the last one before the failing unit is left out. The newest
   // kMaxSpans tell (the count is quadratic in them).
   const std::size_t spans = starts.size() - 2;
@@ -52,19 +46,19 @@ RunGrowth find_run_growth(const snapshot::Snapshot& snapshot, int device, std::s
                                                starts.begin()) - 1;
     left[span][trace[event].stack] += trace[event].size;
   }
-  // Newest first: the stacks that left blocks in every span so far, and the least any span left from them.
-  std::map<StackId, std::uint64_t> common = left[spans - 1];
+  // Newest first: the stacks that left blocks in every span counted, and the least any span left from them.
+  std::set<StackId> common;
+  for (const auto& [stack, _] : left[spans - 1]) common.insert(stack);
   std::size_t counted = 0;
   std::uint64_t least = 0;
-  std::map<StackId, std::uint64_t> counted_common;
   for (std::size_t k = spans; k-- > oldest;) {
-    std::map<StackId, std::uint64_t> next;
-    for (const auto& [stack, bytes] : common)
-      if (left[k].contains(stack)) next.emplace(stack, bytes);
+    std::set<StackId> next;
+    for (const StackId stack : common)
+      if (left[k].contains(stack)) next.insert(stack);
     std::uint64_t smallest = std::numeric_limits<std::uint64_t>::max();
     for (std::size_t j = k; j < spans; ++j) {
       std::uint64_t sum = 0;
-      for (const auto& [stack, _] : next)
+      for (const StackId stack : next)
         if (const auto it = left[j].find(stack); it != left[j].end()) sum += it->second;
       smallest = std::min(smallest, sum);
     }
@@ -72,7 +66,6 @@ RunGrowth find_run_growth(const snapshot::Snapshot& snapshot, int device, std::s
     common = std::move(next);
     counted = spans - k;
     least = smallest;
-    counted_common = common;
   }
   if (counted < kMinGrowingSteps || 2 * counted < spans - oldest) return {};
   RunGrowth growth;
@@ -80,7 +73,7 @@ RunGrowth find_run_growth(const snapshot::Snapshot& snapshot, int device, std::s
   growth.steps = counted;
   std::map<StackId, std::uint64_t> kept;  // from the common stacks, allocated before the failing unit
   for (const auto& [address, event] : live)
-    if (event >= starts.front() && event < starts.back() && counted_common.contains(trace[event].stack))
+    if (event >= starts.front() && event < starts.back() && common.contains(trace[event].stack))
       kept[trace[event].stack] += trace[event].size;
   for (const auto& [stack, bytes] : kept) growth.kept_bytes += bytes;
   const auto most = std::max_element(kept.begin(), kept.end(),
