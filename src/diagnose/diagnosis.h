@@ -111,6 +111,7 @@ struct RunGrowth {
   std::size_t steps = 0;         ///< the steps counted
   std::uint64_t kept_bytes = 0;  ///< live at the failing malloc from those stacks, made before the failing unit
   std::string frame;             ///< the program's frame that made the most of it ("train.py:52 in <module>")
+  bool eval_batches = false;     ///< the steps are eval batches (a validation that keeps each batch's outputs)
   bool grows() const { return per_step_bytes > 0; }
 };
 
@@ -211,8 +212,6 @@ struct TraceStepProjection {
   /// The unit after the reference began this much higher than the reference (gradients the
   /// steps after a zero_grad hold again); 0 when it did not.
   std::uint64_t next_unit_extra_bytes = 0;
-  /// The run grows: the step after the failing one needs its peak and per_step_bytes more, whatever the setting.
-  RunGrowth growth;
   std::vector<ProjectedRun> runs;  ///< per setting of the sweep
 };
 
@@ -318,8 +317,8 @@ struct Diagnosis {
   /// Capacity only: told by expandable segments failing at the same malloc when replayed from the
   /// job's start (the ideal packer would serve it; the rest of the pass is not projected).
   bool expandable_fails_at_oom = false;
-  /// Capacity only: told by the run's growth (RunGrowth): the failing step fits, the step after it does not.
-  bool grows_past_capacity = false;
+  /// The run grows (run_growth.h): each step after the failing one needs per_step_bytes more than the one before.
+  RunGrowth run_growth;
 
   std::optional<double> data_wait_fraction;         ///< Σ wait / Σ (wait + compute), all steps
   std::optional<double> steady_data_wait_fraction;  ///< the same without the warm-up step

@@ -591,10 +591,10 @@ Diagnosis run_doctor(const DoctorInputs& in, const DoctorOptions& options) {
                                d.phase.empty() || d.in_phase(JobPhase::kUnknown) ? ""
                                                                                    : " in its " + d.phase + " phase",
                                d.expandable_fails_at_oom ? "expandable segments fail at the same malloc"
-                               : d.grows_past_capacity
+                               : d.run_growth.grows()
                                    ? fmt::format("it keeps {} more at every {}, and no allocator setting fixes that",
-                                                 format_bytes(d.trace_projection.growth.per_step_bytes),
-                                                 d.trace_projection.eval_units ? "eval batch" : "step")
+                                                 format_bytes(d.run_growth.per_step_bytes),
+                                                 d.run_growth.eval_batches ? "eval batch" : "step")
                                    : "no allocator setting fixes it");
       break;
     case Verdict::kFragmentation:

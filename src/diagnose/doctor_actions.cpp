@@ -26,8 +26,7 @@ const WhatIfLine* recorded_line(const Diagnosis& d) {
 }
 
 /// What the failing step needs, from whichever projection ran: its peak with what the steps
-/// after it hold again (a growing run: one step's growth more), what was live when it began (kept across steps)
-/// and the rest.
+/// after it hold again, what was live when it began (kept across steps) and the rest.
 struct Needs {
   bool known = false;
   std::uint64_t needed = 0;
@@ -44,8 +43,7 @@ Needs needs_of(const Diagnosis& d) {
     n = {true, t.most_peak_bytes, t.start_level_bytes,
          t.most_peak_bytes > t.start_level_bytes ? t.most_peak_bytes - t.start_level_bytes : 0};
   } else if (t.available) {
-    const std::uint64_t back = t.next_unit_extra_bytes + (d.grows_past_capacity ? t.growth.per_step_bytes : 0);
-    n = {true, t.projected_peak_bytes + back, t.start_level_bytes + back,
+    n = {true, t.projected_peak_bytes + t.next_unit_extra_bytes, t.start_level_bytes + t.next_unit_extra_bytes,
          t.projected_peak_bytes > t.start_level_bytes ? t.projected_peak_bytes - t.start_level_bytes : 0};
   }
   return n;
@@ -72,7 +70,7 @@ void snapshot_reductions(Diagnosis& d, bool capacity) {
   for (const MemoryAdvice& a : d.memory_advice) {
     std::string evidence = a.evidence;
     if (short_by > 0) evidence += fmt::format("; the step is {} short", format_bytes(short_by));
-    const bool stops_growth = !d.grows_past_capacity || a.key == "kept_per_step";
+    const bool stops_growth = !d.run_growth.grows() || a.key == "kept_per_step";
     d.actions.push_back(
         {a.title, a.setting, evidence, capacity && short_by > 0 && a.bytes > short_by && stops_growth});
   }
@@ -95,7 +93,7 @@ void memory_reduction_actions(Diagnosis& d, bool sufficient) {
     const std::uint64_t halved = n.held + n.activations / 2;
     halve = fmt::format("halving the micro-batch brings the projected peak from {} to about {} ({} the {} capacity){}",
                         format_bytes(n.needed), format_bytes(halved), halved <= cap ? "within" : "still above",
-                        format_bytes(cap), d.grows_past_capacity ? " at the next step; the run still grows" : "");
+                        format_bytes(cap), d.run_growth.grows() ? " at the next step; the run still grows" : "");
   }
   d.actions.push_back({"Keep the global batch: halve the micro-batch and double gradient accumulation",
                        "micro_batch_size //= 2; gradient_accumulation_steps *= 2", halve, sufficient});
@@ -217,7 +215,7 @@ void capacity(Diagnosis& d) {
                          true});
   } else {
     // A run that grows outgrows smaller steps too, later: only keeping less per step is enough.
-    memory_reduction_actions(d, !d.grows_past_capacity);
+    memory_reduction_actions(d, !d.run_growth.grows());
   }
   const Needs n = needs_of(d);
   d.do_not.push_back({"Do not expect an allocator setting to fix it", "",

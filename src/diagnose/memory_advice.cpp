@@ -83,8 +83,8 @@ std::vector<MemoryAdvice> memory_advice(const snapshot::Snapshot& snapshot, int 
     offer(growth.kept_bytes,
           {"kept_per_step", units.eval ? "Stop keeping each eval batch's outputs on the GPU"
                                        : "Stop keeping each step's tensors on the GPU",
-           units.eval ? "move the outputs kept for the epoch's metrics to the CPU (t.cpu()) or reduce them per batch "
-                        "(running counts, a metrics object's update())"
+           units.eval ? "validate under torch.no_grad() (a running sum of losses keeps every batch's graph), and move "
+                        "the outputs kept for the epoch's metrics to the CPU (t.cpu()) or reduce them per batch"
                       : "move what the run keeps to the CPU (t.detach().cpu()) or reduce it each step (loss.item(), "
                         "running sums)",
            fmt::format("the run's earlier {} left {} live at the OOM, {} or more every one for the last {}, made at "
@@ -115,7 +115,8 @@ std::vector<MemoryAdvice> memory_advice(const snapshot::Snapshot& snapshot, int 
                      "the fused kernel makes none",
                      format_bytes(by_site[kForeach])),
          0});
-  offer(earlier_eval,
+  if (!growth.grows())  // else kept_per_step names them, with words not only for HF's Trainer
+    offer(earlier_eval,
         {"eval_outputs", "Keep eval outputs off the GPU",
          "TrainingArguments(eval_accumulation_steps=1)  # or prediction_loss_only=True when only the loss is needed",
          fmt::format("{} that earlier eval batches left on the GPU is live at the OOM (HF's Trainer concatenates "

@@ -71,6 +71,7 @@ RunGrowth find_run_growth(const snapshot::Snapshot& snapshot, int device, std::s
   RunGrowth growth;
   growth.per_step_bytes = least;
   growth.steps = counted;
+  growth.eval_batches = units.eval;
   std::map<StackId, std::uint64_t> kept;  // from the common stacks, allocated before the failing unit
   for (const auto& [address, event] : live)
     if (event >= starts.front() && event < starts.back() && common.contains(trace[event].stack))

@@ -43,8 +43,7 @@ enum class TracedOomRule : std::uint8_t {
   kNextUnitMayNotFit,        ///< undetermined: it fits, a step like it with the gradients back may not
   kLongerBatchMayNotFit,     ///< undetermined: it fits, a longer batch the trace made may not
   kFewBatchesSeen,           ///< undetermined: it fits, but the batches vary and few were seen (their range unseen)
-  kRunGrowsPastCapacity,     ///< capacity: it fits, but the run grows (RunGrowth) and the step after it does not
-  kRunGrows,                 ///< undetermined: it fits, but the run grows: the steps still to come decide
+  kRunGrows,                 ///< undetermined: it fits, but the run grows (RunGrowth): the steps still to come decide
   kProjectedStepFits,        ///< fragmentation: a setting runs it with its margin
   kNoSettingRunsProjected,   ///< capacity: no setting runs it even with the margin added
   kProjectedStepTooClose,    ///< undetermined: within the projection's margins
@@ -163,8 +162,11 @@ struct TracedOomFindings {
   /// batch seen needs on top of its own live bytes.
   std::uint64_t longest_batch_limit_bytes = 0;
   std::uint64_t setting_room_bytes = 0;
-  /// kRunGrows: the steps after the failing one that the growth leaves room for, with the fit's margin.
+  /// The run's growth (run_growth.h); with kRunGrows, the steps after the failing one that it leaves room for,
+  /// with the fit's margin, and what the next one needs.
+  RunGrowth growth;
   std::size_t growing_steps_that_fit = 0;
+  std::uint64_t grown_needed_bytes = 0;
   /// A trace that starts mid-run and decided nothing: whether its ring wrapped or history began late, by the
   /// blocks older than it (judge_traced_oom sets it for the words that name it).
   snapshot::HistoryStart history_start = snapshot::HistoryStart::kUnknown;

@@ -367,22 +367,20 @@ Verdict judge_projected_step(ProjectedStep& step, const std::vector<replay::What
     f.rule = TracedOomRule::kProjectedStepExceeds;
     return Verdict::kCapacity;
   }
-  // A run that grows needs one step's growth more at the next step, whatever the setting: the failing step may fit
-  // and the run still fail a step later (field leak_edge and leak_lo, a loop keeping each step's 500 MiB of logits
-  // for the epoch's accuracy: projected to fit with 0.4 and 0.15 GiB to spare, called fragmentation; their reruns
-  // under expandable segments failed one step later and at the same step). With batches that vary, the next one
-  // may be smaller.
-  if (const double grown = (static_cast<double>(p.inelastic_peak_bytes) +
-                            static_cast<double>(p.growth.per_step_bytes)) / inflation;
-      p.growth.grows() && p.varying_units == 0 && grown > upper) {
-    if (auto miss = missed_history(p, Verdict::kCapacity)) return fit_rejected(std::move(*miss), f);
-    if (step.trace.elastic_hidden) return workspaces_hidden(f);
-    f.needed_bytes = static_cast<std::uint64_t>(grown);
-    f.rule = TracedOomRule::kRunGrowsPastCapacity;
-    d.grows_past_capacity = true;
-    return Verdict::kCapacity;
-  }
   f.best_run = best_projected_run(d.whatif, p.runs);
+  // A run that grows needs one step's growth more at each step after the failing one, whatever the setting: when a
+  // setting runs the failing step, the steps the run still has before it frees what it keeps decide. Field leak_*
+  // (a loop keeping each step's 500 MiB of logits) failed under expandable segments a step later, or at the same
+  // step; vng_edge (validate() without no_grad, 2.56 GiB a batch) failed in the validation's last batch, and under
+  // expandable segments the job ran it and ended: the same trace either way.
+  if (f.best_run && f.growth.grows()) {
+    const double grown = asked + static_cast<double>(f.growth.per_step_bytes) / inflation;
+    f.grown_needed_bytes = static_cast<std::uint64_t>(grown);
+    f.growing_steps_that_fit = static_cast<std::size_t>(
+        std::max(0.0, (lower - asked) / static_cast<double>(f.growth.per_step_bytes)));
+    f.rule = TracedOomRule::kRunGrows;
+    return Verdict::kUndetermined;
+  }
   if (f.best_run && next / inflation > lower) {
     f.rule = TracedOomRule::kNextUnitMayNotFit;
     return Verdict::kUndetermined;
@@ -414,13 +412,6 @@ Verdict judge_projected_step(ProjectedStep& step, const std::vector<replay::What
   // then peaked 74% above the projection).
   if (f.best_run && p.varying_units > 0 && !p.fit_error) {
     f.rule = TracedOomRule::kUncheckedSeveralScales;
-    return Verdict::kUndetermined;
-  }
-  // A run that grows fails once its growth fills what the failing step left: how many steps it still runs decides.
-  if (f.best_run && p.growth.grows()) {
-    f.growing_steps_that_fit = static_cast<std::size_t>(
-        std::max(0.0, (lower - asked) / static_cast<double>(p.growth.per_step_bytes)));
-    f.rule = TracedOomRule::kRunGrows;
     return Verdict::kUndetermined;
   }
   if (f.best_run) {
@@ -576,8 +567,8 @@ Verdict decide_traced_oom(const TraceChoice& trace, const TelemetryInput* teleme
     }
   }
   const TraceUnits units = find_trace_units(snap, trace.device, oom_index);
-  const RunGrowth growth = find_run_growth(snap, trace.device, oom_index, units);
-  d.memory_advice = memory_advice(snap, trace.device, oom_index, units, growth, f.capacity_bytes);
+  f.growth = d.run_growth = find_run_growth(snap, trace.device, oom_index, units);
+  d.memory_advice = memory_advice(snap, trace.device, oom_index, units, f.growth, f.capacity_bytes);
   f.clues.eval_statement = units.eval_statement;
   f.clues.call_statement = call_path.statement;
   f.clues.unit_statement = units.statement;
@@ -637,7 +628,7 @@ Verdict decide_traced_oom(const TraceChoice& trace, const TelemetryInput* teleme
       ff.trace = std::move(step.figures);
       return std::nullopt;
     }
-    step.figures.growth = growth;
+    ff.growth = f.growth;
     const Verdict verdict = judge_projected_step(step, configs, capacity, inflation, options, call_path, dd, ff);
     if (verdict == Verdict::kUndetermined && headroom)
       note_batch_headroom(step, capacity.effective_bytes().value_or(0), inflation, ff);

@@ -101,12 +101,6 @@ json trace_projection_json(const diagnose::TraceStepProjection& p) {
           {"projected_peak_bytes", p.projected_peak_bytes},
           {"inelastic_peak_bytes", p.inelastic_peak_bytes},
           {"next_unit_extra_bytes", p.next_unit_extra_bytes},
-          {"growth",
-           p.growth.grows() ? json{{"per_step_bytes", p.growth.per_step_bytes},
-                                   {"steps", p.growth.steps},
-                                   {"kept_bytes", p.growth.kept_bytes},
-                                   {"frame", p.growth.frame}}
-                            : json(nullptr)},
           {"runs", runs}};
 }
 
@@ -189,6 +183,12 @@ json doctor_json(const diagnose::Diagnosis& d) {
           {"capacity_source", d.capacity_source},
           {"projection", projection_json(d.projection)},
           {"trace_projection", trace_projection_json(d.trace_projection)},
+          {"run_growth", d.run_growth.grows() ? json{{"per_step_bytes", d.run_growth.per_step_bytes},
+                                                     {"steps", d.run_growth.steps},
+                                                     {"eval_batches", d.run_growth.eval_batches},
+                                                     {"kept_bytes", d.run_growth.kept_bytes},
+                                                     {"frame", d.run_growth.frame}}
+                                              : json(nullptr)},
           {"whatif", whatif},
           {"memory_advice", advice},
           {"recommended_alloc_conf", d.recommended_conf.empty() ? json(nullptr) : json(d.recommended_conf)},

@@ -387,11 +387,11 @@ std::string describe_fit(const TraceStepProjection& p) {
       p.checked_units == 1 ? "" : "s", sides, margins);
 }
 
-/// What a growing run keeps, for its rules' words; its steps are eval batches when the units are.
-std::string growth_words(const diagnose::RunGrowth& g, bool eval) {
+/// What a growing run keeps, for its rule's words.
+std::string growth_words(const diagnose::RunGrowth& g) {
   return fmt::format("each of its last {} {} left {} or more live that no later one freed ({} in all at the "
                      "OOM, made at {})",
-                     g.steps, eval ? "eval batches" : "steps", format_bytes(g.per_step_bytes),
+                     g.steps, g.eval_batches ? "eval batches" : "steps", format_bytes(g.per_step_bytes),
                      format_bytes(g.kept_bytes), g.frame.empty() ? "a call stack without Python frames" : g.frame);
 }
 
@@ -489,7 +489,6 @@ void word_projected_step(const TracedOomFindings& f, TracedOomWords& w) {
                     "they asked for, so at the sizes asked for the step needs about {}",
                     f.inflation, format_bytes(f.needed_bytes)));
   const bool weighs_capacity = f.rule == TracedOomRule::kProjectedStepExceeds ||
-                               f.rule == TracedOomRule::kRunGrowsPastCapacity ||
                                f.rule == TracedOomRule::kNoSettingRunsProjected ||
                                f.rule == TracedOomRule::kProjectedStepTooClose;
   if (const std::uint64_t workspaces = p.projected_peak_bytes - std::min(p.projected_peak_bytes,
@@ -508,35 +507,35 @@ void word_projected_step(const TracedOomFindings& f, TracedOomWords& w) {
                       "{} — short by {}, beyond the projection's margins",
                       format_bytes(f.needed_bytes), format_bytes(cap), format_bytes(f.needed_bytes - cap)));
       return;
-    case TracedOomRule::kRunGrowsPastCapacity:
+    case TracedOomRule::kRunGrows: {
+      const diagnose::RunGrowth& g = f.growth;
+      const char* unit = g.eval_batches ? "eval batch" : "step";
+      const char* units = g.eval_batches ? "eval batches" : "steps";
       add(w, "run_grows",
-          fmt::format("the failing step fits ({} live at its peak with perfect packing), but the run grows: {}. "
-                      "The {} after it needs at least {} live; the device gives {} — short by {}, beyond the "
-                      "projection's margins, whatever the allocator setting",
-                      format_bytes(p.projected_peak_bytes), growth_words(p.growth, p.eval_units),
-                      p.eval_units ? "eval batch" : "step", format_bytes(f.needed_bytes),
-                      format_bytes(cap), format_bytes(f.needed_bytes - cap)));
-      return;
-    case TracedOomRule::kRunGrows:
-      add(w, "run_grows",
-          fmt::format("the failing step itself fits, and {} runs it; but the run grows: {}. At that rate what the "
-                      "failing step leaves under the capacity, less the fit's margin, holds about {} more {}{}. "
-                      "How many the run still has before it frees what it keeps is not in the trace",
-                      f.best_run->conf.empty() ? "the recorded setting" : f.best_run->conf,
-                      growth_words(p.growth, p.eval_units), f.growing_steps_that_fit,
-                      p.eval_units ? "eval batch" : "step", f.growing_steps_that_fit == 1 ? ""
-                                                                   : p.eval_units             ? "es"
-                                                                                              : "s"));
+          fmt::format("the failing {} itself fits, and {} runs it; but the run grows: {}. {}. How many {} the run "
+                      "still has before it frees what it keeps is not in the trace",
+                      unit, f.best_run->conf.empty() ? "the recorded setting" : f.best_run->conf, growth_words(g),
+                      f.grown_needed_bytes > cap
+                          ? fmt::format("The {} after it needs at least {} live, more than the {} the device gives",
+                                        unit, format_bytes(f.grown_needed_bytes), format_bytes(cap))
+                          : fmt::format("At that rate what the failing {} leaves under the capacity, less the fit's "
+                                        "margin, holds about {} more",
+                                        unit, f.growing_steps_that_fit),
+                      units));
       w.decide_with = undecided_projected_step(f);
       w.decide_with.insert(
           w.decide_with.begin(),
-          fmt::format("how many {} the run has left before it frees what it keeps (the epoch's end, say): {} "
-                      "means fragmentation, more means capacity; or keep those tensors off the GPU and the question "
-                      "goes away",
-                      p.eval_units ? "eval batches" : "steps",
-                      f.growing_steps_that_fit == 0 ? std::string("none")
-                                                    : fmt::format("{} or fewer", f.growing_steps_that_fit)));
+          f.growing_steps_that_fit == 0
+              ? fmt::format("whether the run has another {} before it frees what it keeps (the epoch's or the "
+                            "validation's end): one more needs about {} of the {} the device gives, none means "
+                            "fragmentation; or keep those tensors off the GPU and the question goes away",
+                            unit, format_bytes(f.grown_needed_bytes), format_bytes(cap))
+              : fmt::format("how many more {} the run has before it frees what it keeps (the epoch's or the "
+                            "validation's end): more than {} means capacity, {} or fewer fragmentation; or keep "
+                            "those tensors off the GPU and the question goes away",
+                            units, f.growing_steps_that_fit, f.growing_steps_that_fit));
       return;
+    }
     case TracedOomRule::kNextUnitMayNotFit:
       add(w, "next_step",
           fmt::format("the failing step itself fits, but the unit after the reference began {} higher than it "

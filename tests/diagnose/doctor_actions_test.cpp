@@ -35,8 +35,8 @@ std::vector<std::pair<std::string, std::vector<std::string>>> recordings() {
     all.emplace_back(name + " without telemetry", files);
   }
   for (const char* name :
-       {"acc_edge", "ec_edge", "ec_lo", "fsdp_edge", "hfc_lo", "hft_edge", "hft_lo", "leak_lo", "lit_edge", "rn_edge",
-        "rn_lo"})
+       {"acc_edge", "ec_edge", "ec_lo", "fsdp_edge", "hfc_lo", "hft_edge", "hft_lo", "leak_lo", "leak_obs", "lit_edge",
+        "rn_edge", "rn_lo", "vng_edge"})
     all.emplace_back(name, field_user_files(name));
   return all;
 }
@@ -129,20 +129,19 @@ TEST(DoctorActions, AMarginForLongerBatchesOnlyWhereBatchesVary) {
   EXPECT_TRUE(has_action(varying, "Keep a margin for longer batches"));
 }
 
-// A run that grows (field leak_lo, 500 MiB of logits kept per step): smaller steps or checkpointing only move the
-// OOM a few steps on; keeping less per step is the one action enough on its own, and it comes first.
-TEST(DoctorActions, ARunThatGrowsIsFixedOnlyByKeepingLessPerStep) {
+// A run that grows (field leak_obs, 500 MiB of logits kept per step; its failing malloc beyond perfect packing):
+// smaller steps or checkpointing only move the OOM a few steps on, and keeping less per step comes first.
+TEST(DoctorActions, ARunThatGrowsIsToldFirstToKeepLessPerStep) {
   DoctorOptions options = fragscope::testing::doctor_options();
   options.threads = 2;
-  const Diagnosis d = run_doctor(collect_doctor_inputs(field_user_files("leak_lo")), options);
+  const Diagnosis d = run_doctor(collect_doctor_inputs(field_user_files("leak_obs")), options);
   ASSERT_EQ(d.verdict, Verdict::kCapacity) << d.headline;
-  ASSERT_TRUE(d.grows_past_capacity);
+  ASSERT_TRUE(d.run_growth.grows());
+  EXPECT_NE(d.headline.find("more at every step"), std::string::npos) << d.headline;
   ASSERT_FALSE(d.actions.empty());
   EXPECT_EQ(d.actions.front().title, "Stop keeping each step's tensors on the GPU");
-  for (const Action& a : d.actions) {
-    SCOPED_TRACE(a.title);
-    EXPECT_EQ(a.sufficient, &a == &d.actions.front());
-  }
+  for (const Action& a : d.actions)
+    if (a.title != d.actions.front().title) EXPECT_FALSE(a.sufficient) << a.title;
   EXPECT_TRUE(has_action(d, "Keep the global batch: halve the micro-batch and double gradient accumulation"));
 }
 

@@ -33,6 +33,7 @@ TEST(RunGrowth, ALoopKeepingEachStepsLogitsGrowsByThem) {
   EXPECT_GE(g.kept_bytes, 8 * logits);
   EXPECT_LT(g.kept_bytes, 8 * (logits + kMiB));
   EXPECT_NE(g.frame.find("epoch_logits_leak.py"), std::string::npos) << g.frame;
+  EXPECT_FALSE(g.eval_batches);
 }
 
 // Lightning's validation_step_outputs keeping each batch's fp32 probabilities, 16 × 21 × 512 × 512, and its int64
@@ -42,6 +43,7 @@ TEST(RunGrowth, AValidationKeepingEachBatchsOutputsGrowsByThem) {
   ASSERT_TRUE(g.grows());
   EXPECT_EQ(g.per_step_bytes, 16ull * 21 * 512 * 512 * 4 + 16ull * 512 * 512 * 8);
   EXPECT_NE(g.frame.find("lightning_val_outputs.py"), std::string::npos) << g.frame;
+  EXPECT_TRUE(g.eval_batches);
 }
 
 // timm's prefetcher holds the next batch from a side stream (tpf0_edge); HF's Trainer accumulating gradients holds

@@ -223,23 +223,23 @@ TEST(DoctorJson, AProjectedStepsRunsCarryWhatTheyReserved) {
   EXPECT_GT(running, 0u);
 }
 
-// A run that grows (field leak_lo) carries its growth in the projection; one that does not (trn_edge) a null.
-TEST(DoctorJson, AProjectionCarriesTheRunsGrowthOrNull) {
+// A run that grows (field leak_lo) carries its growth; one that does not (trn_edge) a null.
+TEST(DoctorJson, ARunsGrowthOrNull) {
   diagnose::DoctorOptions options = fragscope::testing::doctor_options();
   options.threads = 2;
   const Diagnosis leak =
       diagnose::run_doctor(diagnose::collect_doctor_inputs(fragscope::testing::field_user_files("leak_lo")), options);
-  const diagnose::RunGrowth& g = leak.trace_projection.growth;
+  const diagnose::RunGrowth& g = leak.run_growth;
   ASSERT_TRUE(g.grows());
-  const json growth = rendered(leak).at("trace_projection").at("growth");
+  const json growth = rendered(leak).at("run_growth");
   EXPECT_EQ(growth.at("per_step_bytes"), g.per_step_bytes);
   EXPECT_EQ(growth.at("steps"), g.steps);
+  EXPECT_EQ(growth.at("eval_batches"), false);
   EXPECT_EQ(growth.at("kept_bytes"), g.kept_bytes);
   EXPECT_EQ(growth.at("frame"), g.frame);
   const Diagnosis steady =
       diagnose::run_doctor(diagnose::collect_doctor_inputs(fragscope::testing::field_user_files("trn_edge")), options);
-  ASSERT_TRUE(steady.trace_projection.available);
-  EXPECT_TRUE(rendered(steady).at("trace_projection").at("growth").is_null());
+  EXPECT_TRUE(rendered(steady).at("run_growth").is_null());
 }
 
 }  // namespace

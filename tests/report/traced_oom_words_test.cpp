@@ -211,35 +211,35 @@ TEST(TracedOomWords, AMidRunFirstStepSaysHowItsHistoryBeganAndWhatWouldHoldMore)
 }
 
 // A loop keeping each step's logits (field leak_lo): the failing step fits, the next does not. The words name what
-// each step kept, where, and by how much the next step is short.
-TEST(TracedOomWords, ARunThatGrowsPastTheCapacityNamesWhatEachStepKeeps) {
+// each step kept, where, what the next step needs, and ask whether the run has one.
+TEST(TracedOomWords, ARunThatGrowsNamesWhatEachStepKeepsAndAsksForTheStepsLeft) {
   const Worded w = diagnose_worded(fragscope::testing::field_user_files("leak_lo"));
   const TracedOomFindings& f = w.findings;
-  ASSERT_EQ(f.rule, TracedOomRule::kRunGrowsPastCapacity);
-  const diagnose::RunGrowth& g = f.trace.growth;
+  ASSERT_EQ(f.rule, TracedOomRule::kRunGrows);
+  ASSERT_GT(f.grown_needed_bytes, f.capacity_bytes);
+  const diagnose::RunGrowth& g = f.growth;
   const std::string& text = evidence(w.words, "run_grows").text;
-  for (const std::string& part : {format_bytes(g.per_step_bytes), format_bytes(g.kept_bytes), g.frame,
-                                  format_bytes(f.needed_bytes), "short by " + format_bytes(f.needed_bytes -
-                                                                                          f.capacity_bytes),
-                                  fmt::format("each of its last {} steps", g.steps)})
+  for (const std::string& part :
+       {format_bytes(g.per_step_bytes), format_bytes(g.kept_bytes), g.frame, format_bytes(f.grown_needed_bytes),
+        fmt::format("each of its last {} steps", g.steps), std::string("The step after it needs at least")})
     EXPECT_NE(text.find(part), std::string::npos) << part << " in: " << text;
-  EXPECT_TRUE(w.words.decide_with.empty());
+  ASSERT_FALSE(w.words.decide_with.empty());
+  EXPECT_NE(w.words.decide_with.front().find("whether the run has another step"), std::string::npos)
+      << w.words.decide_with.front();
   expect_kept(w);
 }
 
-// The same record had the step after the failing one fit: the words say how many more steps fit, and the steps the
-// run has left decide.
-TEST(TracedOomWords, ARunThatGrowsWithRoomLeftAsksHowManyStepsRemain) {
+// With room for more steps (the same record, three more steps' growth fitting), the words say how many, and more
+// than that many left means capacity.
+TEST(TracedOomWords, ARunThatGrowsWithRoomLeftSaysHowManyStepsFit) {
   TracedOomFindings f = diagnose_worded(fragscope::testing::field_user_files("leak_lo")).findings;
-  f.rule = TracedOomRule::kRunGrows;
-  f.best_run = diagnose::ProjectedRun{.conf = "expandable_segments:True", .runs = true};
   f.growing_steps_that_fit = 3;
+  f.grown_needed_bytes = f.capacity_bytes / 2;
   const TracedOomWords words = traced_oom_words(f);
   const std::string& text = evidence(words, "run_grows").text;
-  EXPECT_NE(text.find("expandable_segments:True runs it"), std::string::npos) << text;
-  EXPECT_NE(text.find("holds about 3 more steps"), std::string::npos) << text;
+  EXPECT_NE(text.find("holds about 3 more"), std::string::npos) << text;
   ASSERT_FALSE(words.decide_with.empty());
-  EXPECT_NE(words.decide_with.front().find("3 or fewer means fragmentation, more means capacity"), std::string::npos)
+  EXPECT_NE(words.decide_with.front().find("more than 3 means capacity, 3 or fewer fragmentation"), std::string::npos)
       << words.decide_with.front();
 }
 
