@@ -24,7 +24,7 @@
 
 namespace fragscope::diagnose {
 
-inline constexpr std::size_t kMinGrowingSteps = 3;
+inline constexpr std::size_t kMinGrowingSteps = 2;
 inline constexpr std::uint64_t kMinGrowthBytes = std::uint64_t{1} << 20;
 
 /// @brief The growth up to the `oom` entry at `oom_index` of `device`'s trace, of the units `units` found there.

@@ -46,6 +46,21 @@ TEST(RunGrowth, AValidationKeepingEachBatchsOutputsGrowsByThem) {
   EXPECT_TRUE(g.eval_batches);
 }
 
+// A ring that kept only the last three eval batches before the failing one (lvo_edge's trace cut to its last
+// quarter was called fragmentation): two steps, both leaving the same outputs, are enough.
+TEST(RunGrowth, TwoStepsLeavingTheSameBlocksAreEnough) {
+  const snapshot::Snapshot snap = read_field_snapshot("lvo_edge");
+  const std::size_t oom = last_oom(snap);
+  TraceUnits units = find_trace_units(snap, 0, oom);
+  ASSERT_GT(units.starts.size(), 4u);
+  units.starts.erase(units.starts.begin(), units.starts.end() - 4);
+  const RunGrowth g = find_run_growth(snap, 0, oom, units);
+  ASSERT_TRUE(g.grows());
+  EXPECT_EQ(g.steps, 2u);
+  units.starts.erase(units.starts.begin());
+  EXPECT_FALSE(find_run_growth(snap, 0, oom, units).grows());
+}
+
 // timm's prefetcher holds the next batch from a side stream (tpf0_edge); HF's Trainer accumulating gradients holds
 // them across micro-steps (hfga_lo); a Fabric loop frees each step's activations (fab_edge); the HF Trainer's eval
 // concatenation frees the older outputs: only the batch before the failing one holds one (hel_lo); MoCo's queue of
