@@ -81,7 +81,9 @@ class JsonSchemas(unittest.TestCase):
                        fragscope("replay", snapshot, "--alloc-conf", "expandable_segments:True")],
             "whatif": [fragscope("whatif", snapshot, "--threads", "2", "--min-capacity")],
             "doctor": [fragscope("doctor", FRACTION_OOM, damaged, "--threads", "2"),
-                       fragscope("doctor", "tests/data/heldout/E_eval", "--threads", "2")],
+                       fragscope("doctor", "tests/data/heldout/E_eval", "--threads", "2"),
+                       # a run that grows: run_growth
+                       fragscope("doctor", "tests/data/field/leak_lo", "--threads", "2")],
             "check": [fragscope("check", "tests/data/plan/p9/steps.jsonl", "--criteria", criteria)],
             "plan": [fragscope("plan", "examples/llama2-7b-ddp.toml", "--global-batch", "64"),
                      fragscope("plan", "examples/seed-13b.toml", "--canary")],
