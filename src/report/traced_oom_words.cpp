@@ -527,9 +527,10 @@ void word_projected_step(const TracedOomFindings& f, TracedOomWords& w) {
           w.decide_with.begin(),
           f.growing_steps_that_fit == 0
               ? fmt::format("whether the run has another {} before it frees what it keeps (the epoch's or the "
-                            "validation's end): one more needs about {} of the {} the device gives, none means "
+                            "validation's end): one more {} about {} where the device gives {}, none means "
                             "fragmentation; or keep those tensors off the GPU and the question goes away",
-                            unit, format_bytes(f.grown_needed_bytes), format_bytes(cap))
+                            unit, f.grown_needed_bytes > cap ? "means capacity: it needs" : "needs",
+                            format_bytes(f.grown_needed_bytes), format_bytes(cap))
               : fmt::format("how many more {} the run has before it frees what it keeps (the epoch's or the "
                             "validation's end): more than {} means capacity, {} or fewer fragmentation; or keep "
                             "those tensors off the GPU and the question goes away",

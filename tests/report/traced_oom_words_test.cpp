@@ -226,6 +226,11 @@ TEST(TracedOomWords, ARunThatGrowsNamesWhatEachStepKeepsAndAsksForTheStepsLeft) 
   ASSERT_FALSE(w.words.decide_with.empty());
   EXPECT_NE(w.words.decide_with.front().find("whether the run has another step"), std::string::npos)
       << w.words.decide_with.front();
+  EXPECT_NE(w.words.decide_with.front().find("one more means capacity: it needs about " +
+                                             format_bytes(f.grown_needed_bytes) + " where the device gives " +
+                                             format_bytes(f.capacity_bytes)),
+            std::string::npos)
+      << w.words.decide_with.front();
   expect_kept(w);
 }
 
