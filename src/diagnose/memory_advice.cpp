@@ -6,13 +6,11 @@
 #include <array>
 #include <unordered_map>
 
-#include "diagnose/live_blocks.h"
 #include "diagnose/python_frames.h"
 #include "util/bytes.h"
 
 namespace fragscope::diagnose {
 namespace {
-
 
 enum Site : std::uint8_t { kOther, kKvCache, kLoss, kForeach, kSiteCount };
 
@@ -45,10 +43,10 @@ Site site_of(const snapshot::Snapshot& snapshot, snapshot::StackId stack) {
 }  // namespace
 
 std::vector<MemoryAdvice> memory_advice(const snapshot::Snapshot& snapshot, int device, std::size_t oom_index,
+                                        const std::unordered_map<std::uint64_t, std::size_t>& live,
                                         const TraceUnits& units, const RunGrowth& growth,
                                         std::uint64_t capacity_bytes) {
   const auto trace = snapshot.trace(device);
-  const auto live = live_blocks_before(trace, oom_index);  // address → allocating event
   std::unordered_map<snapshot::StackId, Site> sites;
   std::unordered_map<snapshot::StackId, bool> eval_stacks;
   std::array<std::uint64_t, kSiteCount> by_site{};
@@ -81,15 +79,17 @@ std::vector<MemoryAdvice> memory_advice(const snapshot::Snapshot& snapshot, int 
   };
   if (growth.grows())
     offer(growth.kept_bytes,
-          {"kept_per_step", units.eval ? "Stop keeping each eval batch's outputs on the GPU"
-                                       : "Stop keeping each step's tensors on the GPU",
-           units.eval ? "validate under torch.no_grad() (a running sum of losses keeps every batch's graph), and move "
-                        "the outputs kept for the epoch's metrics to the CPU (t.cpu()) or reduce them per batch"
-                      : "move what the run keeps to the CPU (t.detach().cpu()) or reduce it each step (loss.item(), "
-                        "running sums)",
+          {"kept_per_step",
+           growth.eval_batches ? "Stop keeping each eval batch's outputs on the GPU"
+                               : "Stop keeping each step's tensors on the GPU",
+           growth.eval_batches
+               ? "validate under torch.no_grad() (a running sum of losses keeps every batch's graph), and move the "
+                 "outputs kept for the epoch's metrics to the CPU (t.cpu()) or reduce them per batch"
+               : "move what the run keeps to the CPU (t.detach().cpu()) or reduce it each step (loss.item(), running "
+                 "sums)",
            fmt::format("the run's earlier {} left {} live at the OOM, {} or more every one for the last {}, made at "
                        "{}: the run grows until it fails, whatever the allocator setting",
-                       units.eval ? "eval batches" : "steps", format_bytes(growth.kept_bytes),
+                       growth.eval_batches ? "eval batches" : "steps", format_bytes(growth.kept_bytes),
                        format_bytes(growth.per_step_bytes), growth.steps,
                        growth.frame.empty() ? "a call stack without Python frames" : growth.frame),
            0});

@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <unordered_map>
 #include <vector>
 
 #include "diagnose/diagnosis.h"
@@ -26,7 +27,9 @@
 namespace fragscope::diagnose {
 
 /// @brief The reductions for the OOM at `oom_index` of `device`'s trace.
+/// `live`: the blocks live before it (live_blocks.h).
 std::vector<MemoryAdvice> memory_advice(const snapshot::Snapshot& snapshot, int device, std::size_t oom_index,
+                                        const std::unordered_map<std::uint64_t, std::size_t>& live,
                                         const TraceUnits& units, const RunGrowth& growth,
                                         std::uint64_t capacity_bytes);
 

@@ -6,7 +6,6 @@
 #include <set>
 #include <vector>
 
-#include "diagnose/live_blocks.h"
 #include "diagnose/oom_call_path.h"
 #include "diagnose/python_frames.h"
 
@@ -29,12 +28,11 @@ std::string program_frame(const snapshot::Snapshot& snapshot, StackId stack) {
 
 }  // namespace
 
-RunGrowth find_run_growth(const snapshot::Snapshot& snapshot, int device, std::size_t oom_index,
-                          const TraceUnits& units) {
+RunGrowth find_run_growth(const snapshot::Snapshot& snapshot, int device,
+                          const std::unordered_map<std::uint64_t, std::size_t>& live, const TraceUnits& units) {
   const std::vector<std::size_t>& starts = units.starts;
   if (starts.size() < kMinGrowingSteps + 2) return {};
   const auto trace = snapshot.trace(device);
-  const auto live = live_blocks_before(trace, oom_index);  // address → allocating event
   // Span k runs from starts[k] to starts[k + 1]; the last one before the failing unit is left out. The newest
   // kMaxSpans tell (the count is quadratic in them).
   const std::size_t spans = starts.size() - 2;

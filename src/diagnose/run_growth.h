@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <unordered_map>
 
 #include "diagnose/diagnosis.h"
 #include "diagnose/trace_units.h"
@@ -27,9 +28,9 @@ namespace fragscope::diagnose {
 inline constexpr std::size_t kMinGrowingSteps = 2;
 inline constexpr std::uint64_t kMinGrowthBytes = std::uint64_t{1} << 20;
 
-/// @brief The growth up to the `oom` entry at `oom_index` of `device`'s trace, of the units `units` found there.
-/// REQUIRES: oom_index < snapshot.trace(device).size().
-RunGrowth find_run_growth(const snapshot::Snapshot& snapshot, int device, std::size_t oom_index,
-                          const TraceUnits& units);
+/// @brief The growth up to the failing malloc of `device`'s trace: `live`, the blocks live before it
+/// (live_blocks.h), and `units`, the units found up to it.
+RunGrowth find_run_growth(const snapshot::Snapshot& snapshot, int device,
+                          const std::unordered_map<std::uint64_t, std::size_t>& live, const TraceUnits& units);
 
 }  // namespace fragscope::diagnose

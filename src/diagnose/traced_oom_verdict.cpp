@@ -12,6 +12,7 @@
 #include "diagnose/compiled_graph.h"
 #include "diagnose/eval_projection.h"
 #include "diagnose/list_op_projection.h"
+#include "diagnose/live_blocks.h"
 #include "diagnose/memory_advice.h"
 #include "diagnose/oom_call_path.h"
 #include "diagnose/oom_phase.h"
@@ -567,8 +568,9 @@ Verdict decide_traced_oom(const TraceChoice& trace, const TelemetryInput* teleme
     }
   }
   const TraceUnits units = find_trace_units(snap, trace.device, oom_index);
-  f.growth = d.run_growth = find_run_growth(snap, trace.device, oom_index, units);
-  d.memory_advice = memory_advice(snap, trace.device, oom_index, units, f.growth, f.capacity_bytes);
+  const auto live = live_blocks_before(snap.trace(trace.device), oom_index);
+  f.growth = d.run_growth = find_run_growth(snap, trace.device, live, units);
+  d.memory_advice = memory_advice(snap, trace.device, oom_index, live, units, f.growth, f.capacity_bytes);
   f.clues.eval_statement = units.eval_statement;
   f.clues.call_statement = call_path.statement;
   f.clues.unit_statement = units.statement;
@@ -628,7 +630,6 @@ Verdict decide_traced_oom(const TraceChoice& trace, const TelemetryInput* teleme
       ff.trace = std::move(step.figures);
       return std::nullopt;
     }
-    ff.growth = f.growth;
     const Verdict verdict = judge_projected_step(step, configs, capacity, inflation, options, call_path, dd, ff);
     if (verdict == Verdict::kUndetermined && headroom)
       note_batch_headroom(step, capacity.effective_bytes().value_or(0), inflation, ff);

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "../fixture_support.h"
+#include "diagnose/live_blocks.h"
 #include "diagnose/run_growth.h"
 #include "field_recordings.h"
 #include "util/bytes.h"
@@ -20,7 +21,8 @@ using fragscope::testing::read_field_snapshot;
 std::vector<MemoryAdvice> advice_for(const snapshot::Snapshot& snap, std::uint64_t capacity) {
   const std::size_t oom = last_oom(snap);
   const TraceUnits units = find_trace_units(snap, 0, oom);
-  return memory_advice(snap, 0, oom, units, find_run_growth(snap, 0, oom, units), capacity);
+  const auto live = live_blocks_before(snap.trace(0), oom);
+  return memory_advice(snap, 0, oom, live, units, find_run_growth(snap, 0, live, units), capacity);
 }
 
 const MemoryAdvice* find(const std::vector<MemoryAdvice>& advice, std::string_view key) {

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "diagnose/live_blocks.h"
 #include "field_recordings.h"
 #include "util/bytes.h"
 
@@ -17,7 +18,7 @@ using fragscope::testing::read_field_snapshot;
 RunGrowth growth_of(const std::string& name) {
   const snapshot::Snapshot snap = read_field_snapshot(name);
   const std::size_t oom = last_oom(snap);
-  return find_run_growth(snap, 0, oom, find_trace_units(snap, 0, oom));
+  return find_run_growth(snap, 0, live_blocks_before(snap.trace(0), oom), find_trace_units(snap, 0, oom));
 }
 
 // epoch_logits_leak.py keeps `output.detach()` (16 × 512 × 32,000 bf16 logits, 500 MiB) and the step's batch
@@ -54,11 +55,12 @@ TEST(RunGrowth, TwoStepsLeavingTheSameBlocksAreEnough) {
   TraceUnits units = find_trace_units(snap, 0, oom);
   ASSERT_GT(units.starts.size(), 4u);
   units.starts.erase(units.starts.begin(), units.starts.end() - 4);
-  const RunGrowth g = find_run_growth(snap, 0, oom, units);
+  const auto live = live_blocks_before(snap.trace(0), oom);
+  const RunGrowth g = find_run_growth(snap, 0, live, units);
   ASSERT_TRUE(g.grows());
   EXPECT_EQ(g.steps, 2u);
   units.starts.erase(units.starts.begin());
-  EXPECT_FALSE(find_run_growth(snap, 0, oom, units).grows());
+  EXPECT_FALSE(find_run_growth(snap, 0, live, units).grows());
 }
 
 // timm's prefetcher holds the next batch from a side stream (tpf0_edge); HF's Trainer accumulating gradients holds
