@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
+#include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include "diagnose/python_frames.h"
@@ -22,6 +25,31 @@ bool under_evaluation(const snapshot::Snapshot& snapshot, snapshot::StackId stac
       return true;
   }
   return false;
+}
+
+/// The torch.optim class whose module ("optim/sgd.py") runs a foreach step, and whether it has a fused kernel for
+/// CUDA tensors (Adam, AdamW and SGD do; the others step per parameter with foreach=False).
+struct OptimizerClass {
+  std::string_view module, name;
+  bool fused;
+};
+constexpr std::array kOptimizerClasses{
+    OptimizerClass{"optim/adamw.py", "AdamW", true},       OptimizerClass{"optim/adam.py", "Adam", true},
+    OptimizerClass{"optim/sgd.py", "SGD", true},           OptimizerClass{"optim/adagrad.py", "Adagrad", false},
+    OptimizerClass{"optim/adamax.py", "Adamax", false},    OptimizerClass{"optim/nadam.py", "NAdam", false},
+    OptimizerClass{"optim/radam.py", "RAdam", false},      OptimizerClass{"optim/rmsprop.py", "RMSprop", false},
+    OptimizerClass{"optim/rprop.py", "Rprop", false},      OptimizerClass{"optim/asgd.py", "ASGD", false},
+    OptimizerClass{"optim/adadelta.py", "Adadelta", false},
+};
+
+/// The class of the foreach step that made `stack`'s block, when its module is one of torch.optim's.
+std::optional<OptimizerClass> foreach_optimizer(const snapshot::Snapshot& snapshot, snapshot::StackId stack) {
+  for (const snapshot::FrameId frame : python_frames(snapshot, stack)) {
+    const std::string_view inside = torch_path(snapshot.strings.view(snapshot.stacks.frame(frame).filename));
+    for (const OptimizerClass& c : kOptimizerClasses)
+      if (inside == c.module) return c;
+  }
+  return std::nullopt;
 }
 
 Site site_of(const snapshot::Snapshot& snapshot, snapshot::StackId stack) {
@@ -69,6 +97,12 @@ std::vector<MemoryAdvice> memory_advice(const snapshot::Snapshot& snapshot, int 
     }
   }
   count(oom_index);
+  // The optimizer the foreach temporaries belong to: its fused kernel, or its per-parameter loop.
+  std::optional<OptimizerClass> optimizer;
+  for (const auto& [stack, site] : sites)
+    if (site == kForeach && !optimizer) optimizer = foreach_optimizer(snapshot, stack);
+  const std::string optimizer_name = optimizer ? std::string(optimizer->name) : "AdamW";
+  const bool fused = !optimizer || optimizer->fused;
 
   std::vector<MemoryAdvice> advice;
   const std::uint64_t least = std::max<std::uint64_t>(64 * kMiB, capacity_bytes / 100);
@@ -110,10 +144,14 @@ std::vector<MemoryAdvice> memory_advice(const snapshot::Snapshot& snapshot, int 
                      format_bytes(by_site[kLoss])),
          0});
   offer(by_site[kForeach],
-        {"foreach_temporaries", "Step the optimizer fused", "torch.optim.AdamW(params, ..., fused=True)",
-         fmt::format("the foreach optimizer step holds {} of temporaries at the OOM on top of its state; "
-                     "the fused kernel makes none",
-                     format_bytes(by_site[kForeach])),
+        {"foreach_temporaries", fused ? "Step the optimizer fused" : "Step the optimizer one parameter at a time",
+         fmt::format("torch.optim.{}(params, ..., {})", optimizer_name, fused ? "fused=True" : "foreach=False"),
+         fmt::format("the foreach optimizer step holds {} of temporaries at the OOM on top of its state; {}",
+                     format_bytes(by_site[kForeach]),
+                     fused ? std::string("the fused kernel makes none")
+                           : fmt::format("without foreach it makes them one parameter at a time ({} has no fused "
+                                         "kernel)",
+                                         optimizer_name)),
          0});
   if (!growth.grows())  // else kept_per_step names them, with words not only for HF's Trainer
     offer(earlier_eval,

@@ -30,6 +30,33 @@ bool compatible_sizes(std::uint64_t a, std::uint64_t b, double scale) {
   return std::abs(r) < 0.01 || std::abs(r - s) < 0.01 || std::abs(r - 2 * s) < 0.01;
 }
 
+/// Pairs allocations the call-stack alignment left single at one position: a gap of one allocation in each unit
+/// between two pairs (or after the last pair, the failing unit's last), of compatible sizes ≥ kScaleMinBytes. A
+/// statement run through another code path in one of them, the same allocation: cuDNN's convolution workspaces
+/// come from `try_configs` while a step builds its plans and from the plan cache after, so a run's first step and
+/// a later one differ there alone (field mta_edge: 15% of the failing prefix's bytes).
+void pair_substitutions(std::span<const snapshot::TraceEvent> trace, const std::vector<std::size_t>& a, std::size_t na,
+                        const std::vector<std::size_t>& b, std::size_t nb, double scale, Pairs& pairs) {
+  if (pairs.empty()) return;
+  const auto same = [&](std::size_t i, std::size_t j) {
+    const std::uint64_t sa = trace[a[i]].size, sb = trace[b[j]].size;
+    return std::min(sa, sb) >= kScaleMinBytes && compatible_sizes(sa, sb, scale);
+  };
+  Pairs out;
+  out.reserve(pairs.size());
+  for (std::size_t k = 0; k < pairs.size(); ++k) {
+    out.push_back(pairs[k]);
+    const std::size_t i = pairs[k].first + 1, j = pairs[k].second + 1;
+    if (k + 1 < pairs.size()) {
+      if (pairs[k + 1].first == i + 1 && pairs[k + 1].second == j + 1 && same(i, j))
+        out.emplace_back(static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(j));
+    } else if (j + 1 == nb && i < na && same(i, j)) {
+      out.emplace_back(static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(j));
+    }
+  }
+  pairs = std::move(out);
+}
+
 }  // namespace
 
 std::optional<AlignedPairs> align_units(std::span<const snapshot::TraceEvent> trace, const std::vector<std::size_t>& a,
@@ -44,7 +71,10 @@ std::optional<AlignedPairs> align_units(std::span<const snapshot::TraceEvent> tr
   if (framed_a.size() == na && framed_b.size() == nb) {
     auto pairs = align_sequences(
         na, nb, [&](std::size_t i, std::size_t j) { return a_stacks[i] == b_stacks[j]; }, kMaxEdits);
-    if (pairs) scale = size_scale(trace, a, b, *pairs);
+    if (pairs) {
+      scale = size_scale(trace, a, b, *pairs);
+      pair_substitutions(trace, a, na, b, nb, scale, *pairs);
+    }
     return pairs;
   }
   const auto framed = align_sequences(
@@ -55,13 +85,15 @@ std::optional<AlignedPairs> align_units(std::span<const snapshot::TraceEvent> tr
   for (const auto& [i, j] : *framed)
     positions.emplace_back(static_cast<std::uint32_t>(framed_a[i]), static_cast<std::uint32_t>(framed_b[j]));
   scale = size_scale(trace, a, b, positions);
-  return align_sequences(
+  auto pairs = align_sequences(
       na, nb,
       [&](std::size_t i, std::size_t j) {
         return a_stacks[i] == b_stacks[j] &&
                (a_stacks[i] != 0 || compatible_sizes(trace[a[i]].size, trace[b[j]].size, scale));
       },
       kMaxEdits);
+  if (pairs) pair_substitutions(trace, a, na, b, nb, scale, *pairs);
+  return pairs;
 }
 
 std::optional<AlignedPairs> align_cut_unit(std::span<const snapshot::TraceEvent> trace,

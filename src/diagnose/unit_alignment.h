@@ -20,8 +20,11 @@ namespace fragscope::diagnose {
 /// the first `nb` of `b`, by call stack; nullopt when too many insertions and deletions
 /// separate them. Allocations without frames (autograd's backward pass when only Python stacks
 /// were recorded) are aligned by size too: the framed ones alone give the units' scale, then a
-/// frame-less pair must have sizes equal or in the ratio of that scale or its square. `scale`
-/// receives b's sizes / a's.
+/// frame-less pair must have sizes equal or in the ratio of that scale or its square. A lone
+/// allocation of each unit between two pairs (or a's next and b's last after the last pair) is
+/// paired too when their sizes are so related and 1 MiB or more: the same allocation reached
+/// through another code path (cuDNN's plan search in a run's first step, its plan cache after).
+/// `scale` receives b's sizes / a's.
 std::optional<AlignedPairs> align_units(std::span<const snapshot::TraceEvent> trace, const std::vector<std::size_t>& a,
                                         const std::vector<std::uint32_t>& a_stacks, std::size_t na,
                                         const std::vector<std::size_t>& b, const std::vector<std::uint32_t>& b_stacks,

@@ -78,6 +78,15 @@ TEST(MemoryAdvice, ForeachTemporariesOfAFailingOptimizerStep) {
   EXPECT_NE(foreach->setting.find("fused=True"), std::string::npos);
 }
 
+// fast.ai-style progressive resizing (field prz_edge) steps SGD with momentum and weight decay, foreach: its
+// temporaries are SGD's, and the setting names SGD's fused kernel, not AdamW's.
+TEST(MemoryAdvice, ForeachTemporariesNameTheOptimizerThatMadeThem) {
+  const auto advice = advice_for(read_field_snapshot("prz_edge"), 8 * kGiB);
+  const MemoryAdvice* foreach = find(advice, "foreach_temporaries");
+  ASSERT_NE(foreach, nullptr);
+  EXPECT_EQ(foreach->setting, "torch.optim.SGD(params, ..., fused=True)");
+}
+
 // A loop that keeps each step's logits (field leak_lo, 500 MiB a step): what the earlier steps left is the advice's
 // bytes, named at the program's line that made them.
 TEST(MemoryAdvice, ARunThatGrowsIsToldToKeepItsTensorsOffTheGpu) {

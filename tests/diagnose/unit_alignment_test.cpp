@@ -1,6 +1,7 @@
 // Unit alignment (diagnose/unit_alignment.h): two steps of the same program, the second at twice
-// the sequence length, are matched statement by statement, and their size ratio is told; a unit
-// whose head a ring cut is matched backwards from the failing malloc.
+// the sequence length, are matched statement by statement, and their size ratio is told; a lone
+// allocation reached through another code path pairs at its position; a unit whose head a ring
+// cut is matched backwards from the failing malloc.
 #include "diagnose/unit_alignment.h"
 
 #include <gtest/gtest.h>
@@ -75,6 +76,29 @@ TEST(UnitAlignment, FramelessAllocationsPairOnlyAtACompatibleSize) {
   const AlignedPairs expected = {{0, 0}, {1, 1}, {2, 3}, {3, 5}};
   EXPECT_EQ(*pairs, expected);
   EXPECT_DOUBLE_EQ(scale, 2.0);
+}
+
+TEST(UnitAlignment, ALoneAllocationReachedThroughAnotherCodePathPairsAtItsPosition) {
+  // b reaches the attention buffer through another call stack (cuDNN's plan cache where a's first step searched
+  // its plans) and fails at its logits, also from another stack: both still pair, one allocation in each unit
+  // at the same position, in the units' ratio.
+  TwoUnits u = two_units();
+  u.b.erase(u.b.begin() + 3);  // without b's extra buffer: the logits follow the scalar in both
+  u.b_stacks.erase(u.b_stacks.begin() + 3);
+  u.b_stacks[1] = 7;
+  u.b_stacks.back() = 8;
+  double scale = 0;
+  auto pairs = align_units(u.trace, u.a, u.a_stacks, u.a.size(), u.b, u.b_stacks, u.b.size(), scale);
+  ASSERT_TRUE(pairs);
+  const AlignedPairs expected = {{0, 0}, {1, 1}, {2, 2}, {3, 3}};
+  EXPECT_EQ(*pairs, expected);
+  EXPECT_DOUBLE_EQ(scale, 2.0);
+  // Sizes in no ratio of the units' scale are other allocations: the buffer stays single.
+  u.trace[u.b[1]].size = 3 * kMiB;
+  pairs = align_units(u.trace, u.a, u.a_stacks, u.a.size(), u.b, u.b_stacks, u.b.size(), scale);
+  ASSERT_TRUE(pairs);
+  const AlignedPairs without_buffer = {{0, 0}, {2, 2}, {3, 3}};
+  EXPECT_EQ(*pairs, without_buffer);
 }
 
 TEST(UnitAlignment, ACutUnitIsMatchedBackwardsFromTheFailingMalloc) {
