@@ -3,7 +3,8 @@ random side between 0.5× and 1.5× the nominal image size, in multiples of the 
 `imgs = F.interpolate(imgs, size=ns, mode="bilinear", align_corners=False)`. A torchvision ResNet-50 backbone with
 an FPN-less dense head predicting (objectness, box, classes) per 32-px cell, fp16 autocast with GradScaler, SGD,
 the mosaic loader replaced by random images (seeded; the random sizes seeded as the repo's `random` is).
-History from the start; the snapshot is dumped in the except handler.
+With --benchmark, cudnn.benchmark as YOLOv5's init_seeds() sets it (every new size is benchmarked). History from
+the start; the snapshot is dumped in the except handler.
 """
 import argparse, math, random
 import torch, torch.nn as nn, torch.nn.functional as F, torchvision
@@ -14,7 +15,9 @@ p.add_argument("--imgsz", type=int, default=640)
 p.add_argument("--classes", type=int, default=80)
 p.add_argument("--steps", type=int, default=12)
 p.add_argument("--max-entries", type=int, default=200000)
+p.add_argument("--benchmark", action="store_true")
 args = p.parse_args()
+torch.backends.cudnn.benchmark = args.benchmark
 
 random.seed(0)
 torch.manual_seed(0)
