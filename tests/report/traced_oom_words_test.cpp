@@ -165,7 +165,7 @@ TEST(TracedOomWords, AFitThatMissesTheFailingStepsOwnSizesDecidesNothing) {
 
 // A step larger than the few earlier ones that fits: the fit in numbers, then why that decides nothing
 // of the job, and first among what would decide it, the batch size that would need more (field fcn_lo:
-// 2 earlier batches, its fit checked on one of them).
+// 3 earlier batches, its fit checked on them).
 TEST(TracedOomWords, AStepLargerThanTheFewEarlierBatchesSaysTheBatchesAreUnseen) {
   const Worded w = diagnose_worded(fragscope::testing::field_user_files("fcn_lo"));
   const TracedOomFindings& f = w.findings;
@@ -174,7 +174,7 @@ TEST(TracedOomWords, AStepLargerThanTheFewEarlierBatchesSaysTheBatchesAreUnseen)
   const std::string& text = evidence(w.words, "unseen_batches").text;
   EXPECT_EQ(text.rfind("the failing step itself fits: " + format_bytes(f.next_needed_bytes) + " live", 0), 0u) << text;
   EXPECT_NE(text.find(fmt::format("×{:.2f} the size of the most alike", f.trace.scale)), std::string::npos) << text;
-  EXPECT_NE(text.find("the largest of 3 one time in 4"), std::string::npos) << text;
+  EXPECT_NE(text.find("the largest of 4 one time in 5"), std::string::npos) << text;
   EXPECT_THROW(evidence(w.words, "projection_vs_capacity"), std::runtime_error);
   ASSERT_TRUE(f.batch_factor_at_capacity.has_value());
   ASSERT_FALSE(w.words.decide_with.empty());
