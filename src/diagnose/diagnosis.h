@@ -112,6 +112,10 @@ struct RunGrowth {
   std::uint64_t kept_bytes = 0;  ///< live at the failing malloc from those stacks, made before the failing unit
   std::string frame;             ///< the program's frame that made the most of it ("train.py:52 in <module>")
   bool eval_batches = false;     ///< the steps are eval batches (a validation that keeps each batch's outputs)
+  /// What grows is made anew every step, the one before it freed (a KV cache grown by torch.cat at every decoded
+  /// token): no step leaves blocks live, the memory live at each step's start rises; per_step_bytes is the least
+  /// rise, kept_bytes the rise over the steps counted.
+  bool regrown = false;
   bool grows() const { return per_step_bytes > 0; }
 };
 

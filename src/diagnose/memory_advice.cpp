@@ -111,7 +111,19 @@ std::vector<MemoryAdvice> memory_advice(const snapshot::Snapshot& snapshot, int 
     a.bytes = bytes;
     advice.push_back(std::move(a));
   };
-  if (growth.grows())
+  if (growth.grows() && growth.regrown)
+    offer(growth.kept_bytes,
+          {"kept_per_step", "Stop remaking a larger tensor every step",
+           "allocate it once at its final size and fill it in place (a static KV cache: transformers' "
+           "cache_implementation=\"static\"), or run fewer tokens or prompts at a time",
+           fmt::format("the memory live at each {}'s start rose by {} or more for the last {}, {} in all, remade at "
+                       "{} (torch.cat makes a new, larger tensor and frees the old one): the run grows until it "
+                       "fails, whatever the allocator setting",
+                       growth.eval_batches ? "eval batch" : "step", format_bytes(growth.per_step_bytes), growth.steps,
+                       format_bytes(growth.kept_bytes),
+                       growth.frame.empty() ? "a call stack without Python frames" : growth.frame),
+           0});
+  else if (growth.grows())
     offer(growth.kept_bytes,
           {"kept_per_step",
            growth.eval_batches ? "Stop keeping each eval batch's outputs on the GPU"

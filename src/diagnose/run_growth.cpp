@@ -4,6 +4,8 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "diagnose/oom_call_path.h"
@@ -24,6 +26,58 @@ std::string program_frame(const snapshot::Snapshot& snapshot, StackId stack) {
     if (torch_path(snapshot.strings.view(snapshot.stacks.frame(*it).filename)).empty())
       return describe_frame(snapshot, *it);
   return python.empty() ? std::string() : describe_frame(snapshot, python.back());
+}
+
+/// The program frame that made the most of what is live at the failing malloc among the blocks allocated in
+/// [first, last).
+std::string frame_of_most(const snapshot::Snapshot& snapshot, std::span<const snapshot::TraceEvent> trace,
+                          const std::unordered_map<std::uint64_t, std::size_t>& live, std::size_t first,
+                          std::size_t last) {
+  std::map<StackId, std::uint64_t> made;
+  for (const auto& [address, event] : live)
+    if (event >= first && event < last) made[trace[event].stack] += trace[event].size;
+  const auto most = std::max_element(made.begin(), made.end(),
+                                     [](const auto& a, const auto& b) { return a.second < b.second; });
+  return most == made.end() ? std::string() : program_frame(snapshot, most->first);
+}
+
+/// A tensor remade larger at every unit (RunGrowth::regrown): the live level at each unit's start, newest first,
+/// rising by kMinGrowthBytes or more each time.
+RunGrowth find_regrown(const snapshot::Snapshot& snapshot, std::span<const snapshot::TraceEvent> trace,
+                       const std::unordered_map<std::uint64_t, std::size_t>& live, const TraceUnits& units) {
+  const std::vector<std::size_t>& starts = units.starts;
+  std::vector<std::int64_t> level_at_start;  // relative to the first unit's start
+  level_at_start.reserve(starts.size());
+  std::int64_t level = 0;
+  std::size_t next = 0;
+  for (std::size_t i = starts.front(); next < starts.size(); ++i) {
+    while (next < starts.size() && starts[next] == i) {
+      level_at_start.push_back(level);
+      ++next;
+    }
+    if (i >= trace.size()) break;
+    if (trace[i].action == snapshot::TraceAction::kAlloc) level += static_cast<std::int64_t>(trace[i].size);
+    if (trace[i].action == snapshot::TraceAction::kFreeCompleted) level -= static_cast<std::int64_t>(trace[i].size);
+  }
+  const std::size_t rises = level_at_start.size() - 1;  // one per unit before the failing one
+  const std::size_t looked_at = std::min(rises, kMaxSpans);
+  std::size_t counted = 0;
+  std::int64_t least = std::numeric_limits<std::int64_t>::max();
+  for (std::size_t k = rises; k-- > rises - looked_at;) {
+    const std::int64_t rise = level_at_start[k + 1] - level_at_start[k];
+    if (rise < static_cast<std::int64_t>(kMinGrowthBytes)) break;
+    least = std::min(least, rise);
+    ++counted;
+  }
+  if (counted < kMinRegrownSteps || 2 * counted < looked_at) return {};
+  RunGrowth growth;
+  growth.regrown = true;
+  growth.per_step_bytes = static_cast<std::uint64_t>(least);
+  growth.steps = counted;
+  growth.eval_batches = units.eval;
+  growth.kept_bytes = static_cast<std::uint64_t>(level_at_start[rises] - level_at_start[rises - counted]);
+  growth.frame = frame_of_most(snapshot, trace, live, starts[rises - 1], starts[rises]);
+  return growth;
 }
 
 }  // namespace
@@ -65,7 +119,7 @@ RunGrowth find_run_growth(const snapshot::Snapshot& snapshot, int device,
     counted = spans - k;
     least = smallest;
   }
-  if (counted < kMinGrowingSteps || 2 * counted < spans - oldest) return {};
+  if (counted < kMinGrowingSteps || 2 * counted < spans - oldest) return find_regrown(snapshot, trace, live, units);
   RunGrowth growth;
   growth.per_step_bytes = least;
   growth.steps = counted;

@@ -13,6 +13,12 @@
 /// when its step runs, is no growth. Eval batches count as steps: a validation that keeps each batch's outputs
 /// (Lightning's `validation_step_outputs`) grows; HF's Trainer concatenating them frees the older concatenation, so
 /// only the span before the failing batch holds one (memory_advice.h names that).
+///
+/// A run can also grow by remaking a tensor larger at every step and freeing the one before (a KV cache grown by
+/// torch.cat at each decoded token): no span leaves blocks live, but the memory live at each unit's start rises.
+/// That counts (RunGrowth::regrown) when it rose by kMinGrowthBytes or more at each of the newest
+/// kMinRegrownSteps unit starts at least, and at half of those looked at: batches of random size rise eight times
+/// in a row one time in 40,320.
 /// Thread-safety: a pure function.
 
 #include <cstddef>
@@ -27,6 +33,7 @@ namespace fragscope::diagnose {
 
 inline constexpr std::size_t kMinGrowingSteps = 2;
 inline constexpr std::uint64_t kMinGrowthBytes = std::uint64_t{1} << 20;
+inline constexpr std::size_t kMinRegrownSteps = 8;
 
 /// @brief The growth up to the failing malloc of `device`'s trace: `live`, the blocks live before it
 /// (live_blocks.h), and `units`, the units found up to it.

@@ -186,6 +186,7 @@ json doctor_json(const diagnose::Diagnosis& d) {
           {"run_growth", d.run_growth.grows() ? json{{"per_step_bytes", d.run_growth.per_step_bytes},
                                                      {"steps", d.run_growth.steps},
                                                      {"eval_batches", d.run_growth.eval_batches},
+                                                     {"regrown", d.run_growth.regrown},
                                                      {"kept_bytes", d.run_growth.kept_bytes},
                                                      {"frame", d.run_growth.frame}}
                                               : json(nullptr)},

@@ -1,5 +1,6 @@
-// A run that grows (run_growth.h), on field recordings: a loop that keeps each step's logits grows by them; loops
-// that hold a prefetched batch, gradients across micro-steps or an eval's outputs do not.
+// A run that grows (run_growth.h), on field recordings: a loop that keeps each step's logits grows by them, a KV cache
+// remade larger at every token grows by it; loops that hold a prefetched batch, gradients across micro-steps or an
+// eval's outputs do not.
 
 #include "diagnose/run_growth.h"
 
@@ -61,6 +62,22 @@ TEST(RunGrowth, TwoStepsLeavingTheSameBlocksAreEnough) {
   EXPECT_EQ(g.steps, 2u);
   units.starts.erase(units.starts.begin());
   EXPECT_FALSE(find_run_growth(snap, 0, live, units).grows());
+}
+
+// A GPT loop sampling 384 tokens for 256 prompts with a KV cache grown by torch.cat at every token (field gsl_edge,
+// failing at token 238): each token remakes the cache one token larger and frees the old one, 256 prompts × 1 token
+// × 1,024 wide × 2 bytes for keys and values in each of 12 layers: 12 MiB a token, and no decode step leaves a
+// block live. The memory live at each step's start rises by it (the newest 64 steps looked at, all rising).
+TEST(RunGrowth, ACacheRemadeLargerAtEveryTokenGrowsTheRun) {
+  const RunGrowth g = growth_of("gsl_edge");
+  ASSERT_TRUE(g.grows());
+  EXPECT_TRUE(g.regrown);
+  const std::uint64_t token = 2ull * 12 * 256 * 1024 * 2;
+  EXPECT_GE(g.per_step_bytes, token);
+  EXPECT_LT(g.per_step_bytes, token + kMiB);
+  EXPECT_EQ(g.steps, 64u);
+  EXPECT_GE(g.kept_bytes, 64 * token);
+  EXPECT_NE(g.frame.find("gpt_sample_in_loop.py"), std::string::npos) << g.frame;
 }
 
 // timm's prefetcher holds the next batch from a side stream (tpf0_edge); HF's Trainer accumulating gradients holds

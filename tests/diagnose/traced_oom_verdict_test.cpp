@@ -48,6 +48,8 @@ struct Expected {
   std::string name;
   Verdict verdict;
   std::string phase;
+  /// Set on a decided verdict that its label contradicts: why the trace cannot tell (kept visible, not hidden).
+  const char* wrong_because = nullptr;
 };
 
 class FieldVerdicts : public ::testing::TestWithParam<Expected> {};
@@ -58,7 +60,9 @@ TEST_P(FieldVerdicts, MatchTheLabelOrStayUndetermined) {
   EXPECT_EQ(d.phase, GetParam().phase);
   const std::string label = label_of(GetParam().name);
   ASSERT_FALSE(label.empty());
-  if (d.verdict != Verdict::kUndetermined) {
+  if (GetParam().wrong_because != nullptr) {
+    EXPECT_NE(to_string(d.verdict), label) << "no longer wrong: " << GetParam().wrong_because;
+  } else if (d.verdict != Verdict::kUndetermined) {
     EXPECT_EQ(to_string(d.verdict), label);
   }
   // A doubt is a few bytes to a few GiB, never a wrapped-around difference (llava_lo: 2^64 - 2 bytes once).
@@ -387,7 +391,17 @@ INSTANTIATE_TEST_SUITE_P(
                       // generator's graph lives into the next critic step), multi-scale with cudnn.benchmark.
                       Expected{"wgp_edge", Verdict::kUndetermined, "train"},
                       Expected{"wgp_lo", Verdict::kUndetermined, "train"},
-                      Expected{"msb_edge", Verdict::kUndetermined, "train"}),
+                      Expected{"msb_edge", Verdict::kUndetermined, "train"},
+                      // Batch 70 (predictions at 818f9f2's src, before the labels): 2 undetermined, 2 wrong. A
+                      // checkpointed ViT with accumulation and empty_cache(); a GPT loop sampling with a torch.cat KV
+                      // cache (gsl_edge was fragmentation, wrong, before a cache remade larger each token counted
+                      // as growth).
+                      Expected{"cav_edge", Verdict::kUndetermined, "train"},
+                      Expected{"cav_lo", Verdict::kUndetermined, "train"},
+                      Expected{"gsl_edge", Verdict::kUndetermined, "train"},
+                      Expected{"gsl_lo", Verdict::kFragmentation, "train",
+                               "training step 1 fits and a setting runs it (its rerun did), but the sampling the loop "
+                               "runs after step 2, a pass the trace never holds, needs more than the device"}),
     [](const auto& info) { return info.param.name; });
 
 // torchvision's detection reference with images of random sizes, at 0.92 × its peak allocated: the
