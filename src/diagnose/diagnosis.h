@@ -119,6 +119,13 @@ struct RunGrowth {
   bool grows() const { return per_step_bytes > 0; }
 };
 
+/// @brief The job's own calls of torch.cuda.empty_cache() before the OOM (cache_empties.h).
+struct CacheEmpties {
+  std::size_t calls = 0;
+  std::uint64_t released_bytes = 0;  ///< the segments they released
+  std::string frame;                 ///< the program's frame of the last one ("train.py:70 in <module>")
+};
+
 /// @brief The failing step projected from the trace alone, without step telemetry.
 struct TraceStepProjection {
   bool available = false;
@@ -323,6 +330,7 @@ struct Diagnosis {
   bool expandable_fails_at_oom = false;
   /// The run grows (run_growth.h): each step after the failing one needs per_step_bytes more than the one before.
   RunGrowth run_growth;
+  CacheEmpties cache_empties;  ///< the job's own torch.cuda.empty_cache() calls in the trace
 
   std::optional<double> data_wait_fraction;         ///< Σ wait / Σ (wait + compute), all steps
   std::optional<double> steady_data_wait_fraction;  ///< the same without the warm-up step

@@ -167,10 +167,16 @@ void fragmentation(Diagnosis& d) {
          false});
   }
   snapshot_reductions(d, false);
-  d.actions.push_back(
-      {"Release the cache only at phase boundaries", "torch.cuda.empty_cache()  # between train and eval, not per step",
-       "cached blocks of one phase's sizes do not fit the next phase's; emptying per step only adds cudaMalloc time",
-       false});
+  // Only for a job seen emptying the cache more than once: advice to stop what it does not do would be noise.
+  if (d.cache_empties.calls >= 2)
+    d.actions.push_back(
+        {"Release the cache only at phase boundaries", "torch.cuda.empty_cache()  # between train and eval, not per step",
+         fmt::format("the job called torch.cuda.empty_cache() {} times in the trace ({} released, the last at {}); "
+                     "cached blocks of one phase's sizes do not fit the next phase's, and emptying per step only "
+                     "adds cudaMalloc time",
+                     d.cache_empties.calls, format_bytes(d.cache_empties.released_bytes),
+                     d.cache_empties.frame.empty() ? "a frame outside Python" : d.cache_empties.frame),
+         false});
   d.do_not.push_back({"Do not buy memory for this", "",
                       "the replay shows the same device runs the step with another allocator setting", false});
   // A setting of the sweep that still runs out of memory at the same capacity, the most

@@ -17,6 +17,7 @@
 #include "diagnose/oom_call_path.h"
 #include "diagnose/oom_phase.h"
 #include "diagnose/projected_runs.h"
+#include "diagnose/cache_empties.h"
 #include "diagnose/run_growth.h"
 #include "diagnose/step_projection.h"
 #include "diagnose/trace_projection.h"
@@ -570,6 +571,7 @@ Verdict decide_traced_oom(const TraceChoice& trace, const TelemetryInput* teleme
   const TraceUnits units = find_trace_units(snap, trace.device, oom_index);
   const auto live = live_blocks_before(snap.trace(trace.device), oom_index);
   f.growth = d.run_growth = find_run_growth(snap, trace.device, live, units);
+  d.cache_empties = find_cache_empties(snap, trace.device, oom_index);
   d.memory_advice = memory_advice(snap, trace.device, oom_index, live, units, f.growth, f.capacity_bytes);
   f.clues.eval_statement = units.eval_statement;
   f.clues.call_statement = call_path.statement;

@@ -4,6 +4,8 @@
 // on an input-bound run; an undetermined verdict presents no action as enough.
 #include "diagnose/doctor_actions.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -127,6 +129,26 @@ TEST(DoctorActions, AMarginForLongerBatchesOnlyWhereBatchesVary) {
   ASSERT_EQ(varying.verdict, Verdict::kFragmentation) << varying.headline;
   EXPECT_GT(varying.trace_projection.varying_units, 0u);
   EXPECT_TRUE(has_action(varying, "Keep a margin for longer batches"));
+}
+
+// "Release the cache only at phase boundaries" is for a job seen emptying it: field ec_edge (a ConvNeXt loop calling
+// torch.cuda.empty_cache() every 3 steps) is told how often it did and where; moco_lo, which never calls it, is not
+// told to stop.
+TEST(DoctorActions, OnlyAJobThatEmptiesTheCacheIsToldWhenTo) {
+  DoctorOptions options = fragscope::testing::doctor_options();
+  options.threads = 2;
+  const Diagnosis empties = run_doctor(collect_doctor_inputs(field_user_files("ec_edge")), options);
+  ASSERT_EQ(empties.verdict, Verdict::kFragmentation) << empties.headline;
+  EXPECT_EQ(empties.cache_empties.calls, 3u);
+  const auto action = std::find_if(empties.actions.begin(), empties.actions.end(), [](const Action& a) {
+    return a.title == "Release the cache only at phase boundaries";
+  });
+  ASSERT_NE(action, empties.actions.end());
+  EXPECT_NE(action->evidence.find("called torch.cuda.empty_cache() 3 times"), std::string::npos) << action->evidence;
+  const Diagnosis never = run_doctor(collect_doctor_inputs(field_user_files("moco_lo")), options);
+  ASSERT_EQ(never.verdict, Verdict::kFragmentation) << never.headline;
+  EXPECT_EQ(never.cache_empties.calls, 0u);
+  EXPECT_FALSE(has_action(never, "Release the cache only at phase boundaries"));
 }
 
 // A run that grows (field leak_obs, 500 MiB of logits kept per step; its failing malloc beyond perfect packing):
