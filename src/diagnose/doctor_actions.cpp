@@ -170,7 +170,8 @@ void fragmentation(Diagnosis& d) {
   // Only for a job seen emptying the cache more than once: advice to stop what it does not do would be noise.
   if (d.cache_empties.calls >= 2)
     d.actions.push_back(
-        {"Release the cache only at phase boundaries", "torch.cuda.empty_cache()  # between train and eval, not per step",
+        {"Release the cache only at phase boundaries",
+         "torch.cuda.empty_cache()  # between train and eval, not per step",
          fmt::format("the job called torch.cuda.empty_cache() {} times in the trace ({} released, the last at {}); "
                      "cached blocks of one phase's sizes do not fit the next phase's, and emptying per step only "
                      "adds cudaMalloc time",

@@ -131,7 +131,7 @@ TEST(DoctorActions, AMarginForLongerBatchesOnlyWhereBatchesVary) {
   EXPECT_TRUE(has_action(varying, "Keep a margin for longer batches"));
 }
 
-// "Release the cache only at phase boundaries" is for a job seen emptying it: field ec_edge (a ConvNeXt loop calling
+// "Release the cache only at phase boundaries" is for a job seen emptying it: field ec_edge (a Llama loop calling
 // torch.cuda.empty_cache() every 3 steps) is told how often it did and where; moco_lo, which never calls it, is not
 // told to stop.
 TEST(DoctorActions, OnlyAJobThatEmptiesTheCacheIsToldWhenTo) {
