@@ -43,10 +43,11 @@ CacheEmpties find_cache_empties(const snapshot::Snapshot& snapshot, int device, 
   for (std::size_t i = 0; i < std::min(until, trace.size()); ++i) {
     const snapshot::TraceEvent& e = trace[i];
     const bool release = e.action == TraceAction::kSegmentFree || e.action == TraceAction::kSegmentUnmap;
-    if (!release || e.stack == 0) {
-      if (e.action != TraceAction::kSegmentFree && e.action != TraceAction::kSegmentUnmap) in_call = false;
+    if (!release) {
+      in_call = false;
       continue;
     }
+    if (e.stack == 0) continue;  // a release without a stack neither begins nor ends a call
     auto [it, fresh] = kinds.try_emplace(e.stack);
     if (fresh) it->second = kind_of(snapshot, e.stack);
     if (!it->second.empties) {

@@ -111,6 +111,7 @@ std::vector<MemoryAdvice> memory_advice(const snapshot::Snapshot& snapshot, int 
     a.bytes = bytes;
     advice.push_back(std::move(a));
   };
+  const std::string made_at = growth.frame.empty() ? "a call stack without Python frames" : growth.frame;
   if (growth.grows() && growth.regrown)
     offer(growth.kept_bytes,
           {"kept_per_step", "Stop remaking a larger tensor every step",
@@ -120,8 +121,7 @@ std::vector<MemoryAdvice> memory_advice(const snapshot::Snapshot& snapshot, int 
                        "{} (torch.cat makes a new, larger tensor and frees the old one): the run grows until it "
                        "fails, whatever the allocator setting",
                        growth.eval_batches ? "eval batch" : "step", format_bytes(growth.per_step_bytes), growth.steps,
-                       format_bytes(growth.kept_bytes),
-                       growth.frame.empty() ? "a call stack without Python frames" : growth.frame),
+                       format_bytes(growth.kept_bytes), made_at),
            0});
   else if (growth.grows())
     offer(growth.kept_bytes,
@@ -137,7 +137,7 @@ std::vector<MemoryAdvice> memory_advice(const snapshot::Snapshot& snapshot, int 
                        "{}: the run grows until it fails, whatever the allocator setting",
                        growth.eval_batches ? "eval batches" : "steps", format_bytes(growth.kept_bytes),
                        format_bytes(growth.per_step_bytes), growth.steps,
-                       growth.frame.empty() ? "a call stack without Python frames" : growth.frame),
+                       made_at),
            0});
   if (!units.eval)
     offer(by_site[kKvCache],

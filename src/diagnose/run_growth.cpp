@@ -28,14 +28,8 @@ std::string program_frame(const snapshot::Snapshot& snapshot, StackId stack) {
   return python.empty() ? std::string() : describe_frame(snapshot, python.back());
 }
 
-/// The program frame that made the most of what is live at the failing malloc among the blocks allocated in
-/// [first, last).
-std::string frame_of_most(const snapshot::Snapshot& snapshot, std::span<const snapshot::TraceEvent> trace,
-                          const std::unordered_map<std::uint64_t, std::size_t>& live, std::size_t first,
-                          std::size_t last) {
-  std::map<StackId, std::uint64_t> made;
-  for (const auto& [address, event] : live)
-    if (event >= first && event < last) made[trace[event].stack] += trace[event].size;
+/// The program frame of the call stack that made the most bytes of `made` (stack → bytes); empty when none.
+std::string frame_of_most(const snapshot::Snapshot& snapshot, const std::map<StackId, std::uint64_t>& made) {
   const auto most = std::max_element(made.begin(), made.end(),
                                      [](const auto& a, const auto& b) { return a.second < b.second; });
   return most == made.end() ? std::string() : program_frame(snapshot, most->first);
@@ -76,7 +70,10 @@ RunGrowth find_regrown(const snapshot::Snapshot& snapshot, std::span<const snaps
   growth.steps = counted;
   growth.eval_batches = units.eval;
   growth.kept_bytes = static_cast<std::uint64_t>(level_at_start[rises] - level_at_start[rises - counted]);
-  growth.frame = frame_of_most(snapshot, trace, live, starts[rises - 1], starts[rises]);
+  std::map<StackId, std::uint64_t> made;  // live at the failing malloc, made in the unit before the failing one
+  for (const auto& [address, event] : live)
+    if (event >= starts[rises - 1] && event < starts[rises]) made[trace[event].stack] += trace[event].size;
+  growth.frame = frame_of_most(snapshot, made);
   return growth;
 }
 
@@ -129,9 +126,7 @@ RunGrowth find_run_growth(const snapshot::Snapshot& snapshot, int device,
     if (event >= starts.front() && event < starts.back() && common.contains(trace[event].stack))
       kept[trace[event].stack] += trace[event].size;
   for (const auto& [stack, bytes] : kept) growth.kept_bytes += bytes;
-  const auto most = std::max_element(kept.begin(), kept.end(),
-                                     [](const auto& a, const auto& b) { return a.second < b.second; });
-  if (most != kept.end()) growth.frame = program_frame(snapshot, most->first);
+  growth.frame = frame_of_most(snapshot, kept);
   return growth;
 }
 

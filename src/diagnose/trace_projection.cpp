@@ -18,7 +18,6 @@
 #include "diagnose/optimizer_code.h"
 #include "diagnose/size_scale.h"
 #include "diagnose/unit_alignment.h"
-#include "snapshot/survived_oom.h"
 #include "util/bytes.h"
 
 namespace fragscope::diagnose {
@@ -517,12 +516,10 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
   // to the power 1 / exponent; the bytes' median of those is the scale, and the share of the prefix's bytes it
   // does not explain is a fit error of its own.
   const std::size_t failing_unit = unit.size() - 1;
-  std::unordered_map<snapshot::StackId, bool> elastic_stacks;
+  // The prepared trace told each malloc's elasticity (replay::Op::elastic) once.
+  const std::vector<std::uint32_t> op_of_event = replay::malloc_op_of_event(prepared);
   const auto elastic = [&](std::size_t event) {
-    const snapshot::TraceEvent& e = trace[event];
-    const auto [it, fresh] = elastic_stacks.try_emplace(e.stack, false);
-    if (fresh && e.stack != 0) it->second = !snapshot::aten_oom_catcher(snapshot, e).empty();
-    return it->second;
+    return op_of_event[event] != kNone && prepared.ops[op_of_event[event]].elastic;
   };
   if (const auto in_fit_terms = scale_in_fit_terms(trace, ref, failing, reference_pairs, fit, failing_unit, elastic)) {
     p.scale = in_fit_terms->scale;
@@ -570,7 +567,6 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
                                                                  : 1.0);
 
   // The synthetic trace: the recorded ops to the failing malloc, then the reference's rest.
-  const std::vector<std::uint32_t> op_of_event = replay::malloc_op_of_event(prepared);
   const std::uint32_t oom_op = op_of_event[oom_index];
   const std::uint32_t aligned_op = op_of_event[p.aligned_event];
   if (oom_op == kNone || aligned_op == kNone) {

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "diagnose/batch_headroom.h"
+#include "diagnose/cache_empties.h"
 #include "diagnose/compiled_graph.h"
 #include "diagnose/eval_projection.h"
 #include "diagnose/list_op_projection.h"
@@ -17,7 +18,6 @@
 #include "diagnose/oom_call_path.h"
 #include "diagnose/oom_phase.h"
 #include "diagnose/projected_runs.h"
-#include "diagnose/cache_empties.h"
 #include "diagnose/run_growth.h"
 #include "diagnose/step_projection.h"
 #include "diagnose/trace_projection.h"

@@ -389,15 +389,16 @@ std::string describe_fit(const TraceStepProjection& p) {
 
 /// What a growing run keeps, for its rule's words.
 std::string growth_words(const diagnose::RunGrowth& g) {
+  const std::string made_at = g.frame.empty() ? "a call stack without Python frames" : g.frame;
   if (g.regrown)
     return fmt::format("the memory live at the start of each of its last {} {} rose by {} or more ({} over them), "
                        "what grows remade larger each time and the one before freed (made at {})",
                        g.steps, g.eval_batches ? "eval batches" : "steps", format_bytes(g.per_step_bytes),
-                       format_bytes(g.kept_bytes), g.frame.empty() ? "a call stack without Python frames" : g.frame);
+                       format_bytes(g.kept_bytes), made_at);
   return fmt::format("each of its last {} {} left {} or more live that no later one freed ({} in all at the "
                      "OOM, made at {})",
                      g.steps, g.eval_batches ? "eval batches" : "steps", format_bytes(g.per_step_bytes),
-                     format_bytes(g.kept_bytes), g.frame.empty() ? "a call stack without Python frames" : g.frame);
+                     format_bytes(g.kept_bytes), made_at);
 }
 
 void word_projected_step(const TracedOomFindings& f, TracedOomWords& w) {
