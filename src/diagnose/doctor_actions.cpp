@@ -229,9 +229,14 @@ void capacity(Diagnosis& d) {
                       d.expandable_fails_at_oom
                           ? "replayed from the job's start at the same memory, expandable segments fail at the same "
                             "malloc as the run did, and no setting is shown to run the rest of the pass"
-                      : n.known
+                      : n.known && n.needed > d.capacity_bytes.value_or(0)
                           ? fmt::format("with perfect packing (no fragmentation at all) the steps still need about {}, "
                                         "more than the {} the device gives",
+                                        format_bytes(n.needed), format_bytes(d.capacity_bytes.value_or(0)))
+                      : n.known
+                          ? fmt::format("with perfect packing the steps need about {} of the {} the device gives, and "
+                                        "no setting of the sweep runs them: what a real allocator needs above the live "
+                                        "bytes does not fit",
                                         format_bytes(n.needed), format_bytes(d.capacity_bytes.value_or(0)))
                           : "the ideal packer (no fragmentation at all) still needs more than the device gives",
                       false});

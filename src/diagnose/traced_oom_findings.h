@@ -46,6 +46,7 @@ enum class TracedOomRule : std::uint8_t {
   kRunGrows,                 ///< undetermined: it fits, but the run grows (RunGrowth): the steps still to come decide
   kProjectedStepFits,        ///< fragmentation: a setting runs it with its margin
   kNoSettingRunsProjected,   ///< capacity: no setting runs it even with the margin added
+  kNoSettingRunsAtCapacity,  ///< capacity: no setting runs it at the capacity, the margin to fail unmet
   kProjectedStepTooClose,    ///< undetermined: within the projection's margins
   kWorkspacesHidden,         ///< undetermined: needs more, but stacks without C++ frames hide its cuDNN workspaces
   kEvalExceeds,              ///< capacity: a first eval pass, projected from the training's call

@@ -430,6 +430,26 @@ Verdict judge_projected_step(ProjectedStep& step, const std::vector<replay::What
     f.rule = TracedOomRule::kNoSettingRunsProjected;
     return Verdict::kCapacity;
   }
+  // Within the margin to fail, a projection that no setting runs at the capacity is capacity still: fragmentation
+  // needs the failing step to run under a setting and every later step too, capacity one step that fails. Of the
+  // field recordings' projected steps that no setting ran (docs/doctor.md), none belonged to a run that completed
+  // under expandable segments at the same memory; of those some setting ran, short of the margin to fit, half did.
+  // It takes the central estimate: cuDNN workspaces unable to make the difference, doubts (over_bytes) within the
+  // largest error measured of unchecked projections, and a trace from the job's start or a step that perfect packing
+  // cannot hold either: cut mid-run, recordings whose reruns completed had no setting run the re-laid start of a step
+  // that fit with perfect packing (field fsdp_edge, fcn_edge).
+  const bool none_runs = std::none_of(p.runs.begin(), p.runs.end(), [](const ProjectedRun& r) { return r.runs; });
+  const bool beyond_packing = static_cast<double>(p.inelastic_peak_bytes) / inflation > static_cast<double>(cap);
+  const bool workspaces_cannot_fit_it = p.inelastic_peak_bytes == p.projected_peak_bytes || beyond_packing;
+  const bool doubts_measured =
+      static_cast<double>(p.over_bytes) <= kUncheckedFromFirstStep * static_cast<double>(cap);
+  if (none_runs && !p.runs.empty() && workspaces_cannot_fit_it && doubts_measured &&
+      (!step.trace.starts_mid_run || beyond_packing) && inflation <= 1.01) {
+    if (auto miss = missed_history(p, Verdict::kCapacity)) return fit_rejected(std::move(*miss), f);
+    if (step.trace.elastic_hidden) return workspaces_hidden(f);
+    f.rule = TracedOomRule::kNoSettingRunsAtCapacity;
+    return Verdict::kCapacity;
+  }
   f.any_relaid_start = std::any_of(p.runs.begin(), p.runs.end(), [](const ProjectedRun& r) { return r.relaid_start; });
   f.rule = TracedOomRule::kProjectedStepTooClose;
   return Verdict::kUndetermined;

@@ -496,6 +496,7 @@ void word_projected_step(const TracedOomFindings& f, TracedOomWords& w) {
                     f.inflation, format_bytes(f.needed_bytes)));
   const bool weighs_capacity = f.rule == TracedOomRule::kProjectedStepExceeds ||
                                f.rule == TracedOomRule::kNoSettingRunsProjected ||
+                               f.rule == TracedOomRule::kNoSettingRunsAtCapacity ||
                                f.rule == TracedOomRule::kProjectedStepTooClose;
   if (const std::uint64_t workspaces = p.projected_peak_bytes - std::min(p.projected_peak_bytes,
                                                                           p.inelastic_peak_bytes);
@@ -616,6 +617,14 @@ void word_projected_step(const TracedOomFindings& f, TracedOomWords& w) {
                       "sweep runs it even at {} more than the {} the device gives: what a real allocator needs "
                       "above the live bytes does not fit",
                       format_bytes(p.projected_peak_bytes), pct(p.margin_to_fail), format_bytes(cap)));
+      return;
+    case TracedOomRule::kNoSettingRunsAtCapacity:
+      add(w, "projection_vs_capacity",
+          fmt::format("the projected step needs {} live with perfect packing, and no allocator setting of the sweep "
+                      "runs it at the {} the device gives. The projection may be up to {} high, and a step that "
+                      "much smaller might run; but fragmentation needs it and every later step to run where no "
+                      "setting runs the projection, capacity one step that fails",
+                      format_bytes(p.projected_peak_bytes), format_bytes(cap), pct(p.margin_to_fail)));
       return;
     default:
       break;
