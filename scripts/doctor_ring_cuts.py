@@ -47,7 +47,7 @@ def recordings():
     field = os.path.join(ROOT, "tests/data/field")
     for name in sorted(os.listdir(field)):
         truth = os.path.join(field, name, "truth.json")
-        snap = os.path.join(field, name, "oom_snapshot.pickle.gz")
+        snap = os.path.join(field, name, "oom_snapshot.pickle.zst")
         if os.path.exists(truth) and os.path.exists(snap) and "label" in json.load(open(truth)):
             yield "field/" + name, snap, os.path.join(field, name, "train.log"), None, json.load(open(truth))["label"]
     for folder, label_file, snap_name in ((FIXTURES, "truth.json", "snapshot.pickle.zst"),

@@ -75,7 +75,7 @@ recorded() {  # set, dir, label file
   for dir in "$root"/tests/data/field/*/; do
     dir=${dir%/}
     [[ -f $dir/truth.json ]] && grep -q '"label"' "$dir/truth.json" || continue
-    judge field "$(basename "$dir")" without "$dir/truth.json" "$dir"/*.pickle.gz "$dir/train.log"
+    judge field "$(basename "$dir")" without "$dir/truth.json" "$dir"/*.pickle.zst "$dir/train.log"
   done
   for dir in "$fixtures"/*/; do
     dir=${dir%/}

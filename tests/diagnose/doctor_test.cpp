@@ -241,7 +241,7 @@ TEST(Doctor, AnOkVerdictClaimsOnlyWhatWasMeasured) {
 // A snapshot dumped after an OOM with history off (fs2_lo's) was called healthy: "No OOM.", when nothing
 // given could have shown one.
 TEST(Doctor, ASnapshotWithoutTraceAloneCannotCallTheRunHealthy) {
-  const std::string snapshot = (fragscope::testing::field_dir("fs2_lo") / "oom_snapshot.pickle.gz").string();
+  const std::string snapshot = (fragscope::testing::field_dir("fs2_lo") / "oom_snapshot.pickle.zst").string();
   const Diagnosis alone = run_doctor(collect_doctor_inputs({snapshot}), fragscope::testing::doctor_options());
   EXPECT_EQ(alone.verdict, Verdict::kOk);
   EXPECT_EQ(alone.headline, "No OOM in the inputs, but none of them could show one: the snapshot has no trace "

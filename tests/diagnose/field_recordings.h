@@ -18,11 +18,11 @@ inline std::filesystem::path field_dir(const std::string& name) {
 
 /// What the job's user has: the snapshot it dumped and its log (truth.json is not theirs).
 inline std::vector<std::string> field_user_files(const std::string& name) {
-  return {(field_dir(name) / "oom_snapshot.pickle.gz").string(), (field_dir(name) / "train.log").string()};
+  return {(field_dir(name) / "oom_snapshot.pickle.zst").string(), (field_dir(name) / "train.log").string()};
 }
 
 inline snapshot::Snapshot read_field_snapshot(const std::string& name) {
-  return snapshot::read_snapshot_file((field_dir(name) / "oom_snapshot.pickle.gz").string());
+  return snapshot::read_snapshot_file((field_dir(name) / "oom_snapshot.pickle.zst").string());
 }
 
 /// Index of the last `oom` entry of device 0's trace.

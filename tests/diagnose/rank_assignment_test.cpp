@@ -28,7 +28,7 @@ fs::path nodes(const std::string& scratch, const std::vector<std::string>& names
   fs::remove_all(root);
   for (std::size_t i = 0; i < names.size(); ++i) {
     fs::create_directories(root / folders[i]);
-    fs::copy_file(field_dir(names[i]) / "oom_snapshot.pickle.gz", root / folders[i] / "oom_snapshot.pickle.gz");
+    fs::copy_file(field_dir(names[i]) / "oom_snapshot.pickle.zst", root / folders[i] / "oom_snapshot.pickle.zst");
     fs::copy_file(field_dir(names[i]) / "train.log", root / folders[i] / "train.log");
   }
   return root;

@@ -170,7 +170,7 @@ TEST(ProjectedFromOneUnit, MissesTheRealPeakByLessThanTheUncheckedMargins) {
   const auto root = std::filesystem::path(FRAGSCOPE_SOURCE_DIR) / "tests" / "data";
   for (const char* folder : {"heldout", "field"})
     for (const auto& entry : std::filesystem::directory_iterator(root / folder))
-      for (const char* file : {"snapshot.pickle.gz", "oom_snapshot.pickle.gz"})
+      for (const char* file : {"snapshot.pickle.gz", "oom_snapshot.pickle.zst"})
         if (std::filesystem::exists(entry.path() / file))
           recordings.emplace_back(entry.path().filename().string(), entry.path() / file);
   std::size_t cuts = 0, near = 0, several_scales = 0;
@@ -282,7 +282,7 @@ TEST(CutUnit, TheLengthOfAWholeUnitIsEstimatedFromItsTail) {
   const auto root = std::filesystem::path(FRAGSCOPE_SOURCE_DIR) / "tests" / "data";
   for (const char* folder : {"heldout", "field"})
     for (const auto& entry : std::filesystem::directory_iterator(root / folder))
-      for (const char* file : {"snapshot.pickle.gz", "oom_snapshot.pickle.gz"})
+      for (const char* file : {"snapshot.pickle.gz", "oom_snapshot.pickle.zst"})
         if (std::filesystem::exists(entry.path() / file)) recordings.push_back(entry.path() / file);
   std::size_t estimated = 0, cuts = 0;
   double lowest = 1e9, highest = 0;

@@ -102,7 +102,7 @@ TEST(SnapshotAnalysis, EmptySnapshotHasNothingAndNoDriverReading) {
 // serve a default-pool request.
 TEST(SnapshotAnalysis, ACudaGraphPoolIsCountedApart) {
   const snapshot::Snapshot s =
-      snapshot::read_snapshot_file(std::string(FRAGSCOPE_SOURCE_DIR) + "/tests/data/field/cro_cal/snapshot.pickle.gz");
+      snapshot::read_snapshot_file(std::string(FRAGSCOPE_SOURCE_DIR) + "/tests/data/field/cro_cal/snapshot.pickle.zst");
   const SnapshotAnalysis a = analyze_snapshot(s, 0);
   std::uint64_t graph_reserved = 0, graph_free = 0, default_largest_free = 0, graph_largest_free = 0;
   for (const snapshot::Segment& segment : s.segments) {

@@ -181,7 +181,7 @@ TEST(CapacityTest, ADriverFigureAboveARefusalIsBroughtBelowIt) {
   // ec_lo (field): cudaMemGetInfo at the OOM says 14.25 GiB + 183.12 MiB, but a cudaMalloc
   // asking for 1.13 MiB less in total was refused before: the capacity is below that.
   const std::string path =
-      std::string(FRAGSCOPE_SOURCE_DIR) + "/tests/data/field/ec_lo/oom_snapshot.pickle.gz";
+      std::string(FRAGSCOPE_SOURCE_DIR) + "/tests/data/field/ec_lo/oom_snapshot.pickle.zst";
   const PreparedTrace trace = prepare_trace(snapshot::read_snapshot_file(path), 0, path);
   const Capacity capacity = resolve_capacity(trace, {});
   ASSERT_EQ(trace.capacity.pieces.size(), 1u);
@@ -203,8 +203,8 @@ TEST(CapacityTest, ADriverOomIsNoCap) {
 TEST(CapacityTest, ALittleFreeBeyondTheAskIsADriverOomNotACap) {
   const std::string root = std::string(FRAGSCOPE_SOURCE_DIR) + "/tests/data/";
   for (const std::string path :
-       {root + "field/t5g_lo/oom_snapshot.pickle.gz", root + "field/cro_lo/oom_snapshot.pickle.gz",
-        root + "field/clip_lo/oom_snapshot.pickle.gz", root + "heldout/B_cap/snapshot.pickle.gz"}) {
+       {root + "field/t5g_lo/oom_snapshot.pickle.zst", root + "field/cro_lo/oom_snapshot.pickle.zst",
+        root + "field/clip_lo/oom_snapshot.pickle.zst", root + "heldout/B_cap/snapshot.pickle.gz"}) {
     SCOPED_TRACE(path);
     const PreparedTrace trace = prepare_trace(snapshot::read_snapshot_file(path), 0, path);
     const Capacity capacity = resolve_capacity(trace, {});

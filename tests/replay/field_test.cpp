@@ -154,7 +154,7 @@ double least_capacity(const PreparedTrace& trace, const alloc::AllocConfig& conf
 // from the cut trace's re-laid start need what they need from the job's start (measured on 20
 // recordings: −0.98% to +2.97% of the capacity, docs/replay.md).
 TEST(FieldTest, AReLaidStartNeedsWhatTheJobsStartNeeds) {
-  const std::string path = kField + "ec_edge/oom_snapshot.pickle.gz";
+  const std::string path = kField + "ec_edge/oom_snapshot.pickle.zst";
   const snapshot::Snapshot whole = snapshot::read_snapshot_file(path);
   const PreparedTrace full = prepare_trace(whole, 0, path);
   ASSERT_FALSE(full.starts_mid_run);
@@ -209,7 +209,7 @@ TEST(FieldTest, AReLaidStartIsOptimisticByLessThanTheDoctorsMargin) {
   for (const auto& entry : std::filesystem::directory_iterator(data / "field")) {
     if (!std::filesystem::exists(entry.path() / "truth.json")) continue;
     const auto [oom, eval] = phase_of(entry.path() / "truth.json");
-    if (oom) cases.push_back({entry.path().filename().string(), entry.path() / "oom_snapshot.pickle.gz",
+    if (oom) cases.push_back({entry.path().filename().string(), entry.path() / "oom_snapshot.pickle.zst",
                               eval || entry.path().filename() == "hfc_lo" || entry.path().filename() == "hfn_edge"});
   }
   const alloc::AllocConfig expandable = alloc::parse_alloc_conf("expandable_segments:True");

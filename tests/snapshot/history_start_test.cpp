@@ -76,7 +76,7 @@ TEST(HistoryStart, BlocksOfOtherDevicesAndFreeBlocksDoNotCount) {
 
 HistoryStart of_field_recording(const std::string& name) {
   const Snapshot snap = read_snapshot_file(std::string(FRAGSCOPE_SOURCE_DIR) + "/tests/data/field/" + name +
-                                           "/oom_snapshot.pickle.gz");
+                                           "/oom_snapshot.pickle.zst");
   return history_start(snap, busiest_device(snap));
 }
 
