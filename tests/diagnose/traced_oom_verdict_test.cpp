@@ -108,7 +108,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Expected{"cro_lo", Verdict::kCapacity, "optimizer"},
                       Expected{"mlm0_edge", Verdict::kFragmentation, "train"},
                       Expected{"rn101_edge", Verdict::kCapacity, "train"},  // undetermined from batch 30 (its 453 MiB
-                      // of cuDNN workspaces at the projected peak weigh nothing) until no setting running it was
+                      // of cuDNN workspaces at the projected peak weigh nothing); capacity since no setting runs it
                       Expected{"rn101_lo", Verdict::kCapacity, "train"},
                       Expected{"s2a_95", Verdict::kCapacity, "unknown"},
                       Expected{"vit192_edge", Verdict::kCapacity, "train"},
@@ -139,7 +139,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Expected{"tut2_edge", Verdict::kFragmentation, "train"},
                       Expected{"tut2_lo", Verdict::kCapacity, "train"},
                       // Capacity by 2.9% until the step before's blocks the first step never held (65 MiB
-                      // outside the optimizer) joined the doubt on that side: 5.0% asked.
+                      // outside the optimizer) joined the doubt on that side: 5.0% asked. Capacity again since no
+                      // setting runs it at the capacity.
                       Expected{"wrn_edge", Verdict::kCapacity, "train"},
                       Expected{"wrn_lo", Verdict::kCapacity, "train"},
                       // Batches 14-16 (predictions at 6801286, before the labels): fcn_lo was wrong
@@ -290,7 +291,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Expected{"llava_lo", Verdict::kUndetermined, "train"},
                       Expected{"bart_edge", Verdict::kUndetermined, "train"},
                       // Capacity by 7.1% until the gradients it held from the micro-step before (1.51 GiB, which
-                      // it may free where its reference had none) joined the doubt on that side.
+                      // it may free where its reference had none) joined the doubt on that side. Capacity again since
+                      // no setting runs it at the capacity.
                       Expected{"bart_lo", Verdict::kCapacity, "train"},
                       // Batches 47-48 (predictions at e381ef2's src, before the labels): 4 right, 1 undetermined.
                       Expected{"cnxe_edge", Verdict::kCapacity, "train"},
@@ -481,6 +483,11 @@ TEST(FieldVerdicts, UnseenBatchesLeaveAStepLargerThanTheFewEarlierOnesUndetermin
   EXPECT_TRUE(fcn.recommended_conf.empty());
 }
 
+/// True when the projection's replays ran under no setting of the sweep at the capacity.
+bool no_setting_runs(const TraceStepProjection& p) {
+  return !p.runs.empty() && std::none_of(p.runs.begin(), p.runs.end(), [](const ProjectedRun& r) { return r.runs; });
+}
+
 // Mask R-CNN (field batch 30): the failing batch, ×1.20 step 7, projects to 11.70 GiB live against 11.73 GiB, and
 // 595 MiB of that peak are cuDNN workspaces (allocated inside ATen's plan loop, which catches a refusal and runs a
 // plan asking for less). Counted as recorded, no setting ran the step even at 0.1% over the capacity: capacity. The
@@ -505,11 +512,7 @@ TEST(FieldVerdicts, CudnnWorkspacesAtTheProjectedPeakWeighNothingInACapacityVerd
   const Diagnosis gpt = diagnose("ngpt_edge");
   EXPECT_EQ(gpt.trace_projection.inelastic_peak_bytes, gpt.trace_projection.projected_peak_bytes);
   // Served as recorded, no setting runs it at the capacity: without its workspaces it fits, so that decides nothing.
-  EXPECT_TRUE(std::none_of(p.runs.begin(), p.runs.end(), [](const ProjectedRun& r) { return r.runs; }));
-}
-
-bool no_setting_runs(const TraceStepProjection& p) {
-  return !p.runs.empty() && std::none_of(p.runs.begin(), p.runs.end(), [](const ProjectedRun& r) { return r.runs; });
+  EXPECT_TRUE(no_setting_runs(p));
 }
 
 // Fragmentation needs the failing step and every later one to run under a setting; capacity one step that fails.
@@ -520,7 +523,8 @@ bool no_setting_runs(const TraceStepProjection& p) {
 // step, 64 GiB of its reference's rest unfitted: they may be 103% of the capacity too much). From a trace that
 // starts mid-run, only a step that perfect packing cannot hold either: the settings replay a re-laid start there
 // (cut mid-run, recordings whose reruns completed had no setting run one). A checkpointed ViT-L loop that empties
-// the cache every step, history from mid-run, needs 100.4%: capacity; GPT-2 with offloaded activations, 99.9%: not.
+// the cache every step, its history begun after the model was made, needs 100.4%: capacity; GPT-2 with offloaded
+// activations, history from step 1, 99.9%: not.
 TEST(FieldVerdicts, AProjectionThatNoSettingRunsAtTheCapacityIsCapacityWithinItsMargin) {
   for (const std::string name : {"vit_edge", "bart_lo", "cav_edge"}) {
     const Diagnosis d = diagnose(name);
