@@ -302,6 +302,15 @@ Verdict workspaces_hidden(TracedOomFindings& f) {
   return Verdict::kUndetermined;
 }
 
+/// Capacity by `rule` for a projected step, unless its fit missed its history on capacity's side (fit_rejected)
+/// or its stacks hide the cuDNN workspaces a refusal would shrink (workspaces_hidden).
+Verdict projected_capacity(const ProjectedStep& step, TracedOomRule rule, TracedOomFindings& f) {
+  if (auto miss = missed_history(step.figures, Verdict::kCapacity)) return fit_rejected(std::move(*miss), f);
+  if (step.trace.elastic_hidden) return workspaces_hidden(f);
+  f.rule = rule;
+  return Verdict::kCapacity;
+}
+
 /// Marks which settings of the what-if table run the projected pass.
 void mark_projected_runs(const std::vector<ProjectedRun>& runs, std::vector<WhatIfLine>& whatif) {
   for (WhatIfLine& line : whatif)
@@ -362,12 +371,11 @@ Verdict judge_projected_step(ProjectedStep& step, const std::vector<replay::What
   f.next_needed_bytes = static_cast<std::uint64_t>(next / inflation);
   // A capacity verdict weighs the step without its cuDNN workspaces: refused, ATen runs a plan that asks for less
   // (field mrc2_edge: Mask R-CNN's projected peak held 600 MiB of them; the rerun went on with smaller plans).
-  if (const double least = static_cast<double>(p.inelastic_peak_bytes) / inflation; least > upper) {
-    if (auto miss = missed_history(p, Verdict::kCapacity)) return fit_rejected(std::move(*miss), f);
-    if (step.trace.elastic_hidden) return workspaces_hidden(f);
-    f.needed_bytes = static_cast<std::uint64_t>(least);
-    f.rule = TracedOomRule::kProjectedStepExceeds;
-    return Verdict::kCapacity;
+  const double least = static_cast<double>(p.inelastic_peak_bytes) / inflation;
+  if (least > upper) {
+    const Verdict verdict = projected_capacity(step, TracedOomRule::kProjectedStepExceeds, f);
+    if (verdict == Verdict::kCapacity) f.needed_bytes = static_cast<std::uint64_t>(least);
+    return verdict;
   }
   f.best_run = best_projected_run(d.whatif, p.runs);
   // A run that grows needs one step's growth more at each step after the failing one, whatever the setting: when a
@@ -424,12 +432,8 @@ Verdict judge_projected_step(ProjectedStep& step, const std::vector<replay::What
   }
   const bool all_fail =
       std::all_of(p.runs.begin(), p.runs.end(), [](const ProjectedRun& r) { return r.fails_with_margin; });
-  if (all_fail && !step.trace.starts_mid_run && !p.runs.empty() && inflation <= 1.01) {
-    if (auto miss = missed_history(p, Verdict::kCapacity)) return fit_rejected(std::move(*miss), f);
-    if (step.trace.elastic_hidden) return workspaces_hidden(f);
-    f.rule = TracedOomRule::kNoSettingRunsProjected;
-    return Verdict::kCapacity;
-  }
+  if (all_fail && !step.trace.starts_mid_run && !p.runs.empty() && inflation <= 1.01)
+    return projected_capacity(step, TracedOomRule::kNoSettingRunsProjected, f);
   // Within the margin to fail, a projection that no setting runs at the capacity is capacity still: fragmentation
   // needs the failing step to run under a setting and every later step too, capacity one step that fails. Of the
   // field recordings' projected steps that no setting ran (docs/doctor.md), none belonged to a run that completed
@@ -439,17 +443,13 @@ Verdict judge_projected_step(ProjectedStep& step, const std::vector<replay::What
   // cannot hold either: cut mid-run, recordings whose reruns completed had no setting run the re-laid start of a step
   // that fit with perfect packing (field fsdp_edge, fcn_edge).
   const bool none_runs = std::none_of(p.runs.begin(), p.runs.end(), [](const ProjectedRun& r) { return r.runs; });
-  const bool beyond_packing = static_cast<double>(p.inelastic_peak_bytes) / inflation > static_cast<double>(cap);
+  const bool beyond_packing = least > static_cast<double>(cap);
   const bool workspaces_cannot_fit_it = p.inelastic_peak_bytes == p.projected_peak_bytes || beyond_packing;
   const bool doubts_measured =
       static_cast<double>(p.over_bytes) <= kUncheckedFromFirstStep * static_cast<double>(cap);
   if (none_runs && !p.runs.empty() && workspaces_cannot_fit_it && doubts_measured &&
-      (!step.trace.starts_mid_run || beyond_packing) && inflation <= 1.01) {
-    if (auto miss = missed_history(p, Verdict::kCapacity)) return fit_rejected(std::move(*miss), f);
-    if (step.trace.elastic_hidden) return workspaces_hidden(f);
-    f.rule = TracedOomRule::kNoSettingRunsAtCapacity;
-    return Verdict::kCapacity;
-  }
+      (!step.trace.starts_mid_run || beyond_packing) && inflation <= 1.01)
+    return projected_capacity(step, TracedOomRule::kNoSettingRunsAtCapacity, f);
   f.any_relaid_start = std::any_of(p.runs.begin(), p.runs.end(), [](const ProjectedRun& r) { return r.relaid_start; });
   f.rule = TracedOomRule::kProjectedStepTooClose;
   return Verdict::kUndetermined;
