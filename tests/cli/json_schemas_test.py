@@ -107,6 +107,23 @@ class JsonSchemas(unittest.TestCase):
                 with self.subTest(command=command, key=pattern):
                     self.assertTrue(any(covers(pattern, p) for p in printed), f"{command}: `{pattern}` is gone")
 
+    def test_every_evidence_key_is_documented(self):
+        """The doctor's evidence keys are data the JSON's readers filter on (scripts/doctor_projection_runs.py):
+        every key a source file can add is listed in json-schemas.md and in doctor.md's --json table."""
+        adds = re.compile(r'\b(?:add\(w,|add_evidence\()\s*"([a-z_0-9]+)"')
+        keys = set()
+        for folder, _, files in os.walk(os.path.join(SOURCE, "src")):
+            for name in files:
+                if name.endswith(".cpp"):
+                    keys |= set(adds.findall(open(os.path.join(folder, name), encoding="utf-8").read()))
+        self.assertGreater(len(keys), 30)
+        for page, row in (("json-schemas.md", "| `evidence[].key`"), ("doctor.md", "| `evidence`")):
+            line = next(l for l in open(os.path.join(SOURCE, "docs", page), encoding="utf-8") if l.startswith(row))
+            listed = set(re.findall(r"`([a-z_0-9]+)`", line))
+            for key in sorted(keys):
+                with self.subTest(page=page, key=key):
+                    self.assertTrue(key in listed, f"evidence key `{key}` not in docs/{page}")
+
     def test_schema_and_build_info(self):
         version = subprocess.run([BIN, "--version"], capture_output=True, text=True).stdout.split()
         for command, docs in self.documents.items():

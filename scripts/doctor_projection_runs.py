@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""Which field OOMs' projected steps some allocator setting runs at the capacity, against their labels: the counts
+behind the rule "no setting runs the projected step at the capacity → capacity" (docs/doctor.md,
+docs/VALIDATION.md).
+
+    scripts/doctor_projection_runs.py [BINARY]     (default build/src/cli/fragscope)
+
+For every labelled field recording (tests/data/field/*: its snapshot and its log, as scripts/doctor_scoreboard.sh
+judges it) whose failing step was projected from the trace (`trace_projection.available`), reads from
+`doctor --json`: whether any setting of the sweep runs the projected step at the capacity
+(`trace_projection.runs[].runs`), whether the step without its cuDNN workspaces still needs the capacity
+(`inelastic_peak_bytes` equal to `projected_peak_bytes`, or above the capacity), and why the doctor decided or not
+(the last evidence key that names a projection rule). Prints one line per recording, then the counts of labels
+per (any setting runs it, workspaces could make the difference, the doctor's verdict and why); exit status 1 when
+a recording whose step no setting runs, with workspaces unable to make the difference, is labelled fragmentation:
+the rule's premise broken.
+"""
+import collections
+import concurrent.futures
+import glob
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build/src/cli/fragscope")
+# The evidence keys of a projected step's verdict (docs/json-schemas.md, evidence[].key).
+PROJECTION_KEYS = ("projection_vs_capacity", "too_close", "next_step", "longest_batch", "unseen_batches",
+                   "run_grows", "several_scales", "fit_rejected", "workspaces_hidden")
+
+
+def judged(folder):
+    files = sorted(glob.glob(os.path.join(folder, "*.pickle.zst"))) + [os.path.join(folder, "train.log")]
+    out = subprocess.run([BIN, "doctor", "--json", "--quiet", *files], capture_output=True, text=True)
+    try:
+        return json.loads(out.stdout)
+    except ValueError:
+        return None
+
+
+def main():
+    folders = []
+    for truth_file in sorted(glob.glob(os.path.join(ROOT, "tests/data/field/*/truth.json"))):
+        truth = json.load(open(truth_file))
+        if truth.get("outcome") == "oom" and "label" in truth:
+            folders.append((os.path.dirname(truth_file), truth["label"]))
+    with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 2) as pool:
+        results = list(pool.map(lambda f: judged(f[0]), folders))
+    counts = collections.Counter()
+    broken = []
+    for (folder, label), d in zip(folders, results):
+        tp = (d or {}).get("trace_projection") or {}
+        if not tp.get("available") or not tp.get("runs"):
+            continue
+        any_runs = any(r["runs"] for r in tp["runs"])
+        need = tp["inelastic_peak_bytes"]
+        workspaces_cannot = need == tp["projected_peak_bytes"] or need > d["capacity_bytes"]
+        keys = [e["key"] for e in d["evidence"] if e["key"] in PROJECTION_KEYS]
+        why = keys[-1] if keys else "-"
+        name = os.path.basename(folder)
+        print(f"{name}\t{label}\t{d['verdict']}\t{why}\t"
+              f"{'some setting runs it' if any_runs else 'no setting runs it'}\t"
+              f"{'workspaces cannot fit it' if workspaces_cannot else 'fits without workspaces'}")
+        counts[(any_runs, workspaces_cannot, d["verdict"], why, label)] += 1
+        if not any_runs and workspaces_cannot and label == "fragmentation":
+            broken.append(name)
+    print("\nlabels per (a setting runs it at the capacity, workspaces could make the difference, verdict, why):")
+    for (any_runs, workspaces_cannot, verdict, why, label), n in sorted(counts.items()):
+        print(f"  {'runs' if any_runs else 'no run'}\t{'no' if workspaces_cannot else 'yes'}\t{verdict}\t{why}\t"
+              f"{label}\t{n}")
+    if broken:
+        print("no setting runs the step, yet labelled fragmentation: " + ", ".join(broken))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
