@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,9 @@ struct SnapshotFixture {
   nlohmann::json truth;
   nlohmann::json scenario_truth;  // the whole truth.json
 };
+
+/// How gtest shows a fixture in its output: by name, not by the struct's bytes.
+inline void PrintTo(const SnapshotFixture& f, std::ostream* os) { *os << f.name; }
 
 inline nlohmann::json read_json(const std::filesystem::path& path) {
   std::ifstream in(path);

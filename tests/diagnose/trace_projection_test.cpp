@@ -40,6 +40,9 @@ struct Calibrated {
   std::uint64_t real_peak;  ///< max_memory_allocated of the job's calibration run
 };
 
+/// How gtest shows a row in its output: the recording, not the struct's bytes.
+void PrintTo(const Calibrated& c, std::ostream* os) { *os << c.name; }
+
 class ProjectedFromTheTrace : public ::testing::TestWithParam<Calibrated> {};
 
 TEST_P(ProjectedFromTheTrace, ComesWithinOnePercentOfTheCalibrationRunsPeak) {

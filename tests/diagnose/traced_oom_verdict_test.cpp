@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <ostream>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -51,6 +52,9 @@ struct Expected {
   /// Set on a decided verdict that its label contradicts: why the trace cannot tell (kept visible, not hidden).
   const char* wrong_because = nullptr;
 };
+
+/// How gtest shows a row in its output: the recording and what it expects, not the struct's bytes.
+void PrintTo(const Expected& e, std::ostream* os) { *os << e.name << " (" << e.phase << ")"; }
 
 class FieldVerdicts : public ::testing::TestWithParam<Expected> {};
 
