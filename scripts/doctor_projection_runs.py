@@ -27,7 +27,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build/src/cli/fragscope")
 # The evidence keys of a projected step's verdict (docs/json-schemas.md, evidence[].key).
 PROJECTION_KEYS = ("projection_vs_capacity", "too_close", "next_step", "longest_batch", "unseen_batches",
-                   "run_grows", "several_scales", "fit_rejected", "workspaces_hidden")
+                   "run_grows", "several_scales", "fit_rejected", "prefix_misfit", "workspaces_hidden")
 
 
 def judged(folder):
