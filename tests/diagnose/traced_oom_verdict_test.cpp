@@ -407,7 +407,25 @@ INSTANTIATE_TEST_SUITE_P(
                       Expected{"gsl_edge", Verdict::kUndetermined, "train"},
                       Expected{"gsl_lo", Verdict::kFragmentation, "train",
                                "training step 1 fits and a setting runs it (its rerun did), but the sampling the loop "
-                               "runs after step 2, a pass the trace never holds, needs more than the device"}),
+                               "runs after step 2, a pass the trace never holds, needs more than the device"},
+                      // Batches 71-72 (predictions at 83ac5b1, before the labels): 1 capacity, 11 undetermined. MAML
+                      // through torch.func (inner steps as units, mid-run margins); SAM and a latent-diffusion UNet
+                      // whose OOM came before their history began, or in the step it began in; EfficientNetV2's
+                      // recipe from mid-run; L-BFGS failing in its first closure's backward; nanoGPT offloading its
+                      // activations with save_on_cpu, lengths varying (soc_lo: expandable segments fail from the
+                      // job's start).
+                      Expected{"maml_edge", Verdict::kUndetermined, "train"},
+                      Expected{"maml_lo", Verdict::kUndetermined, "train"},
+                      Expected{"sam_edge", Verdict::kUndetermined, "unknown"},
+                      Expected{"sam_lo", Verdict::kUndetermined, "unknown"},
+                      Expected{"tve_edge", Verdict::kUndetermined, "unknown"},
+                      Expected{"tve_lo", Verdict::kUndetermined, "unknown"},
+                      Expected{"lbfgs_edge", Verdict::kUndetermined, "train"},
+                      Expected{"lbfgs_lo", Verdict::kUndetermined, "train"},
+                      Expected{"soc_edge", Verdict::kUndetermined, "train"},
+                      Expected{"soc_lo", Verdict::kCapacity, "train"},
+                      Expected{"ldm_edge", Verdict::kUndetermined, "unknown"},
+                      Expected{"ldm_lo", Verdict::kUndetermined, "unknown"}),
     [](const auto& info) { return info.param.name; });
 
 // torchvision's detection reference with images of random sizes, at 0.92 × its peak allocated: the
