@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Field batch 71 (issue #15, twenty-ninth session): prepared, NOT RUN YET — no device machine was lent in the session
-# that wrote it; a later session runs it (and commits the predictions before opening the labels). Four kinds of job
+# Field batch 71 (issue #15): written in the twenty-ninth session, which had no device; run in the thirtieth
+# (predictions in predictions-batch71-72.md, committed before the labels were opened). Four kinds of job
 # the field set lacks: second-order MAML through torch.func (every inner step's graph alive until the meta-backward),
 # CycleGAN as junyanz's repository trains it (two generators and two critics, an image pool kept on the GPU), SAM
 # (davda54/sam: two forward-backward passes a step, the weights' copy in the optimizer's state; history from step 2),
