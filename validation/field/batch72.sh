@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Field batch 72 (issue #15, thirtieth session): run with batch 71 in the same session (predictions in
-# predictions-batch71-72.md, committed before the labels were opened). Three kinds of job the field set lacks: full-batch L-BFGS as
-# PyTorch's torch.optim docs show it (optimizer.step(closure); the MNIST example's Net with fc1 widened to 18.9M
+# predictions-batch71-72.md, committed before the labels were opened). Three kinds of job the field set lacks:
+# full-batch L-BFGS as PyTorch's torch.optim docs show it (optimizer.step(closure); the MNIST example's Net with fc1 widened to 18.9M
 # parameters; LBFGS's history of up to 100 (y, s) pairs of the flattened parameters' size grows on the GPU step by
 # step, 15 GB when full; history from the start), nanoGPT with its activations offloaded to pinned host memory by
 # torch.autograd.graph.save_on_cpu around the whole forward (bf16, foreach AdamW, accumulation 2, a random length
