@@ -411,9 +411,10 @@ INSTANTIATE_TEST_SUITE_P(
                       // Batches 71-72 (predictions at 83ac5b1, before the labels): 1 capacity, 11 undetermined. MAML
                       // through torch.func (inner steps as units, mid-run margins); SAM and a latent-diffusion UNet
                       // whose OOM came before their history began, or in the step it began in; EfficientNetV2's
-                      // recipe from mid-run; L-BFGS failing in its first closure's backward; nanoGPT offloading its
-                      // activations with save_on_cpu, lengths varying (soc_lo: expandable segments fail from the
-                      // job's start).
+                      // recipe from mid-run; L-BFGS at step 21 of a loop whose body is one statement
+                      // (optimizer.step(closure)), read as one statement run: taken for the first step; nanoGPT
+                      // offloading its activations with save_on_cpu, lengths varying (soc_lo: expandable segments
+                      // fail from the job's start).
                       Expected{"maml_edge", Verdict::kUndetermined, "train"},
                       Expected{"maml_lo", Verdict::kUndetermined, "train"},
                       Expected{"sam_edge", Verdict::kUndetermined, "unknown"},
