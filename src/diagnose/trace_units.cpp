@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <unordered_map>
 
 #include "diagnose/oom_call_path.h"
@@ -28,6 +29,27 @@ struct Relation {
   std::size_t shared = 0;  ///< leading frames equal to the anchor's
   bool counts = false;     ///< starts or breaks episodes (see the file comment)
 };
+
+/// Splits each unit where the Python frames of its first allocation recur (see the caller).
+template <typename Frames>
+void split_at_recurring_starts(TraceUnits& units, std::span<const snapshot::TraceEvent> trace, Frames& frames) {
+  std::vector<std::size_t> starts;
+  std::vector<std::size_t> ends;
+  for (std::size_t u = 0; u < units.starts.size(); ++u) {
+    const std::size_t begin = units.starts[u];
+    const std::size_t stop = u + 1 < units.starts.size() ? units.starts[u + 1] : units.anchor + 1;
+    const std::vector<FrameId>& first = frames(trace[begin].stack);
+    starts.push_back(begin);
+    for (std::size_t i = begin + 1; i < stop; ++i) {
+      if (trace[i].action != TraceAction::kAlloc || trace[i].stack == 0 || frames(trace[i].stack) != first) continue;
+      ends.push_back(i);  // the step before ran to here without leaving the statement
+      starts.push_back(i);
+    }
+    if (u < units.ends.size()) ends.push_back(units.ends[u]);
+  }
+  units.starts = std::move(starts);
+  units.ends = std::move(ends);
+}
 
 }  // namespace
 
@@ -133,6 +155,27 @@ TraceUnits find_trace_units(const snapshot::Snapshot& snapshot, int device, std:
     });
   }
   if (best_depth == 0) return units;
+  // A loop whose body is one `optimizer.step(closure)` (L-BFGS as torch.optim's docs show it) allocates nothing
+  // between two steps: their runs merge into one episode. A step's first allocation is the closure's first call
+  // (the program's code again below torch.optim; not an optimizer's per-parameter state), made from one line of
+  // the optimizer's step: each recurrence of that allocation's frames begins a step.
+  const auto in_program = [&](FrameId f) {
+    return torch_path(snapshot.strings.view(snapshot.stacks.frame(f).filename)).empty();
+  };
+  const auto closure_first = [&] {
+    for (std::size_t i = 0; i < units.anchor; ++i) {
+      if (trace[i].action != TraceAction::kAlloc || trace[i].stack == 0) continue;
+      if (relation(trace[i].stack).shared < program_depth + 1) continue;
+      const std::vector<FrameId>& f = frames(trace[i].stack);
+      return std::any_of(f.begin() + static_cast<std::ptrdiff_t>(program_depth) + 1, f.end(), in_program);
+    }
+    return false;
+  };
+  const bool steps_in_one_call = best == 1 && !units.eval && program_depth < anchor.size() &&
+                                 torch_path(snapshot.strings.view(snapshot.stacks.frame(anchor[program_depth]).filename))
+                                     .starts_with("optim/") &&
+                                 closure_first();
+  if (steps_in_one_call) best_depth = program_depth;
   units.depth = best_depth;
   units.statement = describe_frame(snapshot, anchor[best_depth - 1]);
   previous = 0;
@@ -143,6 +186,7 @@ TraceUnits find_trace_units(const snapshot::Snapshot& snapshot, int device, std:
     if (shared < best_depth && previous >= best_depth) units.ends.push_back(i);
     previous = shared;
   });
+  if (steps_in_one_call) split_at_recurring_starts(units, trace, frames);
   // A statement of the same loop body above the unit's own (the loop wrapped to a lower line).
   const snapshot::Frame& unit_frame = snapshot.stacks.frame(anchor[best_depth - 1]);
   const auto earlier_statement = [&](StackId stack) {

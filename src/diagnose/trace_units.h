@@ -24,6 +24,9 @@
 /// statement of the same loop body (same function, a lower line), such as the next step's
 /// forward when the unit is a backward statement; the next step belongs to the next unit. An
 /// allocation in evaluation (a function naming it outside torch) ends a training unit too.
+/// A unit whose statement calls torch.optim itself (a loop of `optimizer.step(closure)`) allocates
+/// nothing between two steps: a step begins at each recurrence of the Python frames of the
+/// statement run's first allocation (the closure's first call, made from one line of the step).
 /// Thread-safety: a pure function.
 
 #include <cstddef>

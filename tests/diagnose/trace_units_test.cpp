@@ -77,6 +77,20 @@ TEST(TraceUnits, AFirstOptimizerStepDoesNotRepeat) {
   EXPECT_FALSE(units_of(snap).repeats());
 }
 
+// Full-batch L-BFGS as torch.optim's docs show it (field lbfgs_lo): the loop's body is one statement,
+// optimizer.step(closure), and nothing allocates between two steps. Each step begins with the closure's first
+// call (lbfgs.py's `orig_loss = closure()`): 17 steps ran before the failing 18th, whose backward OOMs.
+TEST(TraceUnits, StepsOfOneOptimizerStepCallBeginAtTheClosuresFirstCall) {
+  const snapshot::Snapshot snap = read_field_snapshot("lbfgs_lo");
+  const TraceUnits u = units_of(snap);
+  EXPECT_FALSE(u.anchor_is_oom);
+  EXPECT_EQ(u.statement, "lbfgs_cnn.py:74 in <module>");
+  ASSERT_EQ(u.starts.size(), 18u);
+  ASSERT_EQ(u.ends.size(), 17u);
+  for (std::size_t k = 0; k < 17; ++k) EXPECT_EQ(u.ends[k], u.starts[k + 1]);
+  EXPECT_TRUE(u.first_unit_whole);
+}
+
 // The nn.Transformer tutorial's OOM is in loss.backward() (line 108): the units are its
 // backward statements. Each earlier one ends where the next step begins (its causal mask and
 // forward, lines 104-105), not at the next backward: that forward runs at the next step's length.

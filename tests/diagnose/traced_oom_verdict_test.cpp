@@ -412,7 +412,7 @@ INSTANTIATE_TEST_SUITE_P(
                       // through torch.func (inner steps as units, mid-run margins); SAM and a latent-diffusion UNet
                       // whose OOM came before their history began, or in the step it began in; EfficientNetV2's
                       // recipe from mid-run; L-BFGS at step 21 of a loop whose body is one statement
-                      // (optimizer.step(closure)), read as one statement run: taken for the first step; nanoGPT
+                      // (optimizer.step(closure)): its steps fit, but each keeps its history's growth; nanoGPT
                       // offloading its activations with save_on_cpu, lengths varying (soc_lo: expandable segments
                       // fail from the job's start).
                       Expected{"maml_edge", Verdict::kUndetermined, "train"},
