@@ -142,11 +142,15 @@ std::string describe_projection(const TraceStepProjection& p) {
   if (p.other_bytes) rest += fmt::format(", {} another power", format_bytes(p.other_bytes));
   if (p.unfitted_bytes)
     rest += fmt::format(", {} that no earlier unit tells (taken as linear)", format_bytes(p.unfitted_bytes));
+  // At the reference's own scale no exponent changes a size: the rest is the reference's as it ran.
+  if (p.scale == 1.0)
+    rest = "at its own sizes: the failing unit's are the reference's, so how a size follows the scale changes none";
+  else
+    rest = "scaled by how each allocation's size follows the scale over the other units (" + rest + ")";
   return fmt::format(
       "the failing unit's allocations up to the failing malloc match unit {} of {} (events {}–{}) call stack by "
-      "call stack ({} of {}; the failing malloc is its event {}); their sizes are ×{:.3f} its own. Its rest, "
-      "scaled by how each allocation's size follows the scale over the other units ({}), makes the failing "
-      "step peak at {} live with perfect packing",
+      "call stack ({} of {}; the failing malloc is its event {}); their sizes are ×{:.3f} its own. Its rest, {}, "
+      "makes the failing step peak at {} live with perfect packing",
       p.reference_unit, p.earlier_units + 1, p.reference_first_event, p.reference_end_event - 1, p.matched_allocations,
       p.prefix_allocations, p.aligned_event, p.scale, rest, format_bytes(p.projected_peak_bytes));
 }
