@@ -23,11 +23,10 @@ import os
 import subprocess
 import sys
 
+from projection_keys import projection_rule
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build/src/cli/fragscope")
-# The evidence keys of a projected step's verdict (docs/json-schemas.md, evidence[].key).
-PROJECTION_KEYS = ("projection_vs_capacity", "too_close", "next_step", "longest_batch", "unseen_batches",
-                   "run_grows", "several_scales", "fit_rejected", "prefix_misfit", "workspaces_hidden")
 
 
 def judged(folder):
@@ -56,8 +55,7 @@ def main():
         any_runs = any(r["runs"] for r in tp["runs"])
         need = tp["inelastic_peak_bytes"]
         workspaces_cannot = need == tp["projected_peak_bytes"] or need > d["capacity_bytes"]
-        keys = [e["key"] for e in d["evidence"] if e["key"] in PROJECTION_KEYS]
-        why = keys[-1] if keys else "-"
+        why = projection_rule(d)
         name = os.path.basename(folder)
         print(f"{name}\t{label}\t{d['verdict']}\t{why}\t"
               f"{'some setting runs it' if any_runs else 'no setting runs it'}\t"

@@ -23,6 +23,8 @@ import subprocess
 import sys
 import tempfile
 
+from projection_keys import projection_rule
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ARGS = sys.argv[1:]
 KEEP = None
@@ -66,11 +68,9 @@ def recordings():
 def why_undetermined(report):
     """The reason an undetermined cut gives, from its doctor --json."""
     projection = report.get("trace_projection") or {}
-    keys = [e.get("key") for e in report.get("evidence", [])]
     if projection.get("available"):
-        rules = [k for k in ("fit_rejected", "next_step", "longest_batch", "unseen_batches", "too_close") if k in keys]
         checked = "fit unchecked" if projection.get("fit_error") is None else "fit checked"
-        return f"projected: {'/'.join(rules) or '-'}, {checked}"
+        return f"projected: {projection_rule(report)}, {checked}"
     reason = projection.get("reason") or "-"
     return f"no projection ({report.get('phase', '-')}): {reason.split(' (')[0].split(':')[0]}"
 
