@@ -215,14 +215,29 @@ void word_unrecorded_pass(const TracedOomFindings& f, TracedOomWords& w) {
         fmt::format("the OOM is in {}; the trace ends at its failing malloc, so its peak is unknown. "
                     "That the failing malloc would fit proves nothing about the rest of the pass",
                     w.trigger));
+  const std::string rerun =
+      fmt::format("one rerun of the {} phase with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True at the same memory: "
+                  "if it still fails, the verdict is capacity",
+                  f.phase);
+  const std::string plan = "the job spec (model, batch, sequence length) for `fragscope plan`, which computes the "
+                           "phase's peak";
+  // The run's first step, its history from the start: the trace already holds all of the phase that ran, and
+  // no snapshot at this memory holds more; its peak can come only from a run that completes it.
+  if (f.found_reason == PhaseReason::kFirstStep && !f.clues.starts_mid_run) {
+    w.decide_with = {
+        rerun,
+        fmt::format("the first step's peak from a run that completes it (the same step on a GPU with more memory, "
+                    "history on, or `torch.cuda.max_memory_allocated()` after it): a peak allocated above the {} "
+                    "this device gives means capacity",
+                    format_bytes(f.capacity_bytes)),
+        plan};
+    return;
+  }
   w.decide_with = {
       fmt::format("a snapshot across the whole {} phase: record history through it and dump from the OOM observer "
                   "(torch._C._cuda_attach_out_of_memory_observer), or run the phase alone with history on",
                   f.phase),
-      "the job spec (model, batch, sequence length) for `fragscope plan`, which computes the phase's peak",
-      fmt::format("one rerun of the {} phase with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True at the same memory: "
-                  "if it still fails, the verdict is capacity",
-                  f.phase)};
+      plan, rerun};
 }
 
 /// The experiment that labels an OOM, as what would decide a step: the job rerun under `conf` at the

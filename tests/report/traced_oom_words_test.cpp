@@ -210,6 +210,25 @@ TEST(TracedOomWords, AMidRunFirstStepSaysHowItsHistoryBeganAndWhatWouldHoldMore)
       << ring.words.decide_with.front();
 }
 
+// The run's first step with its history from the start (field ngpt_lo: nanoGPT, the OOM in the first backward):
+// the trace holds all of the step that ran, so no longer history decides; the rerun comes first, then the step's
+// peak from a run that completes it, against this device's capacity.
+TEST(TracedOomWords, AFirstStepWithHistoryFromTheStartAsksForTheStepsPeakNotALongerHistory) {
+  const Worded w = diagnose_worded(fragscope::testing::field_user_files("ngpt_lo"));
+  ASSERT_EQ(w.findings.found_reason, PhaseReason::kFirstStep);
+  ASSERT_FALSE(w.findings.clues.starts_mid_run);
+  ASSERT_EQ(w.words.decide_with.size(), 3u);
+  EXPECT_NE(w.words.decide_with[0].find("expandable_segments:True at the same memory"), std::string::npos)
+      << w.words.decide_with[0];
+  EXPECT_NE(w.words.decide_with[1].find("the first step's peak from a run that completes it"), std::string::npos)
+      << w.words.decide_with[1];
+  EXPECT_NE(w.words.decide_with[1].find(format_bytes(w.findings.capacity_bytes) + " this device gives"),
+            std::string::npos)
+      << w.words.decide_with[1];
+  for (const std::string& line : w.words.decide_with)
+    EXPECT_EQ(line.find("a snapshot across the whole"), std::string::npos) << line;
+}
+
 // A loop keeping each step's logits (field leak_lo): the failing step fits, the next does not. The words name what
 // each step kept, where, what the next step needs, and ask whether the run has one.
 TEST(TracedOomWords, ARunThatGrowsNamesWhatEachStepKeepsAndAsksForTheStepsLeft) {
