@@ -136,7 +136,7 @@ struct TracedOomFindings {
   StepProjectionGap step_gap = StepProjectionGap::kNone;
   TraceStepProjection trace;  ///< from the trace alone
   bool trace_has_no_repeating_unit = false;
-  bool starts_mid_run = false;           ///< the trace starts mid-run (projected step)
+  bool starts_mid_run = false;           ///< the trace starts mid-run (projected step, or a pass never recorded)
   /// What the telemetry's projection needed when it lay within too_close_fraction of the capacity
   /// and the trace's projection decided instead.
   std::optional<std::uint64_t> telemetry_too_close_bytes;

@@ -688,6 +688,7 @@ Verdict decide_traced_oom(const TraceChoice& trace, const TelemetryInput* teleme
   }
   if (!phase.repeats_step || f.step.different_pass) {
     f.pass_statement = units.eval && !units.eval_statement.empty() ? units.eval_statement : call_path.statement;
+    f.starts_mid_run = prepared.starts_mid_run;
     const Verdict verdict =
         judge_unrecorded_pass(snap, trace.device, curve, oom_index, steps, d.in_phase(JobPhase::kOptimizer), f);
     f.mid_run_first_pass = verdict == Verdict::kUndetermined && f.found_reason == PhaseReason::kFirstStep &&

@@ -221,15 +221,19 @@ void word_unrecorded_pass(const TracedOomFindings& f, TracedOomWords& w) {
                   f.phase);
   const std::string plan = "the job spec (model, batch, sequence length) for `fragscope plan`, which computes the "
                            "phase's peak";
-  // The run's first step, its history from the start: the trace already holds all of the phase that ran, and
-  // no snapshot at this memory holds more; its peak can come only from a run that completes it.
-  if (f.found_reason == PhaseReason::kFirstStep && !f.clues.starts_mid_run) {
+  // A pass the run never ran before, its history from the start: the trace already holds all of it that ran,
+  // and no snapshot at this memory holds more; its peak can come only from a run that completes it.
+  if (!f.starts_mid_run) {
+    const std::string_view pass = f.found_reason == PhaseReason::kFirstStep ? "first step"
+                                  : is_phase(f, JobPhase::kOptimizer)      ? "optimizer step"
+                                  : is_phase(f, JobPhase::kEval)           ? "eval pass"
+                                                                           : "failing pass";
     w.decide_with = {
         rerun,
-        fmt::format("the first step's peak from a run that completes it (the same step on a GPU with more memory, "
-                    "history on, or `torch.cuda.max_memory_allocated()` after it): a peak allocated above the {} "
-                    "this device gives means capacity",
-                    format_bytes(f.capacity_bytes)),
+        fmt::format("the {0}'s peak from a run that completes it (the same {0} on a GPU with more memory, history "
+                    "on, or `torch.cuda.max_memory_allocated()` after it): a peak allocated above the {1} this device "
+                    "gives means capacity",
+                    pass, format_bytes(f.capacity_bytes)),
         plan};
     return;
   }

@@ -213,7 +213,7 @@ TEST(TracedOomWords, AMidRunFirstStepSaysHowItsHistoryBeganAndWhatWouldHoldMore)
 // The run's first step with its history from the start (field ngpt_lo: nanoGPT, the OOM in the first backward):
 // the trace holds all of the step that ran, so no longer history decides; the rerun comes first, then the step's
 // peak from a run that completes it, against this device's capacity.
-TEST(TracedOomWords, AFirstStepWithHistoryFromTheStartAsksForTheStepsPeakNotALongerHistory) {
+TEST(TracedOomWords, AFirstPassWithHistoryFromTheStartAsksForItsPeakNotALongerHistory) {
   const Worded w = diagnose_worded(fragscope::testing::field_user_files("ngpt_lo"));
   ASSERT_EQ(w.findings.found_reason, PhaseReason::kFirstStep);
   ASSERT_FALSE(w.findings.clues.starts_mid_run);
@@ -227,6 +227,14 @@ TEST(TracedOomWords, AFirstStepWithHistoryFromTheStartAsksForTheStepsPeakNotALon
       << w.words.decide_with[1];
   for (const std::string& line : w.words.decide_with)
     EXPECT_EQ(line.find("a snapshot across the whole"), std::string::npos) << line;
+
+  // So with AdamW's first step, whose state the OOM was allocating (field ditro_edge, history from the start).
+  const Worded optimizer = diagnose_worded(fragscope::testing::field_user_files("ditro_edge"));
+  ASSERT_EQ(optimizer.findings.phase, "optimizer");
+  ASSERT_EQ(optimizer.words.decide_with.size(), 3u);
+  EXPECT_NE(optimizer.words.decide_with[1].find("the optimizer step's peak from a run that completes it"),
+            std::string::npos)
+      << optimizer.words.decide_with[1];
 }
 
 // A loop keeping each step's logits (field leak_lo): the failing step fits, the next does not. The words name what
