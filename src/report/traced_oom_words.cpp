@@ -237,6 +237,12 @@ void word_unrecorded_pass(const TracedOomFindings& f, TracedOomWords& w) {
         plan};
     return;
   }
+  // A mid-run trace that holds only the failing step's head is asked for two whole steps before it (see the
+  // caller), which says more than a snapshot across the phase.
+  if (f.mid_run_first_pass) {
+    w.decide_with = {plan, rerun};
+    return;
+  }
   w.decide_with = {
       fmt::format("a snapshot across the whole {} phase: record history through it and dump from the OOM observer "
                   "(torch._C._cuda_attach_out_of_memory_observer), or run the phase alone with history on",

@@ -199,6 +199,8 @@ TEST(TracedOomWords, AMidRunFirstStepSaysHowItsHistoryBeganAndWhatWouldHoldMore)
   EXPECT_NE(earlier.find("_record_memory_history two steps before the failing one at least"), std::string::npos)
       << earlier;
   EXPECT_EQ(earlier.find("max_entries"), std::string::npos) << earlier;
+  for (const std::string& line : late.words.decide_with)  // the two whole steps say more
+    EXPECT_EQ(line.find("a snapshot across the whole"), std::string::npos) << line;
 
   const Worded ring = diagnose_worded(fragscope::testing::field_user_files("ppo_edge"));
   ASSERT_EQ(ring.findings.history_start, snapshot::HistoryStart::kRingWrapped);
