@@ -135,24 +135,27 @@ std::string projected_pass_fits(std::string_view subject, std::uint64_t peak, co
                      f.best_run->relaid_start ? relaid_start_note(p) : "");
 }
 
-std::string describe_projection(const TraceStepProjection& p) {
-  std::string rest =
-      fmt::format("{} constant, {} linear", format_bytes(p.constant_bytes), format_bytes(p.linear_bytes));
-  if (p.quadratic_bytes) rest += fmt::format(", {} quadratic", format_bytes(p.quadratic_bytes));
-  if (p.other_bytes) rest += fmt::format(", {} another power", format_bytes(p.other_bytes));
-  if (p.unfitted_bytes)
-    rest += fmt::format(", {} that no earlier unit tells (taken as linear)", format_bytes(p.unfitted_bytes));
-  // At the reference's own scale no exponent changes a size: the rest is the reference's as it ran.
+/// How the reference's rest was scaled to the failing unit: by each allocation's exponent, or, at the reference's
+/// own scale (×1.000), not at all (no exponent changes a size).
+std::string describe_scaling(const TraceStepProjection& p) {
   if (p.scale == 1.0)
-    rest = "at its own sizes: the failing unit's are the reference's, so how a size follows the scale changes none";
-  else
-    rest = "scaled by how each allocation's size follows the scale over the other units (" + rest + ")";
+    return "at its own sizes: the failing unit's are the reference's, so how a size follows the scale changes none";
+  std::string parts =
+      fmt::format("{} constant, {} linear", format_bytes(p.constant_bytes), format_bytes(p.linear_bytes));
+  if (p.quadratic_bytes) parts += fmt::format(", {} quadratic", format_bytes(p.quadratic_bytes));
+  if (p.other_bytes) parts += fmt::format(", {} another power", format_bytes(p.other_bytes));
+  if (p.unfitted_bytes)
+    parts += fmt::format(", {} that no earlier unit tells (taken as linear)", format_bytes(p.unfitted_bytes));
+  return "scaled by how each allocation's size follows the scale over the other units (" + parts + ")";
+}
+
+std::string describe_projection(const TraceStepProjection& p) {
   return fmt::format(
       "the failing unit's allocations up to the failing malloc match unit {} of {} (events {}–{}) call stack by "
       "call stack ({} of {}; the failing malloc is its event {}); their sizes are ×{:.3f} its own. Its rest, {}, "
       "makes the failing step peak at {} live with perfect packing",
       p.reference_unit, p.earlier_units + 1, p.reference_first_event, p.reference_end_event - 1, p.matched_allocations,
-      p.prefix_allocations, p.aligned_event, p.scale, rest, format_bytes(p.projected_peak_bytes));
+      p.prefix_allocations, p.aligned_event, p.scale, describe_scaling(p), format_bytes(p.projected_peak_bytes));
 }
 
 /// Appends one line of evidence: the words keep the order in which the verdict found its facts.
