@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Field batch 73 (issue #15): prepared in the thirty-first session, not run yet (the session's device minutes went to
-# the jobs' trial runs). Run it with batch 74, one device call each (FIELD_SECONDS=480 JOB_TIMEOUT=120), and write the
+# the jobs' trial runs). Run it with batch 74, one device call each (FIELD_SECONDS=560 JOB_TIMEOUT=120), and write the
 # predictions (predictions-batch73-74.md) before opening the labels. Kinds the field set lacks: torchvision's
 # classification recipe with SWA (AveragedModel, SWALR, then update_bn's fp32 train-mode pass at a larger batch after
 # the last epoch, and an eval; dump by the OOM observer; without a budget, with the eval at 1,536 and update_bn at
