@@ -171,10 +171,12 @@ TraceUnits find_trace_units(const snapshot::Snapshot& snapshot, int device, std:
     }
     return false;
   };
-  const bool steps_in_one_call = best == 1 && !units.eval && program_depth < anchor.size() &&
-                                 torch_path(snapshot.strings.view(snapshot.stacks.frame(anchor[program_depth]).filename))
-                                     .starts_with("optim/") &&
-                                 closure_first();
+  const auto calls_the_optimizer = [&] {
+    const std::string_view file = snapshot.strings.view(snapshot.stacks.frame(anchor[program_depth]).filename);
+    return torch_path(file).starts_with("optim/");
+  };
+  const bool steps_in_one_call =
+      best == 1 && !units.eval && program_depth < anchor.size() && calls_the_optimizer() && closure_first();
   if (steps_in_one_call) best_depth = program_depth;
   units.depth = best_depth;
   units.statement = describe_frame(snapshot, anchor[best_depth - 1]);
