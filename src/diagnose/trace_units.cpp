@@ -62,11 +62,15 @@ TraceUnits find_trace_units(const snapshot::Snapshot& snapshot, int device, std:
     if (added && stack != 0) it->second = python_frames(snapshot, stack);
     return it->second;
   };
+  // A frame's path inside torch ("optim/adamw.py"), empty for the program's (or a library's) own code.
+  const auto torch_file = [&](FrameId f) {
+    return torch_path(snapshot.strings.view(snapshot.stacks.frame(f).filename));
+  };
   // The program's own frames come first; a stack that starts inside torch runs on another
   // thread (a checkpointed backward's recompute) and says nothing of the program's loop.
   const auto programs = [&](StackId stack) {
     const std::vector<FrameId>& f = frames(stack);
-    return !f.empty() && torch_path(snapshot.strings.view(snapshot.stacks.frame(f.front()).filename)).empty();
+    return !f.empty() && torch_file(f.front()).empty();
   };
   units.anchor = oom_index;
   while (!programs(trace[units.anchor].stack)) {
@@ -159,9 +163,7 @@ TraceUnits find_trace_units(const snapshot::Snapshot& snapshot, int device, std:
   // between two steps: their runs merge into one episode. A step's first allocation is the closure's first call
   // (the program's code again below torch.optim; not an optimizer's per-parameter state), made from one line of
   // the optimizer's step: each recurrence of that allocation's frames begins a step.
-  const auto in_program = [&](FrameId f) {
-    return torch_path(snapshot.strings.view(snapshot.stacks.frame(f).filename)).empty();
-  };
+  const auto in_program = [&](FrameId f) { return torch_file(f).empty(); };
   const auto closure_first = [&] {
     for (std::size_t i = 0; i < units.anchor; ++i) {
       if (trace[i].action != TraceAction::kAlloc || trace[i].stack == 0) continue;
@@ -171,12 +173,8 @@ TraceUnits find_trace_units(const snapshot::Snapshot& snapshot, int device, std:
     }
     return false;
   };
-  const auto calls_the_optimizer = [&] {
-    const std::string_view file = snapshot.strings.view(snapshot.stacks.frame(anchor[program_depth]).filename);
-    return torch_path(file).starts_with("optim/");
-  };
-  const bool steps_in_one_call =
-      best == 1 && !units.eval && program_depth < anchor.size() && calls_the_optimizer() && closure_first();
+  const bool steps_in_one_call = best == 1 && !units.eval && program_depth < anchor.size() &&
+                                 torch_file(anchor[program_depth]).starts_with("optim/") && closure_first();
   if (steps_in_one_call) best_depth = program_depth;
   units.depth = best_depth;
   units.statement = describe_frame(snapshot, anchor[best_depth - 1]);
