@@ -26,7 +26,8 @@ while (($#)); do
   esac
 done
 for tool in mmdebstrap buildah strip ldd dpkg-query; do
-  command -v "$tool" >/dev/null || { echo "build-image.sh: $tool is missing (scripts/install-deps.sh installs it)" >&2; exit 2; }
+  command -v "$tool" >/dev/null ||
+    { echo "build-image.sh: $tool is missing (scripts/install-deps.sh installs it)" >&2; exit 2; }
 done
 if [ ! -x "$binary" ]; then
   [ -f build/build.ninja ] || cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null

@@ -161,7 +161,8 @@ def main():
             checkpoints += 1
         s = torch.cuda.memory_stats()
         trajectory.append({"step": mon.steps, "seq_len": L, "t": round(time.time() - t_push, 2),
-                           "fragmentation_ratio": s["inactive_split_bytes.all.current"] / max(1, s["reserved_bytes.all.current"]),
+                           "fragmentation_ratio": s["inactive_split_bytes.all.current"]
+                           / max(1, s["reserved_bytes.all.current"]),
                            "reserved": s["reserved_bytes.all.current"], "retries": s["num_alloc_retries"],
                            "ooms": s["num_ooms"]})
     time.sleep(2.0)

@@ -43,7 +43,8 @@ T0=$(date +%s)
 python3 bench/agent/h200_monitor_run.py --out $OUT/run --agent-port 9478 --rank-dir $RANKDIR \
   --history-entries "${HISTORY_ENTRIES:-0}"
 echo "run took $(( $(date +%s) - T0 )) s"
-echo "agent: $(grep -E 'VmRSS|VmHWM' /proc/$AGENT/status | tr -s ' ' | tr '\n' ' ') cpu_ticks=$(awk '{print $14+$15}' /proc/$AGENT/stat) clk=$(getconf CLK_TCK)"
+echo "agent: $(grep -E 'VmRSS|VmHWM' /proc/$AGENT/status | tr -s ' ' | tr '\n' ' ')" \
+  "cpu_ticks=$(awk '{print $14+$15}' /proc/$AGENT/stat) clk=$(getconf CLK_TCK)"
 kill $AGENT; wait $AGENT; echo "agent exit $?"
 cp $OUT/run/results.json $OUT/run/metrics_overhead.txt $OUT/run/metrics_push.txt $OUT/ 2>/dev/null
 # The doctor on what the hook dumped at the OOM (snapshot with its trace when HISTORY_ENTRIES is set).

@@ -90,8 +90,9 @@ def main():
 
     with tempfile.TemporaryDirectory() as tmp:
         ranks = args.gpus * args.ranks_per_gpu
-        ranks_proc = subprocess.Popen([sys.executable, __file__, "--fragscope", args.fragscope, "--gpus", str(args.gpus),
-                                       "--ranks-per-gpu", str(args.ranks_per_gpu), "--write-ranks", tmp],
+        ranks_proc = subprocess.Popen([sys.executable, __file__, "--fragscope", args.fragscope,
+                                       "--gpus", str(args.gpus), "--ranks-per-gpu", str(args.ranks_per_gpu),
+                                       "--write-ranks", tmp],
                                       stdout=subprocess.PIPE, text=True)
         assert ranks_proc.stdout.readline().strip() == "ready"
         port = free_port()

@@ -32,8 +32,14 @@ max() { printf '%s\n' "$@" | sort -g | tail -n1; }
 py=$(median "${py_s[@]}"); fz=$(median "${fz_s[@]}"); fp=$(median "${fp_s[@]}")
 echo "| what | median wall (s) | peak RSS (MiB) | vs pickle.load |"
 echo "| --- | ---: | ---: | ---: |"
-awk -v p="$py" -v k="$(max "${py_kb[@]}")" 'BEGIN {printf "| python3 pickle.load (uncompressed pickle) | %.3f | %.0f | 1.0x |\n", p, k/1024}'
-awk -v p="$py" -v f="$fz" -v k="$(max "${fz_kb[@]}")" 'BEGIN {printf "| fragscope analyze (.zst, end to end) | %.3f | %.0f | %.1fx faster |\n", f, k/1024, p/f}'
-awk -v p="$py" -v f="$fp" -v k="$(max "${fp_kb[@]}")" 'BEGIN {printf "| fragscope analyze (uncompressed pickle) | %.3f | %.0f | %.1fx faster |\n", f, k/1024, p/f}'
-awk -v s="$size" -v k="$(max "${fz_kb[@]}" "${fp_kb[@]}")" 'BEGIN {printf "\nuncompressed pickle: %.1f MB; fragscope peak RSS / pickle size = %.2f\n", s/1e6, k*1024/s}'
-echo "runs: $runs each, alternating; machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+awk -v p="$py" -v k="$(max "${py_kb[@]}")" \
+  'BEGIN {printf "| python3 pickle.load (uncompressed pickle) | %.3f | %.0f | 1.0x |\n", p, k/1024}'
+awk -v p="$py" -v f="$fz" -v k="$(max "${fz_kb[@]}")" \
+  'BEGIN {printf "| fragscope analyze (.zst, end to end) | %.3f | %.0f | %.1fx faster |\n", f, k/1024, p/f}'
+awk -v p="$py" -v f="$fp" -v k="$(max "${fp_kb[@]}")" \
+  'BEGIN {printf "| fragscope analyze (uncompressed pickle) | %.3f | %.0f | %.1fx faster |\n", f, k/1024, p/f}'
+awk -v s="$size" -v k="$(max "${fz_kb[@]}" "${fp_kb[@]}")" \
+  'BEGIN {printf "\nuncompressed pickle: %.1f MB; fragscope peak RSS / pickle size = %.2f\n", s/1e6, k*1024/s}'
+memory=$(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)
+cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')
+echo "runs: $runs each, alternating; machine: $(nproc) cores, $memory, $cpu"

@@ -37,13 +37,15 @@ def main():
     parser.add_argument("--parts", nargs="*", default=["auto"])
     args = parser.parse_args()
 
-    configs = [("python3 pickle.load (plain)", ["python3", "-c", "import pickle,sys; pickle.load(open(sys.argv[1],'rb'))", args.plain], None)]
+    load = "import pickle,sys; pickle.load(open(sys.argv[1],'rb'))"
+    configs = [("python3 pickle.load (plain)", ["python3", "-c", load, args.plain], None)]
     for parts in ["1"] + args.parts:
         env = dict(os.environ)
         env.pop("FRAGSCOPE_READER_PARTS", None)
         if parts != "auto":
             env["FRAGSCOPE_READER_PARTS"] = parts
-        label = "one thread" if parts == "1" else ("in parts (the reader's choice)" if parts == "auto" else f"in {parts} parts")
+        label = ("one thread" if parts == "1"
+                 else "in parts (the reader's choice)" if parts == "auto" else f"in {parts} parts")
         configs.append((f"fragscope analyze, plain, {label}", [args.fragscope, "analyze", args.plain], env))
     if args.zst:
         configs.append(("fragscope analyze, .zst (one thread)", [args.fragscope, "analyze", args.zst], None))
@@ -63,8 +65,9 @@ def main():
         print(f"| {label} | {wall:.3f} | {min(w for w, _, _ in runs):.3f} | "
               f"{statistics.median(c for _, c, _ in runs):.3f} | {max(r for _, _, r in runs) / 1024:.0f} | "
               f"{python / wall:.1f}x |")
+    cpu = open('/proc/cpuinfo').read().split('model name')[1].split(':')[1].splitlines()[0].strip()
     print(f"\nplain pickle: {size / 1e6:.1f} MB; runs: {args.runs} each, alternating; machine: "
-          f"{os.cpu_count()} cores, {open('/proc/cpuinfo').read().split('model name')[1].split(':')[1].splitlines()[0].strip()}")
+          f"{os.cpu_count()} cores, {cpu}")
 
 
 if __name__ == "__main__":

@@ -11,9 +11,9 @@
 ///     projected = live at the OOM + held idle by private pools + the refused request + the sizes after it
 ///
 /// a lower bound on the op's peak even with perfect packing (a CUDA graph's private pool keeps the most it
-/// had live while its graph lives, and lends none of it to the optimizer: alloc/ideal_packer.h). The optimizer step of the trace
-/// is the run of allocations made by `torch/optim` code that ends at the OOM (allocations
-/// without frames do not break it).
+/// had live while its graph lives, and lends none of it to the optimizer: alloc/ideal_packer.h). The
+/// optimizer step of the trace is the run of allocations made by `torch/optim` code that ends at the OOM
+/// (allocations without frames do not break it).
 /// Thread-safety: a pure function over read-only inputs.
 
 #include <cstddef>

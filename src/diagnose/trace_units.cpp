@@ -160,21 +160,24 @@ TraceUnits find_trace_units(const snapshot::Snapshot& snapshot, int device, std:
   }
   if (best_depth == 0) return units;
   // A loop whose body is one `optimizer.step(closure)` (L-BFGS as torch.optim's docs show it) allocates nothing
-  // between two steps: their runs merge into one episode. A step's first allocation is the closure's first call
-  // (the program's code again below torch.optim; not an optimizer's per-parameter state), made from one line of
-  // the optimizer's step: each recurrence of that allocation's frames begins a step.
+  // between two steps: their runs merge into one episode. The statement's first allocation is then the closure's
+  // first call (the program's code again below torch.optim; not an optimizer's per-parameter state), made from one
+  // line of the optimizer's step: each recurrence of that allocation's frames begins a step.
   const auto in_program = [&](FrameId f) { return torch_file(f).empty(); };
-  const auto closure_first = [&] {
+  const auto statement_starts_in_a_closure = [&] {
     for (std::size_t i = 0; i < units.anchor; ++i) {
       if (trace[i].action != TraceAction::kAlloc || trace[i].stack == 0) continue;
-      if (relation(trace[i].stack).shared < program_depth + 1) continue;
+      const Relation r = relation(trace[i].stack);
+      if (!r.counts || r.shared < program_depth) continue;
       const std::vector<FrameId>& f = frames(trace[i].stack);
-      return std::any_of(f.begin() + static_cast<std::ptrdiff_t>(program_depth) + 1, f.end(), in_program);
+      return f.size() > program_depth + 1 && torch_file(f[program_depth]).starts_with("optim/") &&
+             std::any_of(f.begin() + static_cast<std::ptrdiff_t>(program_depth) + 1, f.end(), in_program);
     }
     return false;
   };
   const bool steps_in_one_call = best == 1 && !units.eval && program_depth < anchor.size() &&
-                                 torch_file(anchor[program_depth]).starts_with("optim/") && closure_first();
+                                 torch_file(anchor[program_depth]).starts_with("optim/") &&
+                                 statement_starts_in_a_closure();
   if (steps_in_one_call) best_depth = program_depth;
   units.depth = best_depth;
   units.statement = describe_frame(snapshot, anchor[best_depth - 1]);

@@ -224,9 +224,11 @@ void word_unrecorded_pass(const TracedOomFindings& f, TracedOomWords& w) {
                   f.phase);
   const std::string plan = "the job spec (model, batch, sequence length) for `fragscope plan`, which computes the "
                            "phase's peak";
-  // A pass the run never ran before, its history from the start: the trace already holds all of it that ran,
-  // and no snapshot at this memory holds more; its peak can come only from a run that completes it.
-  if (!f.starts_mid_run) {
+  // A pass the run never ran before, its history from the start (or from before an earlier run of the failing
+  // unit's statement: sb0_lo, history from the first step, the model loaded before it): the trace already holds
+  // all of it that ran, and no snapshot at this memory holds more; its peak can come only from a run that
+  // completes it.
+  if (!f.starts_mid_run || f.clues.earlier_units > 0) {
     const std::string_view pass = f.found_reason == PhaseReason::kFirstStep ? "first step"
                                   : is_phase(f, JobPhase::kOptimizer)      ? "optimizer step"
                                   : is_phase(f, JobPhase::kEval)           ? "eval pass"

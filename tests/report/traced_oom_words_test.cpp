@@ -237,6 +237,18 @@ TEST(TracedOomWords, AFirstPassWithHistoryFromTheStartAsksForItsPeakNotALongerHi
   EXPECT_NE(optimizer.words.decide_with[1].find("the optimizer step's peak from a run that completes it"),
             std::string::npos)
       << optimizer.words.decide_with[1];
+
+  // So with history from the first step but the model loaded before it (field sb0_lo: the trace starts mid-run, yet
+  // it holds the step's first embed before the failing one, so the pass began after history did).
+  const Worded loaded_before = diagnose_worded(fragscope::testing::field_user_files("sb0_lo"));
+  ASSERT_TRUE(loaded_before.findings.starts_mid_run);
+  ASSERT_GT(loaded_before.findings.clues.earlier_units, 0u);
+  ASSERT_EQ(loaded_before.words.decide_with.size(), 3u);
+  EXPECT_NE(loaded_before.words.decide_with[1].find("the failing pass's peak from a run that completes it"),
+            std::string::npos)
+      << loaded_before.words.decide_with[1];
+  for (const std::string& line : loaded_before.words.decide_with)
+    EXPECT_EQ(line.find("a snapshot across the whole"), std::string::npos) << line;
 }
 
 // A loop keeping each step's logits (field leak_lo): the failing step fits, the next does not. The words name what

@@ -7,5 +7,6 @@ source "$(dirname "$0")/lib.sh"
 field_begin field25
 edge_and_lo mae hf_mae.py --batch 256 --eval-batch 512 --steps 10 --eval-steps 4
 edge_and_lo trn translation_tutorial.py --batch 128 --eval-batch 256 --steps 12 --eval-every 5
-edge_and_lo s2g hf_seq2seq.py --generate --gen-len 96 --d-model 768 --layers 8 --batch 32 --eval-batch 96 --steps 10 --eval-steps 4
+edge_and_lo s2g hf_seq2seq.py --generate --gen-len 96 --d-model 768 --layers 8 --batch 32 --eval-batch 96 \
+  --steps 10 --eval-steps 4
 field_end field25

@@ -6,6 +6,7 @@ source "$(dirname "$0")/lib.sh"
 field_begin field62
 edge_and_lo fab fabric_gpt.py --layers 24 --hidden 1024 --batch 8 --max-len 1024 --steps 12
 for run in fab_cal fab_edge fab_lo; do  # not the reruns: their labels are opened after the predictions
-  [[ -f $R/$run/user/train.log ]] && echo "$run: $(grep -o 'step [0-9]* tokens [0-9]*' $R/$run/user/train.log | tr '\n' ' ')"
+  [[ -f $R/$run/user/train.log ]] &&
+    echo "$run: $(grep -o 'step [0-9]* tokens [0-9]*' $R/$run/user/train.log | tr '\n' ' ')"
 done
 field_end field62

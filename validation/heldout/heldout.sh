@@ -11,5 +11,6 @@ b=$(gib calib max_memory_allocated 1.04); rec_and_rerun frag $shape --budget-gib
 b=$(gib calib max_memory_allocated 0.80); rec_and_rerun cap $shape --budget-gib "$b" --history
 b=$(gib calib max_memory_reserved 1.06)
 rec_and_rerun eval $shape --budget-gib "$b" --history --eval-every 6 --eval-batch 32 --eval-len 4096
-rec input --hidden 768 --layers 6 --heads 12 --inter 2048 --seed 99 --fixed-len 768 --mbs 8 --ga 1 --steps 40 --loader-workers 1 --loader-work 15000 --smi-trace
+rec input --hidden 768 --layers 6 --heads 12 --inter 2048 --seed 99 --fixed-len 768 --mbs 8 --ga 1 --steps 40 \
+  --loader-workers 1 --loader-work 15000 --smi-trace
 batch_end heldout
