@@ -51,13 +51,21 @@ packages+=kubernetes-client,busybox-static
 sources=/etc/apt/sources.list.d/debian.sources
 [ -f "$sources" ] || sources=/etc/apt/sources.list
 echo "build-image.sh: rootfs from $sources: ${packages//,/ }" >&2
+# The extract variant runs extract hooks only (customize hooks are for variants that install packages).
 mmdebstrap --quiet --variant=extract --include="$packages" \
-  --customize-hook='rm -rf "$1"/etc/apt "$1"/var/cache/apt "$1"/var/lib/apt "$1"/usr/share/doc "$1"/usr/share/man
-                    "$1"/usr/share/info "$1"/usr/share/lintian "$1"/usr/share/locale "$1"/etc/resolv.conf "$1"/etc/hostname' \
-  --customize-hook='printf "root:x:0:0:root:/root:/sbin/nologin\nfragscope:x:65532:65532:fragscope:/nonexistent:/sbin/nologin\n" >"$1"/etc/passwd' \
-  --customize-hook='printf "root:x:0:\nfragscope:x:65532:\n" >"$1"/etc/group' \
-  --customize-hook='mkdir -p -m 1777 "$1"/tmp && mkdir -p "$1"/etc/fragscope' \
+  --extract-hook='rm -rf "$1"/usr/share/doc "$1"/usr/share/man "$1"/usr/share/info "$1"/usr/share/lintian \
+                  "$1"/usr/share/locale' \
+  --extract-hook='printf "root:x:0:0:root:/root:/sbin/nologin\n" >"$1"/etc/passwd' \
+  --extract-hook='printf "fragscope:x:65532:65532:fragscope:/nonexistent:/sbin/nologin\n" >>"$1"/etc/passwd' \
+  --extract-hook='printf "root:x:0:\nfragscope:x:65532:\n" >"$1"/etc/group' \
+  --extract-hook='mkdir -p -m 1777 "$1"/tmp && mkdir -p "$1"/etc/fragscope' \
   bookworm "$context/rootfs.tar" "$sources" >&2
+# mmdebstrap needs apt's files until its own cleanup at the end, and copies the build host's resolv.conf and
+# hostname in: they leave the tarball after it.
+members=$(tar -tf "$context/rootfs.tar")
+for member in ./etc/apt ./var/lib/apt ./var/cache/apt ./etc/resolv.conf ./etc/hostname; do
+  if grep -qxF -e "$member" -e "$member/" <<<"$members"; then tar --delete -f "$context/rootfs.tar" "$member"; fi
+done
 
 buildah "${storage[@]}" build --quiet --isolation chroot --layers=false \
   --build-arg VERSION="$version" --build-arg REVISION="$revision" \

@@ -58,7 +58,8 @@ recorded() {  # set, dir, label file
   name=$(basename "$dir")
   grep -q '"outcome": *"oom"' "$label_file" || return 0
   local files=() log="$scratch/$set-$name.log"
-  for f in "$dir"/snapshot*.pickle.zst "$dir"/snapshot*.pickle.gz "$dir"/stats.json "$dir"/smi*.csv "$dir"/summary.txt; do
+  for f in "$dir"/snapshot*.pickle.zst "$dir"/snapshot*.pickle.gz "$dir"/stats.json "$dir"/smi*.csv \
+           "$dir"/summary.txt; do
     [[ -f $f ]] && files+=("$f")
   done
   log_of "$dir" "$log"
@@ -88,10 +89,13 @@ recorded() {  # set, dir, label file
 } | tee "$scratch/board"
 
 echo
-awk -F'\t' 'function count(key) { n[key]++; if ($7 == "right") r[key]++; else if ($7 == "UNDETERMINED") u[key]++; else w[key]++ }
-     { if ($3 != "with") { count($1 " without"); N++; if ($7 == "right") R++; else if ($7 == "UNDETERMINED") U++; else W++ }
+awk -F'\t' 'function count(key) {
+       n[key]++; if ($7 == "right") r[key]++; else if ($7 == "UNDETERMINED") u[key]++; else w[key]++ }
+     { if ($3 != "with") {
+         count($1 " without"); N++; if ($7 == "right") R++; else if ($7 == "UNDETERMINED") U++; else W++ }
        if ($3 != "without" && $1 != "field") count($1 " with") }
-     END { for (k in n) printf "%-22s %2d labelled OOMs: %2d right, %d undetermined, %d wrong\n", k, n[k], r[k], u[k], w[k];
-           printf "%-22s %2d labelled OOMs: %2d right, %d undetermined, %d wrong\n", "all without telemetry", N, R, U, W }' \
+     END { line = "%-22s %2d labelled OOMs: %2d right, %d undetermined, %d wrong\n"
+           for (k in n) printf line, k, n[k], r[k], u[k], w[k];
+           printf line, "all without telemetry", N, R, U, W }' \
   "$scratch/board" | sort
 ! grep -q $'\tWRONG$\|\terror\t' "$scratch/board"

@@ -165,7 +165,8 @@ class ImageTest(unittest.TestCase):
         top = subprocess.run(self.podman + ["top", name, "user", "huser", "args"], capture_output=True, text=True,
                              timeout=60)
         agent_line = next(line for line in top.stdout.splitlines() if "agent" in line)
-        self.assertEqual(agent_line.split()[:2], ["65532", "65532"], top.stdout)  # in the container, on the host
+        # in the container (named by the image's /etc/passwd), on the host
+        self.assertEqual(agent_line.split()[:2], ["fragscope", "65532"], top.stdout)
         subprocess.run(self.podman + ["stop", "--time", "5", name], capture_output=True, timeout=60)
         logs = subprocess.run(self.podman + ["logs", name], capture_output=True, text=True, timeout=60)
         events = [json.loads(line) for line in logs.stderr.splitlines() if line.startswith("{")]
@@ -180,6 +181,12 @@ class ImageTest(unittest.TestCase):
         as_agent = ["chroot", "--userspec=65532:65532", root]
         try:
             self.assertEqual(os.stat(os.path.join(root, "tmp")).st_mode & 0o7777, 0o1777)
+            # build-image.sh's hook trims the packages' data and the build host's files from the root filesystem.
+            for trimmed in ("etc/apt", "var/lib/apt", "usr/share/doc", "usr/share/man", "usr/share/info",
+                            "usr/share/lintian", "usr/share/locale", "etc/resolv.conf", "etc/hostname"):
+                self.assertFalse(os.path.lexists(os.path.join(root, trimmed)), trimmed)
+            with open(os.path.join(root, "etc", "passwd")) as passwd:
+                self.assertEqual([line.split(":")[0] for line in passwd], ["root", "fragscope"])
             kubectl = subprocess.run(as_agent + ["/usr/bin/kubectl", "version", "--client", "--short"],
                                      capture_output=True, text=True, timeout=60)
             self.assertEqual(kubectl.stdout.strip(), "Client Version: v1.20.2", kubectl.stderr)
