@@ -9,6 +9,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "diagnose/optimizer_code.h"
 #include "diagnose/python_frames.h"
 #include "util/bytes.h"
 
@@ -27,15 +28,18 @@ bool under_evaluation(const snapshot::Snapshot& snapshot, snapshot::StackId stac
   return false;
 }
 
-/// The torch.optim class whose module ("optim/sgd.py") runs a foreach step, and whether it has a fused kernel for
-/// CUDA tensors (Adam, AdamW and SGD do; the others step per parameter with foreach=False).
+/// The torch.optim class whose module ("optim/sgd.py") runs a foreach step, whether it has a fused kernel for
+/// CUDA tensors (Adam, AdamW and SGD do; the others step per parameter with foreach=False), and whether its step
+/// function makes its state (SGD clones each gradient into its momentum buffer on the first step; the others make
+/// their state in `_init_group`).
 struct OptimizerClass {
   std::string_view module, name;
   bool fused;
+  bool state_in_step = false;
 };
 constexpr std::array kOptimizerClasses{
     OptimizerClass{"optim/adamw.py", "AdamW", true},       OptimizerClass{"optim/adam.py", "Adam", true},
-    OptimizerClass{"optim/sgd.py", "SGD", true},           OptimizerClass{"optim/adagrad.py", "Adagrad", false},
+    OptimizerClass{"optim/sgd.py", "SGD", true, true},     OptimizerClass{"optim/adagrad.py", "Adagrad", false},
     OptimizerClass{"optim/adamax.py", "Adamax", false},    OptimizerClass{"optim/nadam.py", "NAdam", false},
     OptimizerClass{"optim/radam.py", "RAdam", false},      OptimizerClass{"optim/rmsprop.py", "RMSprop", false},
     OptimizerClass{"optim/rprop.py", "Rprop", false},      OptimizerClass{"optim/asgd.py", "ASGD", false},
@@ -75,6 +79,19 @@ std::vector<MemoryAdvice> memory_advice(const snapshot::Snapshot& snapshot, int 
                                         const TraceUnits& units, const RunGrowth& growth,
                                         std::uint64_t capacity_bytes) {
   const auto trace = snapshot.trace(device);
+  // The optimizer step the OOM is in: the run of allocations by torch/optim code that ends at it (none when the
+  // OOM is elsewhere). A foreach block live from before it outlived its step: state (SGD's momentum), not a
+  // temporary.
+  std::size_t step_start = oom_index + 1;
+  if (trace[oom_index].stack != 0 && made_by_optimizer(snapshot, trace[oom_index].stack)) {
+    step_start = oom_index;
+    while (step_start > 0) {
+      const snapshot::TraceEvent& e = trace[step_start - 1];
+      if (e.action == snapshot::TraceAction::kAlloc && e.stack != 0 && !made_by_optimizer(snapshot, e.stack)) break;
+      --step_start;
+    }
+  }
+  std::uint64_t foreach_state = 0;
   std::unordered_map<snapshot::StackId, Site> sites;
   std::unordered_map<snapshot::StackId, bool> eval_stacks;
   std::array<std::uint64_t, kSiteCount> by_site{};
@@ -83,7 +100,10 @@ std::vector<MemoryAdvice> memory_advice(const snapshot::Snapshot& snapshot, int 
     const snapshot::TraceEvent& e = trace[event];
     auto [it, added] = sites.try_emplace(e.stack, kOther);
     if (added && e.stack != 0) it->second = site_of(snapshot, e.stack);
-    by_site[it->second] += e.size;
+    if (it->second == kForeach && event < step_start)
+      foreach_state += e.size;
+    else
+      by_site[it->second] += e.size;
   };
   for (const auto& [address, event] : live) {
     count(event);
@@ -103,6 +123,8 @@ std::vector<MemoryAdvice> memory_advice(const snapshot::Snapshot& snapshot, int 
     if (site == kForeach && !optimizer) optimizer = foreach_optimizer(snapshot, stack);
   const std::string optimizer_name = optimizer ? std::string(optimizer->name) : "AdamW";
   const bool fused = !optimizer || optimizer->fused;
+  // A step that makes its state, with none from before it: its first step, whose foreach blocks are that state.
+  if (optimizer && optimizer->state_in_step && foreach_state == 0) by_site[kForeach] = 0;
 
   std::vector<MemoryAdvice> advice;
   const std::uint64_t least = std::max<std::uint64_t>(64 * kMiB, capacity_bytes / 100);
