@@ -261,7 +261,8 @@ class AgentObjectsTest(unittest.TestCase):
         mounts = {m["name"]: m["mountPath"] for m in agent["volumeMounts"]}
         volumes = {v["name"]: v for v in spec["volumes"]}
         self.assertEqual(mounts["rank-files"], args["rank-dir"])
-        self.assertEqual(volumes["rank-files"]["hostPath"]["path"], "/dev/shm/fragscope")
+        # under /run, which only root writes: no user can make the folder first or make it a link
+        self.assertEqual(volumes["rank-files"]["hostPath"]["path"], "/run/fragscope")
         self.assertEqual(args["config"], os.path.join(mounts["config"], "agent.toml"))
         config_maps = {g["name"] for g in kustomization("kubernetes")["configMapGenerator"]}
         self.assertIn(volumes["config"]["configMap"]["name"], config_maps)
@@ -271,8 +272,9 @@ class AgentObjectsTest(unittest.TestCase):
         self.assertTrue({"cpu", "memory"} <= set(agent["resources"]["limits"]))
         self.assertFalse(agent["securityContext"]["allowPrivilegeEscalation"])
         init = spec["initContainers"][0]
-        self.assertEqual(init["command"], ["/bin/busybox", "sh", "-c",
-                                           "chgrp 65532 /dev/shm/fragscope && chmod 3777 /dev/shm/fragscope"])
+        self.assertEqual(init["command"][:3], ["/bin/busybox", "sh", "-c"])
+        self.assertTrue(init["command"][3].endswith("chgrp 65532 /dev/shm/fragscope && chmod 3777 /dev/shm/fragscope"))
+        self.assertTrue({"cpu", "memory"} <= set(init["resources"]["limits"]))
         self.assertEqual(init["image"], agent["image"], "no image from another registry")
         self.assertEqual(kustomization("kubernetes")["images"][0]["name"], agent["image"])
 
@@ -294,6 +296,8 @@ class AgentObjectsTest(unittest.TestCase):
         # set-group-ID (python/fragscope/rank_folder.py): the agent's group, mode 3777.
         self.assertEqual(init["securityContext"]["runAsUser"], 0, "the owner of the kubelet's directory")
         script = init["command"][3]
+        # It opens only a folder root owns (a user's own folder, made before the kubelet's, stays closed).
+        self.assertTrue(script.startswith('if [ "$(stat -c %u /dev/shm/fragscope)" != 0 ]; then'), script)
         self.assertIn(f"chgrp {pod['runAsGroup']} /dev/shm/fragscope", script)
         self.assertIn("chmod 3777 /dev/shm/fragscope", script)
         self.assertEqual(pod["runAsGroup"], 65532)
