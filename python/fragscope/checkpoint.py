@@ -93,7 +93,9 @@ class CheckpointRequests:
     def _read_flag(self) -> int:
         try:
             text = self._folder.read_small_file(self.flag_name, FLAG_MAX_BYTES)
-            return int(text.decode("ascii").strip() or 0)
+            request = int(text.decode("ascii").strip() or 0)
+            # The id goes back in the rank file's u64 checkpoint_ack; a larger one would also hide every later request.
+            return request if 0 <= request < 2 ** 64 else 0
         except FileNotFoundError:
             return 0  # replaced between the lstat and the read: the next look sees the new one
         except UntrustedFile as problem:

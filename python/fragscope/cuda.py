@@ -1,6 +1,7 @@
 """What the hook reads from torch.cuda: the memory_stats keys it needs, the device's identity,
 a batch's shape, and memory history switched on with a bounded ring."""
 
+import collections.abc
 import os
 
 import torch
@@ -83,10 +84,11 @@ def disable_history() -> None:
 
 
 def batch_shape(batch):
-    """(samples, tokens, longest) of a CPU batch: a [B, L] tensor, a tuple/list whose first item
-    is one, or a dict with input_ids (and attention_mask, which gives real token counts)."""
+    """(samples, tokens, longest) of a CPU batch: a [B, L] tensor, a tuple/list whose first item is one,
+    or a mapping (a dict, transformers' BatchEncoding) with input_ids (and a bool or integer attention_mask,
+    which gives real token counts)."""
     ids, mask = batch, None
-    if isinstance(batch, dict):
+    if isinstance(batch, collections.abc.Mapping):
         ids, mask = batch.get("input_ids"), batch.get("attention_mask")
     elif isinstance(batch, (list, tuple)) and batch:
         ids = batch[0]
@@ -94,7 +96,9 @@ def batch_shape(batch):
         return 0, 0, 0
     samples = int(ids.shape[0])
     length = int(ids.shape[1]) if ids.dim() > 1 else 1
-    if isinstance(mask, torch.Tensor) and mask.dim() == 2 and mask.device.type == "cpu":
+    # A float mask may be additive (0 keeps a position, -10000 or -inf drops it): its sum counts no tokens.
+    if (isinstance(mask, torch.Tensor) and mask.dim() == 2 and mask.device.type == "cpu"
+            and not mask.is_floating_point()):
         lengths = mask.sum(dim=1)
         return samples, int(lengths.sum()), int(lengths.max()) if samples else 0
     return samples, samples * length, length

@@ -48,7 +48,7 @@ class OomDump:
 
     def __init__(self, folder: str, *, device, state, history: bool, max_dumps: int = 5, after_dump=None,
                  snapshots: bool = True):
-        self.folder = folder
+        self.folder = os.path.abspath(folder)  # the writer thread writes there later, maybe after an os.chdir
         self.device = device  # None: the current device when an OOM needs one
         self._state = state
         self._after_dump = after_dump  # called with the OOM's device once its meta.json is queued

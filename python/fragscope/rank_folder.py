@@ -103,9 +103,13 @@ class RankFolder:
 
     def open_append(self, name: str) -> int:
         """`name` opened for appending, created with the folder's file mode when missing. Never blocks
-        and never follows a link; raises UntrustedFile for a link, a FIFO or device, or someone else's."""
+        and never follows a link; raises UntrustedFile for a link, a FIFO or device, someone else's, or a
+        file with another name too (a hard link that a member of a group allowed to write the folder made
+        to another of this user's files)."""
         fd, info = self._open_regular(name, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         try:
+            if info.st_nlink != 1:
+                raise UntrustedFile(errno.EMLINK, f"has {info.st_nlink} hard links, not 1", self.join(name))
             if stat.S_IMODE(info.st_mode) != self.file_mode:
                 os.fchmod(fd, self.file_mode)  # an older hook's 0644, or what the umask left
             os.set_blocking(fd, True)
@@ -122,6 +126,16 @@ class RankFolder:
             os.unlink(name, dir_fd=self._fd)
         except FileNotFoundError:
             pass
+
+    def remove_unless_replaced(self, name: str, created) -> bool:
+        """Removes `name` unless it is now another file than the one `created` ((st_dev, st_ino)) names; False
+        when it is. A file renamed to `name` between the lstat and the unlink is still removed: a race of
+        microseconds, accepted (only a process of the same rank and pid in another PID namespace can lose)."""
+        info = self.lstat(name)
+        if info is not None and (info.st_dev, info.st_ino) != created:
+            return False
+        self.remove(name)
+        return True
 
     def lstat(self, name: str):
         """The entry's own status (a link is not followed); None when absent."""

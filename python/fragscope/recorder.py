@@ -54,10 +54,21 @@ class RankIdentity:
 
     @classmethod
     def from_env(cls, **overrides):
-        env = os.environ
-        identity = cls(rank=int(env.get("RANK", 0)), local_rank=int(env.get("LOCAL_RANK", 0)),
-                       world_size=int(env.get("WORLD_SIZE", 1)), job=env.get("FRAGSCOPE_JOB", ""))
+        identity = cls(rank=_env_int("RANK", 0), local_rank=_env_int("LOCAL_RANK", 0),
+                       world_size=_env_int("WORLD_SIZE", 1), job=os.environ.get("FRAGSCOPE_JOB", ""))
         return dataclasses.replace(identity, **overrides)
+
+
+def _env_int(name: str, default: int) -> int:
+    """The launcher's variable `name`; a malformed one (RANK= ) is the default and a notice, not a failed job."""
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        notices.warn("env:" + name, f"{name}={value!r} is not an integer: {default} used")
+        return default
 
 
 CLOSE_WAIT_S = 1.0  # what close() waits for the publisher; one stuck in a stalled file system never returns

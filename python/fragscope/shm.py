@@ -10,6 +10,7 @@ import dataclasses
 import errno
 import mmap
 import os
+import re
 import struct
 import threading
 import zlib
@@ -25,6 +26,10 @@ CRC_OFFSET = 24
 PAYLOAD_OFFSET = HEADER.size  # 32
 PAYLOAD = struct.Struct("<q4i2I" + "19Q" + "q" + "9d" + "64s64s")
 assert PAYLOAD_OFFSET + PAYLOAD.size == 424, "layout drifted from docs/rank-file.md"
+PAYLOAD_CODES = [code for count, code in re.findall(r"(\d*)([a-zA-Z])", PAYLOAD.format)
+                 for _ in range(1 if code == "s" or not count else int(count))]  # one struct code per field
+INTEGER_RANGES = {"i": (-2 ** 31, 2 ** 31 - 1), "I": (0, 2 ** 32 - 1),
+                  "q": (-2 ** 63, 2 ** 63 - 1), "Q": (0, 2 ** 64 - 1)}
 
 PHASES = {"train": 0, "eval": 1, "checkpoint": 2}
 FLAG_LARGEST_FREE_KNOWN = 1
@@ -78,7 +83,7 @@ class RankRecord:
     def pack(self) -> bytes:
         """The payload bytes [32, 512) of the layout."""
         flags = FLAG_LARGEST_FREE_KNOWN if self.largest_free_known else 0
-        body = PAYLOAD.pack(
+        fields = (
             self.pid, self.rank, self.local_rank, self.world_size, self.gpu,
             PHASES[self.phase], flags,
             self.update_unix_ns, self.step_unix_ns, self.step,
@@ -92,7 +97,17 @@ class RankRecord:
             self.data_wait_ratio, self.samples_per_second, self.step_seconds_total,
             self.data_wait_seconds_total, self.hook_seconds_total,
             _fixed(self.job), _fixed(self.gpu_uuid))
+        body = PAYLOAD.pack(*map(_in_range, PAYLOAD_CODES, fields))
         return body + bytes(SIZE - PAYLOAD_OFFSET - len(body))
+
+
+def _in_range(code: str, value):
+    """`value` clamped to what a field of struct code `code` holds: one odd value (a negative token count) would
+    otherwise fail the packing, and a rank file that fails to publish is withdrawn for the rest of the job."""
+    if code not in INTEGER_RANGES:
+        return value
+    low, high = INTEGER_RANGES[code]
+    return min(max(value, low), high)
 
 
 def _fixed(text: str) -> bytes:
@@ -109,8 +124,10 @@ class RankFileWriter:
 
     `directory` is the rank folder (rank_folder.py decides where in it the file goes and opens
     it safely). The file appears (atomically, by rename) with the first record; close() removes
-    it, in the process that created it only. Thread-safe; after creation the recorder's publisher
-    thread alone publishes (and closes), so that a stalled rank folder holds up no other thread.
+    it and its checkpoint flag, in the process that created it only, and only while the name is still
+    that file (a process of the same rank and pid in another PID namespace may have replaced it).
+    Thread-safe; after creation the recorder's publisher thread alone publishes (and closes), so that a
+    stalled rank folder holds up no other thread.
     Raises OSError when the file cannot be created; the caller decides what that means.
     """
 
@@ -122,6 +139,7 @@ class RankFileWriter:
         self.checkpoint_name = self.name + CHECKPOINT_SUFFIX
         self.checkpoint_path = self.path + CHECKPOINT_SUFFIX
         self._map = self._mapped = None
+        self._created = None  # (st_dev, st_ino) of the file this writer created
         try:
             self._create(record, self.name + ".tmp")
         except BaseException:
@@ -133,6 +151,8 @@ class RankFileWriter:
     def _create(self, record, tmp):
         fd = self.folder.create_exclusive(tmp)
         try:
+            info = os.fstat(fd)
+            self._created = (info.st_dev, info.st_ino)  # the rename below keeps both
             # Real bytes, not a hole: a full /dev/shm fails here, not later with SIGBUS in a store.
             if os.write(fd, bytes(SIZE)) != SIZE:
                 raise OSError(errno.ENOSPC, "short write", self.folder.join(tmp))
@@ -175,9 +195,8 @@ class RankFileWriter:
             self._map = None
         if remove and os.getpid() == self._creator_pid:  # a child's exit leaves its parent's file alone
             with contextlib.suppress(OSError):
-                self.folder.remove(self.name)
-            # The agent owns the flag file; in this user's folder the user may remove it.
-            with contextlib.suppress(OSError):
-                self.folder.remove(self.checkpoint_name)
+                # The agent owns the flag file; in this user's folder the user may remove it, with the rank file.
+                if self.folder.remove_unless_replaced(self.name, self._created):
+                    self.folder.remove(self.checkpoint_name)
         self.folder.close()
         self.folder = None

@@ -31,11 +31,11 @@ class TelemetryWriter:
     the telemetry off with one notice naming the path; the lines written so far stay."""
 
     def __init__(self, path: str):
-        self.path = path
+        self.path = os.path.abspath(path)  # the writer thread opens it later, maybe after an os.chdir
         self.failed = False  # set by the writer thread: no more lines
         self._fd = None  # the writer thread's
         self._dropped = 0  # lines the full queue dropped since it last took one
-        self._line = f"a line of {path}"
+        self._line = f"a line of {self.path}"
 
     def write(self, record: dict) -> None:
         """Queues the line; never blocks. The first line taken after dropped ones says how many."""
@@ -68,7 +68,7 @@ class TelemetryWriter:
             self._fail(f"telemetry disabled: {self.path}: {error.strerror or error}")
 
     def _open(self) -> int:
-        folder = RankFolder.open_output(os.path.dirname(os.path.abspath(self.path)))
+        folder = RankFolder.open_output(os.path.dirname(self.path))
         try:
             return folder.open_append(os.path.basename(self.path))
         finally:

@@ -23,6 +23,7 @@ GPU times come from CUDA events read one step late, so the hook never synchronis
 device; the last step is completed by close().
 """
 
+import collections.abc
 import contextlib
 import os
 import time
@@ -38,6 +39,10 @@ from .shm import DEFAULT_DIR
 from .watch import attach_oom, snapshots_available, start_history
 
 COPIES_KEPT = 64  # copies between two steps whose CUDA events wait for the next step; older ones are read early
+
+
+class _NotRebuilt(Exception):
+    """A container of the batch could not be made again with its tensors moved."""
 
 
 class _PendingStep:
@@ -116,11 +121,16 @@ class Monitor:
             yield batch
 
     def to_device(self, batch, non_blocking=True):
-        """Moves a tensor, or the tensors of a dict/list/tuple, to the monitored device."""
+        """Moves a tensor, or the tensors of a mapping/list/tuple, to the monitored device. A container the
+        hook cannot rebuild with the moved tensors comes back as it was (one notice): the program moves it."""
         t0 = time.perf_counter()
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        moved = self._move(batch, non_blocking)
+        try:
+            moved = self._move(batch, non_blocking)
+        except _NotRebuilt as problem:
+            notices.warn("to-device", f"batch not moved: {problem}")
+            moved = batch
         end.record()
         self._copies.append((start, end))
         if len(self._copies) > COPIES_KEPT:
@@ -135,13 +145,37 @@ class Monitor:
         self._copies_s += sum(s.elapsed_time(e) for s, e in early if e.query()) / 1e3
 
     def _move(self, batch, non_blocking):
+        """A failed copy (an OOM) is raised, as the program's own copy raises it; a container of a type the hook
+        cannot rebuild raises _NotRebuilt."""
         if isinstance(batch, torch.Tensor):
             return batch.to(self.device, non_blocking=non_blocking)
-        if isinstance(batch, dict):
-            return {k: self._move(v, non_blocking) for k, v in batch.items()}
+        if isinstance(batch, collections.abc.Mapping):
+            if callable(getattr(batch, "to", None)):  # transformers' BatchEncoding: keeps the tokenizer's encodings
+                return self._rebuilt(lambda: batch.to(self.device))
+            moved = {k: self._move(v, non_blocking) for k, v in batch.items()}
+            if type(batch) is dict:
+                return moved
+            try:
+                return type(batch)(moved)
+            except Exception as error:  # its constructor takes no dict; the model takes a dict's keywords as well
+                notices.warn("to-device-dict", f"batch moved as a dict: {type(batch).__name__}: {describe(error)}")
+                return moved
         if isinstance(batch, (list, tuple)):
-            return type(batch)(self._move(v, non_blocking) for v in batch)
+            moved = [self._move(v, non_blocking) for v in batch]
+            if hasattr(batch, "_fields"):  # a namedtuple, which torch's default collate keeps
+                return self._rebuilt(lambda: type(batch)(*moved))
+            return self._rebuilt(lambda: type(batch)(moved))
         return batch
+
+    @staticmethod
+    def _rebuilt(make):
+        """make(): its failure is the container type's (_NotRebuilt), but for an OOM, the copy's."""
+        try:
+            return make()
+        except torch.cuda.OutOfMemoryError:
+            raise
+        except Exception as error:
+            raise _NotRebuilt(describe(error)) from error
 
     @contextlib.contextmanager
     def step(self, batch=None, *, samples=None, tokens=None, longest=None, optimizer_step=True):

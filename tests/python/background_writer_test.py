@@ -210,6 +210,19 @@ class TelemetryTest(unittest.TestCase):
             recorders[0].close()
             self.assertEqual([line["step"] for line in self.lines()], list(range(50)))
 
+    def test_a_relative_path_stays_where_it_was_when_the_program_changes_its_folder(self):
+        before, after = os.path.join(self.tmp.name, "before"), os.path.join(self.tmp.name, "after")
+        os.mkdir(before)
+        os.mkdir(after)
+        self.addCleanup(os.chdir, os.getcwd())
+        os.chdir(before)
+        telemetry = TelemetryWriter(os.path.join("rank0", "steps.jsonl"))
+        os.chdir(after)  # before the writer thread opens the file, at the first line
+        telemetry.write({"step": 0})
+        telemetry.close()
+        self.assertTrue(background_writer.flush(5.0))
+        self.assertEqual((os.listdir(before), os.listdir(after)), (["rank0"], []))
+
     def test_lines_of_a_file_keep_their_order(self):
         slow_write = background_writer.write_all
 

@@ -496,6 +496,121 @@ class CheckpointAgreementTest(StandInTorchCase):
                                   "leftovers": NOTHING_LEFT})
 
 
+class BatchTest(StandInTorchCase):
+    """Monitor.to_device() and batch_shape() with the batch types loaders hand out."""
+
+    BATCHES = """
+        import collections, types
+        from fragscope.cuda import batch_shape
+        from fragscope.torch import Monitor
+        mon = Monitor(rank_dir=False)
+
+
+        class BatchEncoding(collections.UserDict):  # transformers': it moves itself, keeping the tokenizer's encodings
+            def to(self, device):
+                self.data = {k: v.to(device) for k, v in self.data.items()}
+                return self
+
+
+        class Row(torch.Tensor):  # the reductions batch_shape() makes of a mask's row sums
+            def sum(self):
+                return sum(self.values)
+
+            def max(self):
+                return max(self.values)
+
+
+        class Matrix(torch.Tensor):  # a [B, L] CPU tensor; floating: of a float dtype
+            def __init__(self, rows, floating=False):
+                super().__init__(rows)
+                self.shape, self.floating = (len(rows), len(rows[0])), floating
+                self.device = types.SimpleNamespace(type="cpu")
+
+            def dim(self):
+                return 2
+
+            def is_floating_point(self):
+                return self.floating
+
+            def sum(self, dim):
+                return Row([sum(row) for row in self.values])
+
+
+        def devices(batch):
+            return [value.device for value in (batch.values() if isinstance(batch, collections.abc.Mapping) else batch)]
+    """
+    IDS = "Matrix([[5, 6, 7], [8, 9, 0]])"
+
+    def test_a_namedtuple_is_moved_and_stays_a_namedtuple(self):
+        code = """
+            Batch = collections.namedtuple("Batch", "ids labels")  # torch's default collate keeps namedtuples
+            moved = mon.to_device(Batch(torch.tensor([1]), torch.tensor([2])))
+            report(type=type(moved).__name__, devices=devices(moved))
+        """
+        self.assertEqual(self.run_case(self.BATCHES, code), ({"type": "Batch", "devices": ["0", "0"]}, []))
+
+    def test_a_mapping_that_moves_itself_is_moved_by_its_own_to(self):
+        code = """
+            batch = BatchEncoding(input_ids=torch.tensor([1, 2]), labels=torch.tensor([3, 4]))
+            moved = mon.to_device(batch)
+            report(same=moved is batch, devices=devices(moved))
+        """
+        self.assertEqual(self.run_case(self.BATCHES, code), ({"same": True, "devices": ["0", "0"]}, []))
+
+    def test_another_mapping_is_rebuilt_as_its_type_or_else_as_a_dict(self):
+        code = """
+            class Keywords(collections.abc.Mapping):  # its constructor takes no dict
+                def __init__(self, **items):
+                    self._items = items
+
+                def __getitem__(self, key):
+                    return self._items[key]
+
+                def __iter__(self):
+                    return iter(self._items)
+
+                def __len__(self):
+                    return len(self._items)
+
+            moved = [mon.to_device(batch) for batch in (collections.UserDict(ids=torch.tensor([1])),
+                                                        Keywords(ids=torch.tensor([1])))]
+            report(types=[type(m).__name__ for m in moved], devices=[devices(m) for m in moved])
+        """
+        result, notices = self.run_case(self.BATCHES, code)
+        self.assertEqual(result, {"types": ["UserDict", "dict"], "devices": [["0"], ["0"]]})
+        self.assertEqual(len(notices), 1, notices)
+        self.assertRegex(notices[0], r"^fragscope: batch moved as a dict: Keywords: .*takes 1 positional argument")
+
+    def test_a_container_the_hook_cannot_rebuild_comes_back_as_it_was_with_one_notice(self):
+        code = """
+            class Pair(tuple):  # its constructor takes two items, not an iterable
+                def __new__(cls, first, second):
+                    return super().__new__(cls, (first, second))
+
+            batch = Pair(torch.tensor([1]), torch.tensor([2]))
+            report(same=[mon.to_device(batch) is batch for _ in range(3)], devices=devices(batch))
+        """
+        result, notices = self.run_case(self.BATCHES, code)
+        self.assertEqual(result, {"same": [True] * 3, "devices": ["cpu", "cpu"]})
+        self.assertEqual(len(notices), 1, notices)
+        self.assertRegex(notices[0], r"^fragscope: batch not moved: .*missing 1 required positional argument")
+
+    def test_the_shape_of_a_batch_encoding_is_read_with_its_attention_mask(self):
+        code = f"""
+            batch = BatchEncoding(input_ids={self.IDS}, attention_mask=Matrix([[1, 1, 0], [1, 0, 0]]))
+            report(shape=batch_shape(batch))
+        """
+        self.assertEqual(self.run_case(self.BATCHES, code), ({"shape": [2, 3, 2]}, []))
+
+    def test_a_float_attention_mask_counts_every_position(self):
+        # An additive mask (0 to keep, -10000 to drop) sums to no token count.
+        code = f"""
+            mask = Matrix([[0.0, 0.0, -10000.0], [0.0, -10000.0, -10000.0]], floating=True)
+            report(shape=batch_shape({{"input_ids": {self.IDS}, "attention_mask": mask}}))
+        """
+        self.assertEqual(self.run_case(self.BATCHES, code), ({"shape": [2, 6, 3]}, []))
+
+
 class CaptureTest(StandInTorchCase):
     SETTINGS = "from fragscope import capture\nsettings = capture.Settings(out_dir=out, rank_dir=ranks)\n"
 

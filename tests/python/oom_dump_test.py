@@ -188,6 +188,17 @@ class OomDumpTest(unittest.TestCase):
         self.assertIn(f"OOM dump failed: {folder}: is owned by uid {OTHER_UID}", logs.output[0])
         self.assert_victim_untouched()
 
+    def test_a_relative_folder_stays_where_it_was_when_the_program_changes_its_folder(self):
+        before, after = os.path.join(self.tmp.name, "before"), os.path.join(self.tmp.name, "after")
+        os.mkdir(before)
+        os.mkdir(after)
+        self.addCleanup(os.chdir, os.getcwd())
+        os.chdir(before)
+        self.dump(os.path.join("out", "rank0"))
+        os.chdir(after)
+        self.caught_ooms(1)
+        self.assertEqual((sorted(os.listdir(os.path.join(before, "out", "rank0"))), os.listdir(after)), (FILES, []))
+
     # -- which OOM the folder holds --------------------------------------------------------------
     def test_the_oom_after_many_caught_ones_is_the_one_in_the_folder(self):
         self.dump(max_dumps=5)

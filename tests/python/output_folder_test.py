@@ -76,6 +76,20 @@ class OutputFolderTest(unittest.TestCase):
         self.assertEqual(os.listdir(folder), ["steps.jsonl"])
         self.assertEqual(stat.S_IMODE(os.stat(os.path.join(folder, "steps.jsonl")).st_mode), 0o600)
 
+    def test_a_hard_link_at_steps_jsonl_is_not_appended_to(self):
+        # A project-group member links the user's group-writable file (theirs to link, since they may write it).
+        folder = os.path.join(self.tmp.name, "project", "rank0")
+        os.makedirs(folder)
+        os.chmod(folder, 0o2770)
+        os.chmod(self.victim, 0o660)
+        os.link(self.victim, os.path.join(folder, "steps.jsonl"))
+        with self.assertLogs("fragscope", logging.WARNING) as logs:
+            self.record_a_step(os.path.join(folder, "steps.jsonl"))
+        self.assertEqual(logs.output, [f"WARNING:fragscope:fragscope: telemetry disabled: {folder}/steps.jsonl: "
+                                       "has 2 hard links, not 1"])
+        self.assert_victim_untouched()
+        self.assertEqual(mode(self.victim), 0o660)
+
     def test_created_folders_are_0700_and_steps_jsonl_0600(self):
         out = os.path.join(self.tmp.name, "runs", "7")
         with process_umask(0o022):

@@ -196,6 +196,23 @@ class StepRecorderTest(unittest.TestCase):
         self.assertTrue(self.recorder.flush(5.0))
         self.assertFalse(self.recorder.checkpoints.poll())
 
+    def test_a_flag_id_outside_the_ack_fields_range_is_no_request(self):
+        flag = self.rank_file + ".checkpoint"
+        for text, requested in ((str(2 ** 64), False), ("-3", False), ("5", True)):  # each a new size: a new look
+            with open(flag, "w") as f:
+                f.write(text + "\n")
+            self.assertTrue(self.recorder.flush(5.0))
+            self.assertEqual(self.recorder.checkpoints.poll(), requested, text)
+        self.recorder.acknowledge_checkpoint()
+        self.assertTrue(self.recorder.flush(5.0))
+        self.assertEqual(unpack(self.rank_file, "<Q", 184), 5)
+
+    def test_a_value_outside_its_fields_range_leaves_the_rank_file_published(self):
+        # A float attention mask once summed to a negative token count, which the unsigned field cannot hold.
+        self.recorder.record(StepSample(data_wait_s=0.0, step_s=0.1, compute_s=0.1, samples=2, tokens=-30000))
+        self.assertTrue(self.recorder.flush(5.0))
+        self.assertEqual((unpack(self.rank_file, "<Q", 80), unpack(self.rank_file, "<Q", 200)), (1, 0))
+
     def test_heartbeat_refreshes_the_update_time(self):
         recorder = StepRecorder(RankIdentity(rank=7, pid=1234), rank_dir=self.rank_dir, heartbeat_s=0.05)
         path = os.path.join(self.rank_dir, "rank7-pid1234.fsr")
@@ -206,6 +223,16 @@ class StepRecorderTest(unittest.TestCase):
         finally:
             recorder.close()
         self.assertFalse(os.path.exists(path))
+
+
+class RankIdentityTest(unittest.TestCase):
+    def test_a_malformed_rank_variable_falls_back_to_its_default_with_a_notice(self):
+        with mock.patch.dict(os.environ, {"RANK": "", "LOCAL_RANK": "one", "WORLD_SIZE": "4"}), \
+                self.assertLogs("fragscope", logging.WARNING) as logs:
+            identity = RankIdentity.from_env()
+        self.assertEqual((identity.rank, identity.local_rank, identity.world_size), (0, 0, 4))
+        self.assertEqual(logs.output, ["WARNING:fragscope:fragscope: RANK='' is not an integer: 0 used",
+                                       "WARNING:fragscope:fragscope: LOCAL_RANK='one' is not an integer: 0 used"])
 
 
 class FullDiskTest(unittest.TestCase):

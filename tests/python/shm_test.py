@@ -90,6 +90,27 @@ class RankFileWriterTest(unittest.TestCase):
         self.writer.close()
         self.assertEqual(os.listdir(self.dir.name), [])
 
+    def test_a_value_outside_its_fields_range_is_written_clamped(self):
+        self.record.batch_tokens, self.record.checkpoint_ack = -30000, 2 ** 70
+        self.record.loader_queue_depth, self.record.gpu = -2 ** 70, 2 ** 40
+        self.writer.publish(self.record)
+        raw, fields = self.read(), {name: (offset, kind) for offset, kind, name in documented_fields()}
+        values = [struct.unpack_from(FORMATS[fields[name][1]], raw, fields[name][0])[0]
+                  for name in ("batch_tokens", "checkpoint_ack", "loader_queue_depth", "gpu")]
+        self.assertEqual(values, [0, 2 ** 64 - 1, -2 ** 63, 2 ** 31 - 1])
+
+    def test_close_leaves_the_file_of_another_writer_that_took_its_name(self):
+        # A job in another PID namespace whose process has the same rank and pid publishes under the same name.
+        theirs = self.writer.path + ".theirs"
+        with open(theirs, "wb") as f:
+            f.write(bytes(shm.SIZE))
+        os.rename(theirs, self.writer.path)
+        with open(self.writer.checkpoint_path, "w") as f:
+            f.write("1\n")
+        self.writer.close()
+        names = [shm.rank_file_name(5, 4242), shm.rank_file_name(5, 4242) + shm.CHECKPOINT_SUFFIX]
+        self.assertEqual(sorted(os.listdir(self.dir.name)), names)
+
     def test_a_forked_child_closing_its_copy_leaves_the_parents_file(self):
         with open(self.writer.checkpoint_path, "w") as f:
             f.write("1\n")
