@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "agent/event_log.h"
 #include "agent/rank_file_layout.h"
 #include "agent/rank_folder.h"
 
@@ -209,6 +210,9 @@ void ActionDispatcher::act(ActionKind kind, const Alert& alert, const std::strin
 void ActionDispatcher::remove_requests_of_gone_ranks(const std::set<std::string>& present,
                                                      const std::vector<std::string>& checkpoint_files) {
   if (!settings_.checkpoint.enabled || settings_.dry_run || settings_.checkpoint.dry_run) return;
+  // A user who remakes requests beside no rank file must not flood the log: the first few per poll, then a count.
+  constexpr std::size_t kMaxRemovalEvents = 10;
+  std::size_t removed = 0;
   for (const std::string& name : checkpoint_files) {
     std::string rank_file;
     for (const std::string& suffix : {checkpoint_suffix(), temp_checkpoint_suffix()}) {
@@ -221,10 +225,18 @@ void ActionDispatcher::remove_requests_of_gone_ranks(const std::set<std::string>
     written_.erase(name);
     checkpoint_ids_.erase(rank_file);
     limiters_.at(ActionKind::kCheckpoint).forget(rank_file);
-    events_ << nlohmann::json{{"event", "checkpoint_request_removed"}, {"node", node_},
-                              {"path", (rank_dir_ / name).string()}, {"reason", "rank gone"}}.dump()
-            << '\n' << std::flush;
+    if (removed++ < kMaxRemovalEvents)
+      events_ << event_line({{"event", "checkpoint_request_removed"},
+                             {"node", node_},
+                             {"path", (rank_dir_ / name).string()},
+                             {"reason", "rank gone"}});
   }
+  if (removed > kMaxRemovalEvents)
+    events_ << event_line({{"event", "checkpoint_request_removed"},
+                           {"node", node_},
+                           {"more_files", removed - kMaxRemovalEvents},
+                           {"reason", "rank gone"}});
+  events_ << std::flush;
   std::erase_if(checkpoint_ids_, [&](const auto& entry) { return !present.contains(entry.first); });
   // A request no longer listed was taken by its rank or removed; its rank's next one is new.
   const std::set<std::string> listed(checkpoint_files.begin(), checkpoint_files.end());
@@ -331,11 +343,19 @@ bool ActionDispatcher::run_drain(const Alert& alert, std::chrono::steady_clock::
   argv.push_back(nullptr);
   // Its own process group, so a timeout kills whatever it started too. Every descriptor above
   // stderr is closed (one close_range): the agent's are close-on-exec, but NVML's need not be.
+  // SIGPIPE, which the agent ignores (signals.h), goes back to its default, and no signal stays blocked: exec keeps
+  // both, and a drain run by hand (`kubectl … | head`) has neither.
   posix_spawnattr_t attributes;
   posix_spawn_file_actions_t file_actions;
   posix_spawnattr_init(&attributes);
-  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
   posix_spawnattr_setpgroup(&attributes, 0);
+  sigset_t defaults, unblocked;
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGPIPE);
+  sigemptyset(&unblocked);
+  posix_spawnattr_setsigdefault(&attributes, &defaults);
+  posix_spawnattr_setsigmask(&attributes, &unblocked);
   posix_spawn_file_actions_init(&file_actions);
   posix_spawn_file_actions_addclosefrom_np(&file_actions, 3);
   pid_t pid = -1;
@@ -361,10 +381,12 @@ void ActionDispatcher::reap(std::chrono::steady_clock::time_point now) {
     if (!drain_killed_ && now - drain_started_ > settings_.drain_timeout) {
       ::kill(-drain_pid_, SIGKILL);
       drain_killed_ = true;
-      events_ << nlohmann::json{{"ts", unix_seconds_now()}, {"event", "drain_timeout"}, {"pid", drain_pid_},
-                                {"detail", fmt::format("still running after {} s: its process group was killed",
-                                                       settings_.drain_timeout.count())}}.dump()
-              << '\n' << std::flush;
+      events_ << event_line({{"ts", unix_seconds_now()},
+                             {"event", "drain_timeout"},
+                             {"pid", drain_pid_},
+                             {"detail", fmt::format("still running after {} s: its process group was killed",
+                                                    settings_.drain_timeout.count())}})
+              << std::flush;
     }
     return;
   }
@@ -376,7 +398,7 @@ void ActionDispatcher::reap(std::chrono::steady_clock::time_point now) {
   } else if (WIFSIGNALED(status)) {
     event["signal"] = WTERMSIG(status);
   }
-  events_ << event.dump() << '\n' << std::flush;
+  events_ << event_line(event) << std::flush;
   drain_pid_ = -1;
 }
 
@@ -398,7 +420,7 @@ void ActionDispatcher::emit(ActionKind kind, ActionOutcome outcome, const Alert&
     event["step"] = alert.rank->record.step;
   }
   if (!detail.empty()) event["detail"] = detail;
-  events_ << event.dump() << '\n' << std::flush;
+  events_ << event_line(event) << std::flush;
 }
 
 }  // namespace fragscope::agent

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "agent/event_log.h"
 #include "agent/metrics_endpoint.h"
 #include "agent/node_view.h"
 #include "agent/rank_selection.h"
@@ -54,7 +55,7 @@ Agent::Agent(AgentOptions options, AgentConfig config, std::ostream& events)
                        {"nvml_up", nvml_.up()},
                        {"dry_run", config.actions.dry_run}};
   if (!nvml_.up()) start["nvml_problem"] = nvml_.problem();
-  events_ << start.dump() << '\n' << std::flush;
+  events_ << event_line(start) << std::flush;
 }
 
 void Agent::poll() {
@@ -73,7 +74,7 @@ void Agent::poll() {
   actions_.remove_requests_of_gone_ranks(present, scan.checkpoint_files);
   if (!nvml_.up() && started >= next_nvml_retry_) {
     next_nvml_retry_ = started + kNvmlRetryInterval;
-    if (nvml_.retry()) events_ << nlohmann::json{{"event", "nvml"}, {"nvml_up", true}}.dump() << '\n' << std::flush;
+    if (nvml_.retry()) events_ << event_line(nlohmann::json{{"event", "nvml"}, {"nvml_up", true}}) << std::flush;
   }
   NodeView view = make_node_view(now_ns, std::move(scan.readings), nvml_.sample());
   view.rank_files_unread = scan.files_unread;
@@ -100,7 +101,7 @@ void Agent::poll() {
 }
 
 void Agent::report_scan(const RankScan& scan) {
-  auto log = [this](const nlohmann::json& event) { events_ << event.dump() << '\n'; };
+  auto log = [this](const nlohmann::json& event) { events_ << event_line(event); };
   if (scan.problem != reported_problem_) {
     log({{"event", "rank_dir"}, {"path", options_.rank_dir.string()},
          {"problem", scan.problem.empty() ? "none (readable again)" : scan.problem}});
@@ -141,7 +142,7 @@ void Agent::report_dropped_ranks(const NodeView& view) {
                                   "counts them at every poll",
                                   kMaxRanksPerNode, kMaxRanksPerOwner);
   }
-  events_ << event.dump() << '\n' << std::flush;
+  events_ << event_line(event) << std::flush;
   reported_owners_dropped_ = view.owners_dropped;
 }
 
@@ -157,22 +158,33 @@ std::string Agent::health_problem() const {
   return rank_dir_problem_.empty() ? "" : "degraded: " + rank_dir_problem_;
 }
 
+void Agent::poll_or_log() {
+  try {
+    poll();
+    reported_poll_failure_.clear();
+  } catch (const std::exception& error) {
+    if (error.what() == reported_poll_failure_) return;
+    reported_poll_failure_ = error.what();
+    events_ << event_line({{"event", "poll_failed"}, {"detail", reported_poll_failure_}}) << std::flush;
+  }
+}
+
 void Agent::run(const std::atomic<bool>& stop) {
   http::Limits limits;
   limits.max_body_bytes_in_flight = kMaxPageBytesInFlight;
   http::Server server(options_.listen,
                       metrics_endpoint(page_, [this] { return health_problem(); }, {options_.node, host_name()}),
                       limits);
-  poll();
-  events_ << nlohmann::json{{"event", "listening"}, {"address", options_.listen}, {"port", server.port()}}.dump()
-          << '\n' << std::flush;
+  poll_or_log();
+  events_ << event_line({{"event", "listening"}, {"address", options_.listen}, {"port", server.port()}})
+          << std::flush;
   auto next = std::chrono::steady_clock::now() + options_.poll_interval;
   while (!stop.load()) {
     for (const int signal_number : take_ignored_signals()) {
-      events_ << nlohmann::json{{"event", "signal"}, {"signal", signal_name(signal_number)},
-                                {"action", "ignored: the config is read at start; restart the agent to change it"}}
-                     .dump()
-              << '\n' << std::flush;
+      events_ << event_line({{"event", "signal"},
+                             {"signal", signal_name(signal_number)},
+                             {"action", "ignored: the config is read at start; restart the agent to change it"}})
+              << std::flush;
     }
     // Sleep in short slices so a signal's stop flag is seen quickly.
     const auto now = std::chrono::steady_clock::now();
@@ -181,11 +193,11 @@ void Agent::run(const std::atomic<bool>& stop) {
           std::min<std::chrono::steady_clock::duration>(next - now, std::chrono::milliseconds(50)));
       continue;
     }
-    poll();
+    poll_or_log();
     next += options_.poll_interval;
     if (next < std::chrono::steady_clock::now()) next = std::chrono::steady_clock::now() + options_.poll_interval;
   }
-  events_ << nlohmann::json{{"event", "stop"}}.dump() << '\n' << std::flush;
+  events_ << event_line(nlohmann::json{{"event", "stop"}}) << std::flush;
 }
 
 }  // namespace fragscope::agent

@@ -45,7 +45,9 @@ class Agent {
   void poll();
 
   /// @brief Serves /metrics and /healthz and polls every poll_interval until `stop` is set;
-  /// logs the signals install_agent_signal_handlers() ignored.
+  /// logs the signals install_agent_signal_handlers() ignored. A poll that throws (a defect, or a
+  /// resource gone) is logged, once per distinct reason, and the next poll is tried: metrics stay as
+  /// the last poll left them and /healthz reports the polls missing.
   /// @throws InputError when the listen address cannot be bound.
   void run(const std::atomic<bool>& stop);
 
@@ -61,6 +63,8 @@ class Agent {
   /// @brief Logs when the owners whose ranks the caps leave out change (so a flood that goes on
   /// is logged once, when it starts, and once when it ends).
   void report_dropped_ranks(const NodeView& view);
+  /// @brief poll(), its failure logged instead of ending run().
+  void poll_or_log();
 
   AgentOptions options_;
   RankDirectoryScanner scanner_;
@@ -76,6 +80,7 @@ class Agent {
   mutable std::mutex rank_dir_problem_mutex_;
   std::string rank_dir_problem_;  ///< the last scan's, read by the HTTP thread
   std::string reported_problem_;
+  std::string reported_poll_failure_;
   std::set<std::string> reported_warnings_;
   std::map<std::string, RankFileState> reported_files_;  ///< files not ok at the last poll
   std::set<uid_t> reported_owners_dropped_;

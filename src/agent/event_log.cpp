@@ -24,6 +24,10 @@ FileDescriptor open_for_appending(const std::filesystem::path& path) {
 
 }  // namespace
 
+std::string event_line(const nlohmann::json& event) {
+  return event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + '\n';
+}
+
 EventLogFile::EventLogFile(const std::filesystem::path& path)
     : std::ostream(nullptr), buffer_(open_for_appending(path)) {
   rdbuf(&buffer_);

@@ -7,9 +7,15 @@
 #include <ostream>
 #include <streambuf>
 
+#include <nlohmann/json.hpp>
+
 #include "agent/rank_folder.h"
 
 namespace fragscope::agent {
+
+/// @brief One event as a line of JSON, newline included. A file name is any bytes: invalid UTF-8
+/// becomes U+FFFD instead of throwing (nlohmann's dump throws on it, which would end the agent).
+std::string event_line(const nlohmann::json& event);
 
 /// @brief An output stream appending to a file through a descriptor opened with O_WRONLY, O_APPEND,
 /// O_CREAT (mode 0600), O_CLOEXEC, O_NOFOLLOW and O_NOCTTY: no process the agent starts inherits

@@ -176,9 +176,17 @@ class NewestPerOwner {
   std::map<uid_t, std::vector<File>> by_owner_;
 };
 
+// A rank file's name with the checkpoint request's suffix (or its temp file's): any other name is
+// not the agent's to remove, whatever it ends with (a name is any bytes).
 bool is_checkpoint_file_name(std::string_view name) {
-  const std::string flag = std::string(layout::kFileSuffix) + std::string(layout::kCheckpointSuffix);
-  return name.ends_with(flag) || name.ends_with(flag + ".tmp");
+  for (const std::string_view temp : {"", ".tmp"}) {
+    if (!name.ends_with(temp)) continue;
+    const std::string_view flag = name.substr(0, name.size() - temp.size());
+    if (flag.ends_with(layout::kCheckpointSuffix) &&
+        is_rank_file_name(flag.substr(0, flag.size() - layout::kCheckpointSuffix.size())))
+      return true;
+  }
+  return false;
 }
 
 std::string folder_label(const std::filesystem::path& directory, const RankFolder& folder) {

@@ -1,6 +1,7 @@
 #include "agent/actions.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -11,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -111,6 +113,20 @@ TEST_F(ActionDispatcherTest, RequestsOfGoneRanksAreRemovedOthersKept) {
   EXPECT_EQ(events[3]["path"], (dir_.path() / "rank3-pid77.fsr.checkpoint").string());
 }
 
+// A user who makes requests beside no rank file faster than the polls remove them gets ten lines a poll in the
+// event log, then one with the count, not a line per file.
+TEST_F(ActionDispatcherTest, RemovalsOfManyRequestsAreLoggedAsACount) {
+  ActionDispatcher actions(settings_, dir_.path(), "node-a", events_);
+  for (int i = 0; i < 50; ++i) std::ofstream(dir_.path() / fmt::format("rank{}-pid9.fsr.checkpoint", i)) << "1\n";
+  actions.remove_requests_of_gone_ranks({}, checkpoint_files());
+  EXPECT_TRUE(checkpoint_files().empty());
+  const auto events = events_of(events_);
+  ASSERT_EQ(events.size(), 11u);
+  EXPECT_EQ(events[9]["event"], "checkpoint_request_removed");
+  EXPECT_TRUE(events[9].contains("path"));
+  EXPECT_EQ(events[10]["more_files"], 40);
+}
+
 // CI run 28: rank 1 of agent_e2e missed its heartbeats for a moment under load, its request was
 // removed as a gone rank's, and the 600 s rate limit kept it from being asked again.
 TEST_F(ActionDispatcherTest, ARankBackFromStaleIsAskedAgain) {
@@ -130,13 +146,13 @@ TEST_F(ActionDispatcherTest, TargetsThatCameAndWentAreForgotten) {
   settings_.checkpoint.min_interval = seconds(3600);
   settings_.log.min_interval = seconds(3600);
   ActionDispatcher actions(settings_, dir_.path(), "node-a", events_);
-  const std::string long_name(200, 'x');
+  const std::string long_pid(150, '7');  // long names, still a rank file's (digits)
   for (int round = 0; round < 40; ++round) {
     NodeView view;
     std::vector<Alert> alerts;
     for (int i = 0; i < 500; ++i) {
       RankView rank = view_.ranks[0];
-      rank.file_name = "rank" + std::to_string(round * 500 + i) + "-pid" + long_name.substr(0, 150) + ".fsr";
+      rank.file_name = "rank" + std::to_string(round * 500 + i) + "-pid" + long_pid + ".fsr";
       view.ranks.push_back(rank);
       Alert alert = alert_;
       alert.rank = rank;
@@ -408,6 +424,37 @@ TEST_F(ActionDispatcherTest, DrainGetsNoDescriptorOfTheAgentsAndAHungOneIsKilled
     std::this_thread::sleep_for(milliseconds(10));
     actions.reap(later + settings_.drain_timeout + seconds(1));
   }
+}
+
+// Review: the agent ignores SIGPIPE, and a spawned command keeps what its parent ignores: the drain ran with SIGPIPE
+// ignored (bit 12 of SigIgn), unlike the same command run by hand. It starts with SIGPIPE at its default and
+// nothing blocked, even when the agent's thread blocks signals.
+TEST_F(ActionDispatcherTest, DrainRunsWithTheDefaultSignalsAShellWouldGiveIt) {
+  settings_.checkpoint.enabled = false;
+  settings_.drain.enabled = true;
+  settings_.drain.rules = {Rule::kFragmentation};
+  settings_.drain_on_rank_files = true;
+  const auto status = dir_.path() / "status";
+  settings_.drain_command = {"sh", "-c", "grep -E '^Sig(Ign|Blk)' /proc/self/status > " + status.string()};
+  struct sigaction ignore {}, previous {};
+  ignore.sa_handler = SIG_IGN;
+  ASSERT_EQ(::sigaction(SIGPIPE, &ignore, &previous), 0);
+  sigset_t blocked, before;
+  sigemptyset(&blocked);
+  sigaddset(&blocked, SIGUSR1);
+  ASSERT_EQ(::pthread_sigmask(SIG_BLOCK, &blocked, &before), 0);
+  ActionDispatcher actions(settings_, dir_.path(), "node-a", events_);
+  actions.dispatch({alert_}, view_, t0_);
+  ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
+  ::sigaction(SIGPIPE, &previous, nullptr);
+  wait_for_drain_exit(actions);
+  std::istringstream lines(read_file(status));
+  for (std::string line; std::getline(lines, line);) {
+    const std::uint64_t mask = std::stoull(line.substr(line.find(':') + 1), nullptr, 16);
+    if (line.starts_with("SigIgn")) EXPECT_EQ(mask & (1ull << (SIGPIPE - 1)), 0u) << line;
+    if (line.starts_with("SigBlk")) EXPECT_EQ(mask, 0u) << line;
+  }
+  EXPECT_NE(read_file(status).find("SigBlk"), std::string::npos);
 }
 
 // The timeout is the drain policy's `timeout_seconds`: a real `sleep 30` is killed after 1 s.

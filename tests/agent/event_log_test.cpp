@@ -89,5 +89,12 @@ TEST(EventLogFileTest, AnUnopenablePathIsAOneLineError) {
             "/nonexistent/events.jsonl: cannot open the event log for appending: No such file or directory");
 }
 
+// A file name is any bytes: an event naming one that is not UTF-8 is still one line of JSON (nlohmann's dump throws
+// on it, which ended the agent).
+TEST(EventLineTest, InvalidUtf8BecomesTheReplacementCharacter) {
+  const std::string line = event_line({{"event", "checkpoint_request_removed"}, {"path", "/r/1000/\xff.fsr"}});
+  EXPECT_EQ(line, "{\"event\":\"checkpoint_request_removed\",\"path\":\"/r/1000/\xef\xbf\xbd.fsr\"}\n");
+}
+
 }  // namespace
 }  // namespace fragscope::agent

@@ -165,6 +165,18 @@ TEST_F(RankFileReaderTest, FifoIsRefusedWithoutBlocking) {
   EXPECT_EQ(reading.problem, "not a regular file");
 }
 
+// Only a rank file's name with the request's suffix is a checkpoint request: any other name ending so (a name is any
+// bytes; one that is not UTF-8 once ended the agent when its removal was logged) is not the agent's to remove.
+TEST_F(RankFileReaderTest, ACheckpointRequestIsARankFilesNameWithTheSuffix) {
+  for (const char* name : {"\xff.fsr.checkpoint", "notes.fsr.checkpoint", "rank1.fsr.checkpoint.tmp",
+                           "rank2-pid7.fsr.checkpoint.tmp", "rank2-pid7.fsr.checkpoint"})
+    std::ofstream(dir_.path() / name) << "1\n";
+  const auto scan = scan_rank_directory(dir_.path(), testing::unix_ns_now(), std::chrono::seconds(60));
+  auto found = scan.checkpoint_files;
+  std::sort(found.begin(), found.end());
+  EXPECT_EQ(found, (std::vector<std::string>{"rank2-pid7.fsr.checkpoint", "rank2-pid7.fsr.checkpoint.tmp"}));
+}
+
 TEST_F(RankFileReaderTest, ScanReadsOnlyRankFilesAndMarksStaleOnes) {
   write_full_record();
   std::ofstream(dir_.path() / "notes.txt") << "not a rank file";
