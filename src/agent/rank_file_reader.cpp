@@ -200,9 +200,10 @@ bool may_be_folder(const dirent& entry) { return entry.d_type == DT_DIR || entry
 /// Reads the candidate rank files of one folder into `scan`, within `budget`, from the listing
 /// position `resume_at` (0: the start), which it leaves where the budget ran out (0 when the
 /// listing was read to its end); at the root, collects the names of per-user folders into
-/// `user_folders`.
+/// `user_folders`. `torn_retries` is the scan's, shared by its folders (1,024 folders of torn files
+/// each read again would stretch a poll past /healthz's limit).
 void scan_folder(const std::filesystem::path& directory, const RankFolder& folder, const FolderBudget& budget,
-                 long& resume_at, RankScan& scan, std::vector<std::string>* user_folders) {
+                 long& resume_at, std::size_t& torn_retries, RankScan& scan, std::vector<std::string>* user_folders) {
   // A copy for fdopendir to take over (closedir closes it); close-on-exec, as all of the agent's.
   const int listing_fd = ::fcntl(folder.fd.get(), F_DUPFD_CLOEXEC, 0);
   struct CloseDir {
@@ -283,7 +284,6 @@ void scan_folder(const std::filesystem::path& directory, const RankFolder& folde
     scan.warnings.push_back(fmt::format("{}: uid {} has more than {} rank files here, only the newest read",
                                         folder_label(directory, folder), owner, kMaxRankFiles));
   }
-  std::size_t torn_retries = budget.torn_retries;
   for (const auto& leaf : kept) {
     RankFileReading reading = read_rank_file_at(folder.fd.get(), leaf, folder.owner, torn_retries > 0 ? 4 : 1);
     if (reading.state == RankFileState::kTorn && torn_retries > 0) --torn_retries;
@@ -446,7 +446,8 @@ RankScan RankDirectoryScanner::scan(std::uint64_t now_unix_ns, std::chrono::nano
   if (!root) return scan;
   std::vector<std::string> listed;
   const bool root_from_start = resume_at_[""] == 0;
-  scan_folder(directory_, *root, budget_, resume_at_[""], scan, &listed);
+  std::size_t torn_retries = budget_.torn_retries;
+  scan_folder(directory_, *root, budget_, resume_at_[""], torn_retries, scan, &listed);
   const bool root_listed_whole = root_from_start && resume_at_[""] == 0;
   std::set<std::string> user_folders(listed.begin(), listed.end());
   user_folders.insert(user_folders_.begin(), user_folders_.end());
@@ -460,7 +461,7 @@ RankScan RankDirectoryScanner::scan(std::uint64_t now_unix_ns, std::chrono::nano
     std::string problem;
     if (const auto folder = open_user_folder(root->fd.get(), name, problem)) {
       user_folders_.insert(name);
-      scan_folder(directory_, *folder, budget_, resume_at_[folder->prefix], scan, nullptr);
+      scan_folder(directory_, *folder, budget_, resume_at_[folder->prefix], torn_retries, scan, nullptr);
     } else {
       scan.warnings.push_back(fmt::format("{}/{} (skipped)", directory_.string(), problem));
     }

@@ -76,11 +76,13 @@ inline constexpr std::chrono::seconds kMaxUpdateAhead{10};
 
 /// @brief What one scan may spend on one folder (the root, or one per-user folder), so a folder
 /// flooded by whoever can write it costs a bounded poll and leaves the other folders' budgets
-/// whole. The defaults keep a poll of one flooded folder near 50 ms of CPU (docs/SECURITY.md).
+/// whole; torn retries are the scan's, shared by all its folders. The defaults keep a poll of one
+/// flooded folder near 50 ms of CPU (docs/SECURITY.md).
 struct FolderBudget {
   std::size_t entries = 65536;  ///< directory entries examined; a larger folder is listed on at the next scan
   std::size_t stats = 8192;     ///< lstat calls for rank-named files and would-be per-user folders, likewise
-  std::size_t torn_retries = 16;  ///< torn files read again (up to ~300 µs each); the others are torn at once
+  /// torn files read again (up to ~700 µs each), per scan: shared by all its folders; the others are torn at once
+  std::size_t torn_retries = 16;
 };
 
 /// @brief One scan of the rank directory.

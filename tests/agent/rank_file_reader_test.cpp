@@ -353,6 +353,32 @@ for r in range(2048):
   EXPECT_LT(took, std::chrono::milliseconds(400));  // was ~1.2 s here; 16 retried files take ~10 ms
 }
 
+// Review: the retries were a budget per folder, so 128 per-user folders of 16 torn files each were all read again
+// (a pod that may run as any uid makes as many folders). The scan's 16 retries are shared by all its folders.
+TEST_F(RankFileReaderTest, TornFilesInManyFoldersShareOneBudgetOfRetries) {
+  const TempDir tmpfs(testing::shared_memory_dir());
+  ASSERT_EQ(run_python(tmpfs, "D = '" + tmpfs.path().string() + R"('
+import struct
+for u in range(5000, 5128):
+    folder = os.path.join(D, str(u))
+    os.mkdir(folder, 0o700)
+    for r in range(16):
+        w = shm.RankFileWriter(folder, shm.RankRecord(pid=r, rank=r, update_unix_ns=time.time_ns()))
+        struct.pack_into('<Q', w._map, shm.SEQ_OFFSET, 3)  # a writer stopped mid-update, for good
+        w.close(remove=False)
+        os.chown(os.path.join(folder, shm.rank_file_name(r, r)), u, u)
+    os.chown(folder, u, u)
+)"),
+            0);
+  const auto started = std::chrono::steady_clock::now();
+  const auto scan = scan_rank_directory(tmpfs.path(), testing::unix_ns_now(), std::chrono::seconds(60));
+  const auto took = std::chrono::steady_clock::now() - started;
+  ASSERT_EQ(scan.readings.size(), 2048u);
+  EXPECT_TRUE(std::all_of(scan.readings.begin(), scan.readings.end(),
+                          [](const auto& r) { return r.state == RankFileState::kTorn && r.in_user_folder; }));
+  EXPECT_LT(took, std::chrono::milliseconds(400));  // ~1 s here with 16 retries per folder
+}
+
 TEST_F(RankFileReaderTest, AFolderPastItsBudgetIsListedOnAtTheNextScan) {
   const TempDir tmpfs(testing::shared_memory_dir());
   for (int i = 0; i < 300; ++i) std::ofstream(tmpfs.path() / ("junk" + std::to_string(i)));
