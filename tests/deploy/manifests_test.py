@@ -261,6 +261,8 @@ class AgentObjectsTest(unittest.TestCase):
         mounts = {m["name"]: m["mountPath"] for m in agent["volumeMounts"]}
         volumes = {v["name"]: v for v in spec["volumes"]}
         self.assertEqual(mounts["rank-files"], args["rank-dir"])
+        # It writes there only for checkpoint requests, off in the shipped config.
+        self.assertTrue(next(m for m in agent["volumeMounts"] if m["name"] == "rank-files")["readOnly"])
         # under /run, which only root writes: no user can make the folder first or make it a link
         self.assertEqual(volumes["rank-files"]["hostPath"]["path"], "/run/fragscope")
         self.assertEqual(args["config"], os.path.join(mounts["config"], "agent.toml"))
