@@ -66,7 +66,7 @@ std::string_view trimmed(std::string_view text) {
   return text.substr(first, text.find_last_not_of(" \t") - first + 1);
 }
 
-/// One header line; keeps the Host header's value in `head`.
+/// One header line; keeps the Host, Origin and Sec-Fetch-Site headers' values in `head`.
 std::optional<RequestHead> check_header_line(std::string_view line, RequestHead& head, bool& seen_host) {
   if (line.front() == ' ' || line.front() == '\t') return bad(400, "obsolete header line folding");
   const auto colon = line.find(':');
@@ -81,6 +81,10 @@ std::optional<RequestHead> check_header_line(std::string_view line, RequestHead&
     if (seen_host) return bad(400, "more than one Host header");
     seen_host = true;
     head.host = std::string(trimmed(value));
+  } else if (equals_ignoring_case(line.substr(0, colon), "origin") && head.origin.empty()) {
+    head.origin = std::string(trimmed(value));
+  } else if (equals_ignoring_case(line.substr(0, colon), "sec-fetch-site") && head.sec_fetch_site.empty()) {
+    head.sec_fetch_site = std::string(trimmed(value));
   }
   return std::nullopt;
 }

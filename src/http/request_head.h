@@ -25,6 +25,10 @@ struct RequestHead {
   std::string path;      ///< for kComplete: the target without its query, starting with '/'
   std::string query;     ///< for kComplete: what follows '?' in the target, up to any '#'
   std::string host;      ///< for kComplete: the Host header's value, trimmed ("" when absent)
+  std::string origin;    ///< for kComplete: the first Origin header's value, trimmed ("" when absent)
+  /// for kComplete: the first Sec-Fetch-Site header's value, trimmed ("" when absent): a browser says whether the
+  /// page that made the request is this server's ("same-origin"), none ("none": typed, a bookmark) or another's
+  std::string sec_fetch_site;
   std::size_t head_bytes = 0;  ///< for kComplete: bytes up to and including the blank line
 
   bool operator==(const RequestHead&) const = default;
@@ -37,7 +41,8 @@ struct RequestHead {
 /// character but tab. Everything else is kBad: a malformed line or header (400), another method
 /// (405), a head longer than `max_head_bytes` (431), another HTTP version (505). Obsolete line
 /// folding is refused, and so is a second Host header. Header values are not interpreted but
-/// Host's (kept for a server that checks who it is called as): the server answers and closes.
+/// Host's, Origin's and Sec-Fetch-Site's (kept for a server that checks who it is called as, and
+/// from which page): the server answers and closes.
 RequestHead parse_request_head(std::string_view received, std::size_t max_head_bytes = kMaxRequestHeadBytes);
 
 }  // namespace fragscope::http

@@ -242,15 +242,21 @@ class Server::Loop {
   }
 
   void respond(Connection& connection, const RequestHead& request) {
+    // The answers the server makes itself, which no handler hardens: never sniffed, never cached.
+    static constexpr std::string_view kOwnAnswerHeaders =
+        "X-Content-Type-Options: nosniff\r\nCache-Control: no-store\r\n";
     Response response;
     if (request.status == RequestHead::Status::kBad) {
       response = Response::text(request.error_status, request.error + "\n");
-      if (request.error_status == 405) response.extra_headers = "Allow: GET, HEAD\r\n";
+      response.extra_headers = kOwnAnswerHeaders;
+      if (request.error_status == 405) response.extra_headers += "Allow: GET, HEAD\r\n";
     } else {
       try {
-        response = server_.handler_(Request{request.method, request.path, request.query, request.host});
+        response = server_.handler_(
+            Request{request.method, request.path, request.query, request.host, request.origin, request.sec_fetch_site});
       } catch (const std::exception& e) {
         response = Response::text(500, fmt::format("the server failed: {}\n", e.what()));
+        response.extra_headers = kOwnAnswerHeaders;
       }
     }
     const std::size_t length = response.body ? response.body->size() : 0;

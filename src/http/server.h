@@ -39,6 +39,8 @@ struct Request {
   std::string path;    ///< starts with '/', no query
   std::string query;   ///< after '?', undecoded
   std::string host;    ///< the Host header, "" when absent
+  std::string origin;  ///< the Origin header, "" when absent
+  std::string sec_fetch_site;  ///< the Sec-Fetch-Site header, "" when absent (RequestHead says what it is)
 };
 
 /// @brief The handler's answer. A HEAD request gets the same headers and no body.

@@ -79,6 +79,11 @@ ViewedSnapshot& ViewEndpoint::snapshot_at(std::uint64_t id) const {
   return *snapshots_[id];
 }
 
+bool made_for_another_site(const http::Request& request) {
+  if (request.sec_fetch_site == "cross-site" || request.sec_fetch_site == "same-site") return true;
+  return !request.origin.empty() && request.origin != "http://" + request.host;
+}
+
 http::Response ViewEndpoint::handle(const http::Request& request) {
   const auto start = std::chrono::steady_clock::now();
   http::Response response;
@@ -87,6 +92,8 @@ http::Response ViewEndpoint::handle(const http::Request& request) {
   } else if (!host_names_this_server(request.host, port_)) {
     response = error_response(421, "this server answers only to its own address (Host: 127.0.0.1:PORT, "
                                     "localhost:PORT)");
+  } else if (request.path.starts_with("/api/") && made_for_another_site(request)) {
+    response = error_response(403, "the view answers only its own page, not another site's");
   } else {
     try {
       response = answer(request);
@@ -94,6 +101,8 @@ http::Response ViewEndpoint::handle(const http::Request& request) {
       response = error_response(refusal.status, refusal.reason);
     } catch (const InputError& e) {
       response = error_response(400, e.what());
+    } catch (const std::exception& e) {  // with the hardening headers, as every answer
+      response = error_response(500, e.what());
     }
   }
   response.extra_headers += kCommonHeaders;

@@ -6,7 +6,10 @@
 ///
 /// Hardening beside the server's own (http/server.h): a request whose Host is a DNS name other
 /// than localhost, or names another port, is refused (421), so a web page the browser visits
-/// cannot read the snapshot through DNS rebinding; every answer forbids framing, sniffing,
+/// cannot read the snapshot through DNS rebinding; an /api/ request a browser made for another
+/// site's page (Sec-Fetch-Site cross-site or same-site, or an Origin not this server's) is refused
+/// (403): such a page cannot read the answers, but it could start what-if replays and take the 16
+/// curves the view keeps; every answer forbids framing, sniffing,
 /// caching and referrers, and the page's Content-Security-Policy lets it load nothing and talk
 /// only to this server; parameters are read strictly (query_string.h) and bounded.
 /// Thread-safety: handle() runs on the server's thread only.
@@ -38,6 +41,11 @@ class ViewEndpoint {
   std::shared_ptr<const std::string> page_;
   std::atomic<int> port_{0};
 };
+
+/// @brief True when the browser says another site's page made `request` (its Sec-Fetch-Site is
+/// "cross-site" or "same-site", or its Origin is not "http://" + its Host); a request without
+/// either header (curl, a script) is not.
+bool made_for_another_site(const http::Request& request);
 
 /// @brief True when `host` (a Host header) names this server by an IP literal or "localhost",
 /// with `port` (or no port, for port 80).

@@ -35,6 +35,17 @@ TEST(RequestHeadTest, TheHostHeaderNameIsCaseInsensitiveAndMayAppearOnce) {
   EXPECT_EQ(twice.error, "more than one Host header");
 }
 
+// Which page made a request, for a server that answers only its own (the view's /api/).
+TEST(RequestHeadTest, OriginAndSecFetchSiteAreKeptTheFirstOfEach) {
+  const RequestHead head = parse_request_head(
+      "GET /api/whatif HTTP/1.1\r\nHost: 127.0.0.1:8123\r\nsec-fetch-site:  cross-site \r\n"
+      "Origin: https://evil.example\r\nOrigin: http://127.0.0.1:8123\r\n\r\n");
+  ASSERT_EQ(head.status, Status::kComplete) << head.error;
+  EXPECT_EQ(head.sec_fetch_site, "cross-site");
+  EXPECT_EQ(head.origin, "https://evil.example");
+  EXPECT_EQ(parse_request_head("GET / HTTP/1.1\r\n\r\n").origin, "");
+}
+
 TEST(RequestHeadTest, AnIncompleteHeadWaitsAndABadOneSaysWhy) {
   EXPECT_EQ(parse_request_head("GET /x HTTP/1.1\r\nHost: a").status, Status::kIncomplete);
   EXPECT_EQ(parse_request_head("PUT /x HTTP/1.1\r\n\r\n").error_status, 405);

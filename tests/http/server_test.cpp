@@ -65,6 +65,21 @@ TEST(HttpServerTest, AHandlerThatThrowsGivesA500NamingTheProblem) {
   EXPECT_EQ(answer.body, "the server failed: no such event\n");
 }
 
+// Review: the answers the server makes itself (a bad request, a handler that threw) went out without the
+// hardening headers every handler's answer carries.
+TEST(HttpServerTest, TheServersOwnAnswersAreNeverSniffedNorCached) {
+  Server server("127.0.0.1:0", [](const Request&) -> Response { throw std::runtime_error("no such event"); });
+  for (const std::string request : {"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", "GET / HTTP/1.1\r\n\r\n"}) {
+    const int fd = connect_loopback(server.port());
+    ::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+    std::string raw;
+    ASSERT_TRUE(read_until_closed(fd, raw, milliseconds(2000)));
+    ::close(fd);
+    EXPECT_TRUE(raw.starts_with("HTTP/1.1 400") || raw.starts_with("HTTP/1.1 500")) << raw;
+    EXPECT_NE(raw.find("X-Content-Type-Options: nosniff\r\nCache-Control: no-store\r\n"), std::string::npos) << raw;
+  }
+}
+
 TEST(HttpServerTest, PortInUseIsAClearInputError) {
   // Another process's listener, as a plain socket on a kernel-chosen port.
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);

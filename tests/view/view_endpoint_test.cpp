@@ -83,6 +83,25 @@ TEST_F(ViewEndpointTest, AnotherHostNameIsRefusedSoDnsRebindingReadsNothing) {
   EXPECT_FALSE(host_names_this_server("[::1", 80));
 }
 
+// Review: another site's page could not read the answers, but its requests started what-if replays until the 16
+// curves the view keeps were taken. A browser says which page made a request; the view's own page and tools that
+// say nothing (curl) are answered.
+TEST_F(ViewEndpointTest, ARequestAnotherSitesPageMadeIsRefused) {
+  const std::string host = "127.0.0.1:" + std::to_string(server_->port());
+  const auto with = [&](const std::string& target, const std::string& headers) {
+    return http_exchange(server_->port(), "GET " + target + " HTTP/1.1\r\nHost: " + host + "\r\n" + headers + "\r\n");
+  };
+  const auto refused = with("/api/whatif?config=max_split_size_mb:101", "Sec-Fetch-Site: cross-site\r\n");
+  EXPECT_EQ(refused.status, 403);
+  EXPECT_EQ(nlohmann::json::parse(refused.body)["error"], "the view answers only its own page, not another site's");
+  EXPECT_EQ(with("/api/snapshots", "Sec-Fetch-Site: same-site\r\n").status, 403);
+  EXPECT_EQ(with("/api/snapshots", "Origin: https://evil.example\r\n").status, 403);
+  EXPECT_EQ(with("/api/snapshots", "Sec-Fetch-Site: same-origin\r\nOrigin: http://" + host + "\r\n").status, 200);
+  EXPECT_EQ(with("/api/snapshots", "Sec-Fetch-Site: none\r\n").status, 200);
+  EXPECT_EQ(with("/api/snapshots", "").status, 200);
+  EXPECT_EQ(with("/", "Sec-Fetch-Site: cross-site\r\n").status, 200);  // a link to the page: it reads nothing
+}
+
 TEST_F(ViewEndpointTest, RequestsThePageNeverSendsAreRefusedWithTheReason) {
   EXPECT_EQ(get_json("/api/nothing", 404)["error"], "no such page: /api/nothing");
   EXPECT_EQ(get_json("/api/timeline?snapshot=1", 404)["error"], "no snapshot 1 (there are 1)");
