@@ -1,12 +1,13 @@
 #include "agent/agent_config.h"
 
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
+#include "util/bytes.h"
 #include "util/error.h"
+#include "util/input_file.h"
+#include "util/toml_key_depth.h"
 
 namespace fragscope::agent {
 namespace {
@@ -110,6 +111,7 @@ void read_policy(TableReader table, ActionPolicy& policy, bool can_dry_run) {
 }  // namespace
 
 AgentConfig parse_agent_config(std::string_view text, std::string_view source) {
+  refuse_deep_toml_keys(text, source);
   toml::table root;
   try {
     root = toml::parse(text, source);
@@ -159,12 +161,13 @@ AgentConfig parse_agent_config(std::string_view text, std::string_view source) {
   return config;
 }
 
+/// The largest agent config read (the shipped one is 2 KiB).
+constexpr std::uint64_t kMaxConfigBytes = 1 * kMiB;
+
 AgentConfig load_agent_config(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(fmt::format("{}: cannot open config file", path.string()));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_agent_config(text.str(), path.string());
+  // Through the one bounded opener: a FIFO, /dev/zero or a directory given as the config is an error, not a hang,
+  // unbounded memory, or the defaults taken silently.
+  return parse_agent_config(read_bounded(path.string(), kMaxConfigBytes, "an agent config"), path.string());
 }
 
 }  // namespace fragscope::agent

@@ -14,11 +14,16 @@ namespace fragscope::agent {
 namespace {
 
 FileDescriptor open_for_appending(const std::filesystem::path& path) {
-  FileDescriptor fd(::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600));
+  // Not waiting for a reader: a FIFO nobody reads is an error (ENXIO), not an agent that never starts.
+  FileDescriptor fd(
+      ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK, 0600));
   if (!fd) {
-    const std::string reason = errno == ELOOP ? "a symbolic link (never followed)" : std::strerror(errno);
+    const std::string reason = errno == ELOOP    ? "a symbolic link (never followed)"
+                               : errno == ENXIO ? "a pipe no process reads"
+                                                : std::strerror(errno);
     throw InputError(fmt::format("{}: cannot open the event log for appending: {}", path.string(), reason));
   }
+  ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
   return fd;
 }
 

@@ -439,6 +439,9 @@ BlockHandle CachingAllocator::find_expandable_block(std::uint32_t pool_id, std::
 
 BlockHandle CachingAllocator::try_allocate_expandable_block(std::uint32_t pool,
                                                             std::uint64_t size) {
+  // A segment's range is the device's whole memory: a larger request fits in none. On a device mapping it fails
+  // first; under an unlimited capacity (plan's first replay) the walk below would run past the segment's end.
+  if (size > expandable_range_size(expandable_page(pools_[pool]))) return kNone;
   BlockHandle candidate = find_expandable_block(pool, size);
   // candidate is: unmapped → end, unmapped → free → …, or free → unmapped → …
   if (!blocks_[candidate].mapped &&

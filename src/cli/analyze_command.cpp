@@ -40,7 +40,9 @@ void run_analyze(const AnalyzeOptions& o, RunState& state) {
     throw InputError(fmt::format("{}: no segments or trace for device {} (it has device{} {})", o.path, *o.device,
                                  analysis.devices.size() == 1 ? "" : "s", fmt::join(analysis.devices, ", ")));
   if (o.json) {
-    std::cout << report::analyze_json(analysis, o.path).dump(1) << '\n';
+    // A file name or a frame's is any bytes: invalid UTF-8 is replaced, not an internal error.
+    std::cout << report::analyze_json(analysis, o.path).dump(1, ' ', false, nlohmann::json::error_handler_t::replace)
+              << '\n';
   } else {
     report::write_analyze_text(std::cout, analysis, o.path, {o.map_rows, 64});
   }

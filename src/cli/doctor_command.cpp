@@ -42,7 +42,9 @@ void run_doctor_command(const DoctorFlags& f, RunState& state) {
     write_output_file(f.html, html.str(), inputs.files, "the HTML report");
   }
   if (f.json) {
-    std::cout << report::doctor_json(diagnosis).dump(1) << '\n';
+    // A file name or a frame's is any bytes: invalid UTF-8 is replaced, not an internal error.
+    std::cout << report::doctor_json(diagnosis).dump(1, ' ', false, nlohmann::json::error_handler_t::replace)
+              << '\n';
   } else {
     report::write_doctor_text(std::cout, diagnosis);
   }

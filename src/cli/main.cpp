@@ -2,6 +2,7 @@
 #include <exception>
 #include <iostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
@@ -26,8 +27,21 @@ std::string version_line() {
   return fmt::format("fragscope {} (revision {})", info.version, info.revision);
 }
 
+/// An error quotes its input (a key, a value, a file name): control characters become '?' so it stays one line and
+/// moves no terminal cursor, and it is cut at kMaxErrorBytes (a 900 KB value echoed whole is no message).
+std::string one_line(std::string_view message) {
+  constexpr std::size_t kMaxErrorBytes = 2000;
+  std::string line;
+  for (const char c : message.substr(0, kMaxErrorBytes)) {
+    const auto byte = static_cast<unsigned char>(c);
+    line.push_back(byte < 0x20 || byte == 0x7f ? '?' : c);
+  }
+  if (message.size() > kMaxErrorBytes) line += "...";
+  return line;
+}
+
 int fail(const std::string& message, int status) {
-  std::fputs(fmt::format("fragscope: error: {}\n", message).c_str(), stderr);
+  std::fputs(fmt::format("fragscope: error: {}\n", one_line(message)).c_str(), stderr);
   return status;
 }
 
@@ -83,7 +97,7 @@ int main(int argc, char** argv) {
   } catch (const std::bad_alloc&) {
     return fail("out of memory", 2);
   } catch (const std::exception& e) {
-    std::fputs(fmt::format("fragscope: internal error: {}\n", e.what()).c_str(), stderr);
+    std::fputs(fmt::format("fragscope: internal error: {}\n", one_line(e.what())).c_str(), stderr);
     return 3;
   }
   return state.exit_code;

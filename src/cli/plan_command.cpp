@@ -46,7 +46,9 @@ void run_plan(const PlanOptions& o, RunState& state) {
     write_output_file(o.criteria_out, criteria.str(), job ? std::span(&*job, 1) : std::span<const FileIdentity>{},
                       "the criteria file");
   }
-  if (o.json) std::cout << report::plan_json(spec, job_plan).dump(2) << '\n';
+  if (o.json)
+    std::cout << report::plan_json(spec, job_plan).dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+              << '\n';
   else report::write_plan_text(std::cout, spec, job_plan);
   state.exit_code = job_plan.exit_status;
 }

@@ -38,7 +38,9 @@ void run_replay_command(const ReplayFlags& f, RunState& state) {
   const replay::ReplaySummary summary = replay::summarize_replay(trace, f.alloc_conf, capacity, bar.progress());
   bar.close();
   if (f.json) {
-    std::cout << report::replay_json(summary).dump(1) << '\n';
+    // A file name or a frame's is any bytes: invalid UTF-8 is replaced, not an internal error.
+    std::cout << report::replay_json(summary).dump(1, ' ', false, nlohmann::json::error_handler_t::replace)
+              << '\n';
   } else {
     report::write_replay_text(std::cout, summary);
   }

@@ -45,7 +45,9 @@ void run_whatif_command(const WhatIfFlags& f, RunState& state) {
       replay::sweep_at_capacity(trace, replay::resolve_capacity(trace, request), options, std::move(extra));
   bar.close();
   if (f.json) {
-    std::cout << report::whatif_json(trace, report).dump(1) << '\n';
+    // A file name or a frame's is any bytes: invalid UTF-8 is replaced, not an internal error.
+    std::cout << report::whatif_json(trace, report).dump(1, ' ', false, nlohmann::json::error_handler_t::replace)
+              << '\n';
   } else {
     report::write_whatif_text(std::cout, trace, report);
   }

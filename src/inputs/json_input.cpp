@@ -15,10 +15,19 @@ std::string json_error_text(const nlohmann::json::exception& error) {
   return printable_excerpt(text, 300);
 }
 
+nlohmann::json parse_json(std::string_view text) {
+  const auto bounded = [](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+    if (depth > kMaxJsonDepth)
+      throw nlohmann::json::parse_error::create(101, 0, fmt::format("nested deeper than {}", kMaxJsonDepth), nullptr);
+    return true;
+  };
+  return nlohmann::json::parse(text.begin(), text.end(), bounded);
+}
+
 nlohmann::json parse_json_object(std::string_view text, std::string_view source, std::string_view what) {
   nlohmann::json document;
   try {
-    document = nlohmann::json::parse(text.begin(), text.end());
+    document = parse_json(text);
   } catch (const nlohmann::json::exception& e) {
     throw InputError(fmt::format("{}: invalid JSON: {}", source, json_error_text(e)));
   }

@@ -11,6 +11,15 @@
 
 namespace fragscope::inputs {
 
+/// @brief The deepest nesting a JSON input may have: no memory_stats, criteria or steps.jsonl record nests past 3,
+/// and nlohmann's dump() recurses (100,000 nested arrays in a 200 KB line overflowed the stack).
+inline constexpr int kMaxJsonDepth = 64;
+
+/// @brief nlohmann::json::parse of `text`, refusing nesting deeper than kMaxJsonDepth as a parse error
+/// ("nested deeper than 64").
+/// @throws nlohmann::json::parse_error
+nlohmann::json parse_json(std::string_view text);
+
 /// @brief Parses one JSON document (no comments, no NaN) that must be an object.
 /// @param what names the document in the error ("memory_stats", "acceptance criteria").
 /// @throws InputError "SOURCE: invalid JSON: parse error at line L, column C: ..." or

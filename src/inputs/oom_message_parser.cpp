@@ -136,7 +136,9 @@ bool starts_new_record(std::string_view line) {
          line.starts_with("During handling") || line.find("out of memory") != std::string_view::npos;
 }
 
-#define FS_SIZE R"(([0-9]+(?:\.[0-9]+)?) ?(bytes|B|[KMGTP]i?B))"
+// At most 20 digits a part (no size has more): std::regex backtracks, and unbounded runs made a log of long
+// digit strings quadratic (a 600 KB log of 10 such lines took 50 s).
+#define FS_SIZE R"(([0-9]{1,20}(?:\.[0-9]{1,20})?) ?(bytes|B|[KMGTP]i?B))"
 
 std::optional<std::uint64_t> size_of(const std::smatch& m, std::size_t group) {
   return parse_bytes(m[group].str() + " " + m[group + 1].str());
@@ -234,6 +236,7 @@ void OomMessageScanner::judge_first() {
 }
 
 void OomMessageScanner::judge(std::string_view raw) {
+  if (found_.size() >= kMaxOomMessages) return;  // enough kept: the rest is not parsed at all
   if (raw.find("out of memory") == std::string_view::npos) return;  // fast path
   const LogLine first = split_rank_prefix(strip_control(raw));
   const auto oom_at = first.text.find("out of memory");
@@ -250,7 +253,7 @@ void OomMessageScanner::judge(std::string_view raw) {
     joined += content;
   }
   auto msg = parse_oom_message(joined);
-  if (!msg || found_.size() >= kMaxOomMessages) return;  // not an allocator OOM, or enough kept
+  if (!msg) return;  // not an allocator OOM
   msg->line = line_no_;
   msg->rank = first.rank;
   msg->raised_in_c_shim = first.text.substr(0, oom_at).find(kCShimLogPrefix) != std::string::npos;

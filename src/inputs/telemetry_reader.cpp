@@ -79,7 +79,7 @@ StepRecord parse_step_record(std::string_view json_line, std::string_view source
   const LineContext ctx(source, line);
   nlohmann::json object;
   try {
-    object = nlohmann::json::parse(json_line.begin(), json_line.end());
+    object = parse_json(json_line);
   } catch (const nlohmann::json::exception& e) {
     ctx.fail(fmt::format("invalid JSON: {}", json_error_text(e)));
   }
@@ -122,7 +122,7 @@ namespace {
 // string, an object: it wanted more), not on one of them.
 bool ends_too_soon(std::string_view text) {
   try {
-    [[maybe_unused]] const auto parsed = nlohmann::json::parse(text.begin(), text.end());
+    [[maybe_unused]] const auto parsed = parse_json(text);
   } catch (const nlohmann::json::parse_error& e) {
     return e.byte > text.size();
   }

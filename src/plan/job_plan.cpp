@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "alloc/device_memory.h"
 #include "util/bytes.h"
+#include "util/error.h"
 
 namespace fragscope::plan {
 
@@ -32,7 +34,9 @@ std::string verdict_text(const MemoryEstimate& e) {
                      format_bytes(e.usable_bytes));
 }
 
-JobPlan plan_job(const JobSpec& spec, const PlanRequest& request) {
+namespace {
+
+JobPlan plan_within_address_space(const JobSpec& spec, const PlanRequest& request) {
   JobPlan plan;
   plan.estimate = estimate_memory(spec);
   plan.assumptions = assumptions(spec);
@@ -59,6 +63,16 @@ JobPlan plan_job(const JobSpec& spec, const PlanRequest& request) {
   if (request.largest_fit) plan.largest = largest_fit(spec);
   plan.exit_status = runnable_ok ? 0 : 1;
   return plan;
+}
+
+}  // namespace
+
+JobPlan plan_job(const JobSpec& spec, const PlanRequest& request) {
+  try {
+    return plan_within_address_space(spec, request);
+  } catch (const alloc::AddressSpaceExhausted& e) {  // a spec of absurd sizes: its input's fault, said so
+    throw InputError(fmt::format("{}: {}", spec.source, e.what()));
+  }
 }
 
 }  // namespace fragscope::plan

@@ -11,6 +11,7 @@
 #include "util/error.h"
 #include "util/gpu_catalog.h"
 #include "util/input_file.h"
+#include "util/toml_key_depth.h"
 
 namespace fragscope::plan {
 
@@ -253,6 +254,7 @@ void apply_override(toml::table& root, const std::string& override_text) {
     throw InputError(fmt::format("{}: expected table.key=value with table one of model, training, eval, parallel, "
                                  "hardware",
                                  where));
+  refuse_deep_toml_keys(value, where);
   toml::table parsed;
   try {
     parsed = toml::parse("v = " + value);
@@ -392,6 +394,7 @@ void validate(const JobSpec& spec) {
 JobSpec parse_job_spec(std::string_view toml_text, std::string_view source_name,
                        std::span<const std::string> overrides) {
   const std::string source(source_name);
+  refuse_deep_toml_keys(toml_text, source);
   toml::table root;
   try {
     root = toml::parse(toml_text, source_name);

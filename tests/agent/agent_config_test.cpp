@@ -105,6 +105,29 @@ TEST(AgentConfigTest, MistakesAreOneLineErrorsNamingTheKey) {
   EXPECT_EQ(error_of("[thresholds\n").rfind("agent.toml:1:", 0), 0u);
 }
 
+// Review: the config was read with std::ifstream: /dev/zero grew without bound, and a directory started the agent
+// on the defaults without a word. Deep dotted keys overflowed toml++'s recursion (SIGSEGV).
+TEST(AgentConfigTest, SpecialFilesAndDeepKeysAreOneLineErrors) {
+  const auto error_of = [](const std::string& path) {
+    try {
+      load_agent_config(path);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error_of("/dev/zero"), "/dev/zero: cannot read: is a character device, not a file");
+  EXPECT_EQ(error_of(FRAGSCOPE_SOURCE_DIR "/deploy"), FRAGSCOPE_SOURCE_DIR "/deploy: cannot read: is a directory");
+  std::string deep = "a";
+  for (int i = 0; i < 100'000; ++i) deep += ".a";
+  try {
+    parse_agent_config(deep + " = 1\n", "deep.toml");
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "deep.toml: line 1: a dotted key or table header of more than 32 parts");
+  }
+}
+
 TEST(AgentConfigTest, MissingFileIsAnInputError) {
   EXPECT_THROW(load_agent_config("/nonexistent/agent.toml"), InputError);
 }

@@ -84,6 +84,14 @@ TEST(EventLogFileTest, ALinkPlantedAtThePathIsNeverFollowed) {
   EXPECT_EQ(read_file(dir.path() / "victim"), "precious\n");
 }
 
+// Review: an event log path that is a FIFO nobody reads blocked the agent before it listened.
+TEST(EventLogFileTest, APipeNobodyReadsIsAnErrorNotAHang) {
+  const TempDir dir;
+  const auto fifo = dir.path() / "events";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(error_of(fifo), fifo.string() + ": cannot open the event log for appending: a pipe no process reads");
+}
+
 TEST(EventLogFileTest, AnUnopenablePathIsAOneLineError) {
   EXPECT_EQ(error_of("/nonexistent/events.jsonl"),
             "/nonexistent/events.jsonl: cannot open the event log for appending: No such file or directory");

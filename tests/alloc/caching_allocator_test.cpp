@@ -284,6 +284,15 @@ TEST(CachingAllocatorTest, WithoutAFractionGarbageCollectionIsOff) {
   EXPECT_EQ(log[0].action, SegmentAction::kAlloc);
 }
 
+// A hostile plan (micro_batch_size = 1000000) asked the unlimited first replay for 62.50 TiB at once: the walk over
+// the new segment's blocks ran past its end (SIGSEGV). A request larger than a segment's whole range fits in none.
+TEST(CachingAllocatorTest, AnExpandableRequestLargerThanTheSegmentsRangeIsRefused) {
+  Harness h("expandable_segments:True");
+  EXPECT_EQ(h.model.malloc(64ull << 40, 0), kNoBlock);  // 64 TiB: the default device is 1 TiB
+  EXPECT_EQ(h.stats().reserved_bytes, 0u);
+  EXPECT_NE(h.model.malloc(5 * kMiB, 0), kNoBlock);  // and the model goes on as before
+}
+
 TEST(CachingAllocatorTest, ExpandableSegmentsMapPagesOnDemand) {
   Harness h("expandable_segments:True");
   const BlockHandle a = h.model.malloc(5 * kMiB, 0);

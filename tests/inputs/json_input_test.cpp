@@ -40,6 +40,14 @@ TEST(ParseJsonObject, TruncatedTextSaysWhereOnOneLine) {
   EXPECT_EQ(e.find('\n'), std::string::npos);
 }
 
+// Review: 100,000 nested arrays (200 KB) parsed, then overflowed the stack in nlohmann's recursive dump(): rc 139.
+TEST(ParseJsonObject, NestingDeeperThan64IsAParseError) {
+  const std::string deep = "{\"version\":1,\"x\":" + std::string(100'000, '[') + std::string(100'000, ']') + "}";
+  EXPECT_EQ(error_of(deep), "run/stats.json: invalid JSON: parse error: nested deeper than 64");
+  const std::string fine = "{\"x\":" + std::string(60, '[') + std::string(60, ']') + "}";
+  EXPECT_NO_THROW(parse_json_object(fine, "run/stats.json", "memory_stats"));
+}
+
 TEST(ParseJsonObject, OtherDocumentsNameTheTypeFound) {
   EXPECT_EQ(error_of("[1, 2]"), "run/stats.json: memory_stats must be a JSON object, found array");
   EXPECT_EQ(error_of("42"), "run/stats.json: memory_stats must be a JSON object, found number");

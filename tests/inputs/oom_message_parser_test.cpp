@@ -1,6 +1,7 @@
 // OOM message parsing: the real messages of every OOM fixture, older PyTorch formats, and logs.
 #include "inputs/oom_message_parser.h"
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -65,6 +66,16 @@ TEST(OomMessageParser, EveryFixtureMessageMatchesTheRecordedTruth) {
     EXPECT_FALSE(msg->allowed.has_value());
     EXPECT_FALSE(msg->private_pools.has_value());
   }
+}
+
+// Review: sizes of 60,000 digits made std::regex backtrack quadratically (a 600 KB log of 10 such lines: 50 s).
+// No size has more than 20 digits: such a line is no allocator OOM message, and is judged at once.
+TEST(OomMessageParser, AThousandDigitSizeIsNoSizeAndCostsNoTime) {
+  std::string log;
+  for (int i = 0; i < 10; ++i) log += "CUDA out of memory. Tried to allocate " + std::string(60'000, '9') + " MiB. GPU 0\n";
+  const auto started = std::chrono::steady_clock::now();
+  EXPECT_TRUE(find_oom_messages(log).empty() || !find_oom_messages(log).front().tried_to_allocate);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(2));
 }
 
 TEST(OomMessageParser, FragOom104FiguresExactly) {

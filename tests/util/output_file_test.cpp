@@ -3,6 +3,7 @@
 #include "util/output_file.h"
 
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -52,6 +53,15 @@ TEST(OutputFile, WritesAndReplacesWholeFiles) {
   write_output_file(report, "second", {}, "the report");
   EXPECT_EQ(slurp(report), "second");
   EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1) << "a temporary was left";
+}
+
+// Review: an output path that is a FIFO nobody reads blocked open(2) for good.
+TEST(OutputFile, APipeNobodyReadsIsAnErrorNotAHang) {
+  const fs::path dir = scratch("fifo");
+  const fs::path fifo = dir / "report.html";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(error_of([&] { write_output_file(fifo.string(), "<html/>", {}, "the HTML report"); }),
+            fifo.string() + ": cannot write the HTML report (a pipe no process reads)");
 }
 
 TEST(OutputFile, NeverOverwritesAnInputWhateverThePathSays) {
