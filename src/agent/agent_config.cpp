@@ -1,6 +1,5 @@
 #include "agent/agent_config.h"
 
-
 #include <fmt/format.h>
 #include <toml++/toml.h>
 

@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "cli/commands.h"
+#include "cli/json_output.h"
 #include "cli/flag_checks.h"
 #include "cli/max_memory_option.h"
 #include "cli/progress_bar.h"
@@ -40,9 +41,7 @@ void run_analyze(const AnalyzeOptions& o, RunState& state) {
     throw InputError(fmt::format("{}: no segments or trace for device {} (it has device{} {})", o.path, *o.device,
                                  analysis.devices.size() == 1 ? "" : "s", fmt::join(analysis.devices, ", ")));
   if (o.json) {
-    // A file name or a frame's is any bytes: invalid UTF-8 is replaced, not an internal error.
-    std::cout << report::analyze_json(analysis, o.path).dump(1, ' ', false, nlohmann::json::error_handler_t::replace)
-              << '\n';
+    print_json(report::analyze_json(analysis, o.path), 1);
   } else {
     report::write_analyze_text(std::cout, analysis, o.path, {o.map_rows, 64});
   }

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/json_output.h"
 #include "diagnose/acceptance_check.h"
 #include "inputs/acceptance_criteria.h"
 #include "report/acceptance_report.h"
@@ -27,10 +28,7 @@ void run_check(const CheckOptions& o, RunState& state) {
   const diagnose::CheckReport report =
       diagnose::check_acceptance(criteria, diagnose::read_check_input(o.telemetry, o.smi), o.allow_unevaluated);
   if (o.json) {
-    // Two-space indent; text from the telemetry that is not UTF-8 is replaced, not thrown on.
-    std::cout << report::check_json(report, criteria, criteria_source)
-                     .dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
-              << '\n';
+    print_json(report::check_json(report, criteria, criteria_source), 2);
   } else {
     report::write_check_table(std::cout, report, criteria_source);
   }

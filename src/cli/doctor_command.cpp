@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/json_output.h"
 #include "cli/flag_checks.h"
 #include "cli/max_memory_option.h"
 #include "cli/progress_bar.h"
@@ -42,9 +43,7 @@ void run_doctor_command(const DoctorFlags& f, RunState& state) {
     write_output_file(f.html, html.str(), inputs.files, "the HTML report");
   }
   if (f.json) {
-    // A file name or a frame's is any bytes: invalid UTF-8 is replaced, not an internal error.
-    std::cout << report::doctor_json(diagnosis).dump(1, ' ', false, nlohmann::json::error_handler_t::replace)
-              << '\n';
+    print_json(report::doctor_json(diagnosis), 1);
   } else {
     report::write_doctor_text(std::cout, diagnosis);
   }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/json_output.h"
 #include "cli/flag_checks.h"
 #include "inputs/acceptance_criteria.h"
 #include "plan/canary_plan.h"
@@ -46,9 +47,7 @@ void run_plan(const PlanOptions& o, RunState& state) {
     write_output_file(o.criteria_out, criteria.str(), job ? std::span(&*job, 1) : std::span<const FileIdentity>{},
                       "the criteria file");
   }
-  if (o.json)
-    std::cout << report::plan_json(spec, job_plan).dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
-              << '\n';
+  if (o.json) print_json(report::plan_json(spec, job_plan), 2);
   else report::write_plan_text(std::cout, spec, job_plan);
   state.exit_code = job_plan.exit_status;
 }

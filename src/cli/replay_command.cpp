@@ -5,6 +5,7 @@
 #include "alloc/alloc_config.h"
 #include "cli/capacity_options.h"
 #include "cli/commands.h"
+#include "cli/json_output.h"
 #include "cli/flag_checks.h"
 #include "cli/max_memory_option.h"
 #include "cli/progress_bar.h"
@@ -38,9 +39,7 @@ void run_replay_command(const ReplayFlags& f, RunState& state) {
   const replay::ReplaySummary summary = replay::summarize_replay(trace, f.alloc_conf, capacity, bar.progress());
   bar.close();
   if (f.json) {
-    // A file name or a frame's is any bytes: invalid UTF-8 is replaced, not an internal error.
-    std::cout << report::replay_json(summary).dump(1, ' ', false, nlohmann::json::error_handler_t::replace)
-              << '\n';
+    print_json(report::replay_json(summary), 1);
   } else {
     report::write_replay_text(std::cout, summary);
   }

@@ -4,6 +4,7 @@
 
 #include "cli/capacity_options.h"
 #include "cli/commands.h"
+#include "cli/json_output.h"
 #include "cli/flag_checks.h"
 #include "cli/max_memory_option.h"
 #include "cli/progress_bar.h"
@@ -45,9 +46,7 @@ void run_whatif_command(const WhatIfFlags& f, RunState& state) {
       replay::sweep_at_capacity(trace, replay::resolve_capacity(trace, request), options, std::move(extra));
   bar.close();
   if (f.json) {
-    // A file name or a frame's is any bytes: invalid UTF-8 is replaced, not an internal error.
-    std::cout << report::whatif_json(trace, report).dump(1, ' ', false, nlohmann::json::error_handler_t::replace)
-              << '\n';
+    print_json(report::whatif_json(trace, report), 1);
   } else {
     report::write_whatif_text(std::cout, trace, report);
   }

@@ -25,7 +25,8 @@ ListOpProjection project_failing_list_op(const snapshot::Snapshot& snapshot, int
   ListOpProjection p;
   const auto trace = snapshot.trace(device);
   const snapshot::TraceEvent& oom = trace[oom_index];
-  if (oom.stack == 0 || !made_by_optimizer(snapshot, oom.stack)) {
+  const std::optional<std::size_t> first = optimizer_step_start(snapshot, trace, oom_index);
+  if (!first) {
     p.unavailable_reason = "the failing malloc was not made by torch/optim code";
     return p;
   }
@@ -33,13 +34,7 @@ ListOpProjection project_failing_list_op(const snapshot::Snapshot& snapshot, int
   // Sizes per allocation site over the optimizer step that ends at the OOM, in order.
   std::unordered_map<StackId, std::vector<std::uint64_t>> sizes;
   std::vector<StackId> sites;  // in order of first allocation
-  std::size_t first = oom_index;
-  while (first > 0) {
-    const snapshot::TraceEvent& e = trace[first - 1];
-    if (e.action == TraceAction::kAlloc && e.stack != 0 && !made_by_optimizer(snapshot, e.stack)) break;
-    --first;
-  }
-  for (std::size_t i = first; i < oom_index; ++i) {
+  for (std::size_t i = *first; i < oom_index; ++i) {
     const snapshot::TraceEvent& e = trace[i];
     if (e.action != TraceAction::kAlloc || e.stack == 0) continue;
     auto [it, added] = sizes.try_emplace(e.stack);

@@ -82,15 +82,7 @@ std::vector<MemoryAdvice> memory_advice(const snapshot::Snapshot& snapshot, int 
   // The optimizer step the OOM is in: the run of allocations by torch/optim code that ends at it (none when the
   // OOM is elsewhere). A foreach block live from before it outlived its step: state (SGD's momentum), not a
   // temporary.
-  std::size_t step_start = oom_index + 1;
-  if (trace[oom_index].stack != 0 && made_by_optimizer(snapshot, trace[oom_index].stack)) {
-    step_start = oom_index;
-    while (step_start > 0) {
-      const snapshot::TraceEvent& e = trace[step_start - 1];
-      if (e.action == snapshot::TraceAction::kAlloc && e.stack != 0 && !made_by_optimizer(snapshot, e.stack)) break;
-      --step_start;
-    }
-  }
+  const std::size_t step_start = optimizer_step_start(snapshot, trace, oom_index).value_or(oom_index + 1);
   std::uint64_t foreach_state = 0;
   std::unordered_map<snapshot::StackId, Site> sites;
   std::unordered_map<snapshot::StackId, bool> eval_stacks;

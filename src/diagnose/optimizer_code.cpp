@@ -16,4 +16,16 @@ bool made_by_optimizer(const snapshot::Snapshot& snapshot, snapshot::StackId sta
   return false;
 }
 
+std::optional<std::size_t> optimizer_step_start(const snapshot::Snapshot& snapshot,
+                                                std::span<const snapshot::TraceEvent> trace, std::size_t oom_index) {
+  if (trace[oom_index].stack == 0 || !made_by_optimizer(snapshot, trace[oom_index].stack)) return std::nullopt;
+  std::size_t first = oom_index;
+  while (first > 0) {
+    const snapshot::TraceEvent& e = trace[first - 1];
+    if (e.action == snapshot::TraceAction::kAlloc && e.stack != 0 && !made_by_optimizer(snapshot, e.stack)) break;
+    --first;
+  }
+  return first;
+}
+
 }  // namespace fragscope::diagnose

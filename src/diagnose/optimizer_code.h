@@ -9,6 +9,10 @@
 /// comes before any frame outside torch (the caller's own code).
 /// Thread-safety: a pure function.
 
+#include <cstddef>
+#include <optional>
+#include <span>
+
 #include "snapshot/snapshot.h"
 
 namespace fragscope::diagnose {
@@ -16,5 +20,11 @@ namespace fragscope::diagnose {
 /// @brief True when `stack`'s innermost Python frames outside torch's other modules are in
 /// `torch/optim/` (see the file comment).
 bool made_by_optimizer(const snapshot::Snapshot& snapshot, snapshot::StackId stack);
+
+/// @brief The first event of the optimizer step that ends at `trace[oom_index]`: the run of allocations made by
+/// the optimizer's code up to it (allocations without frames do not break it); nullopt when the optimizer did not
+/// make the failing allocation.
+std::optional<std::size_t> optimizer_step_start(const snapshot::Snapshot& snapshot,
+                                                std::span<const snapshot::TraceEvent> trace, std::size_t oom_index);
 
 }  // namespace fragscope::diagnose
