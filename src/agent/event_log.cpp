@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "util/blocking_io.h"
 #include "util/error.h"
 
 namespace fragscope::agent {
@@ -17,13 +18,12 @@ FileDescriptor open_for_appending(const std::filesystem::path& path) {
   // Not waiting for a reader: a FIFO nobody reads is an error (ENXIO), not an agent that never starts.
   FileDescriptor fd(
       ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK, 0600));
-  if (!fd) {
+  if (!fd || !make_blocking(fd.get())) {
     const std::string reason = errno == ELOOP    ? "a symbolic link (never followed)"
                                : errno == ENXIO ? "a pipe no process reads"
                                                 : std::strerror(errno);
     throw InputError(fmt::format("{}: cannot open the event log for appending: {}", path.string(), reason));
   }
-  ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
   return fd;
 }
 

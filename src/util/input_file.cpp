@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "util/blocking_io.h"
 #include "util/bytes.h"
 #include "util/error.h"
 
@@ -130,9 +131,7 @@ InputFile open_input(const std::string& path) {
   file.regular_ = S_ISREG(info.st_mode);
   if (file.regular_ && on_pseudo_file_system(file.fd_))
     cannot_read(path, "is a file of /proc or /sys, not an artifact");
-  // Reads block again: a pipe's writer may be slower than its reader.
-  const int flags = ::fcntl(file.fd_, F_GETFL);
-  if (flags < 0 || ::fcntl(file.fd_, F_SETFL, flags & ~O_NONBLOCK) != 0) cannot_open(path);
+  if (!make_blocking(file.fd_)) cannot_open(path);
   file.size_ = file.regular_ ? static_cast<std::uint64_t>(info.st_size) : 0;
   file.device_ = static_cast<std::uint64_t>(info.st_dev);
   file.inode_ = static_cast<std::uint64_t>(info.st_ino);

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "util/blocking_io.h"
 #include "util/error.h"
 
 namespace fragscope {
@@ -51,10 +52,14 @@ void write_output_file(const std::string& path, std::string_view content, std::s
       throw InputError(fmt::format("{}: refusing to write {} onto an input", path, what));
     if (S_ISDIR(info.st_mode)) cannot_write(path, what, "is a directory");
     if (!S_ISREG(info.st_mode)) {  // a device or a pipe: written in place
-      // Not waiting for a reader: a FIFO nobody reads is an error (ENXIO), not a hang; then writes block as usual.
+      // Not waiting for a reader: a FIFO nobody reads is an error (ENXIO), not a hang.
       const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
       if (fd < 0) cannot_write(path, what, errno == ENXIO ? "a pipe no process reads" : std::strerror(errno));
-      ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+      if (!make_blocking(fd)) {
+        const int error = errno;
+        ::close(fd);
+        cannot_write(path, what, std::strerror(error));
+      }
       const std::string failed = write_all(fd, content);
       const bool closed = ::close(fd) == 0;
       if (!failed.empty()) cannot_write(path, what, failed);
