@@ -8,7 +8,9 @@ import contextlib
 import ctypes
 import dataclasses
 import errno
+import math
 import mmap
+import operator
 import os
 import re
 import struct
@@ -102,12 +104,26 @@ class RankRecord:
 
 
 def _in_range(code: str, value):
-    """`value` clamped to what a field of struct code `code` holds: one odd value (a negative token count) would
-    otherwise fail the packing, and a rank file that fails to publish is withdrawn for the rest of the job."""
+    """`value` as a field of struct code `code` holds it: one odd value (a negative token count, a float or a NaN
+    given for a count, a string) would otherwise fail the packing, and a rank file that fails to publish is
+    withdrawn for the rest of the job. What is no number counts 0."""
+    if code == "d":
+        return _number(value)
     if code not in INTEGER_RANGES:
         return value
     low, high = INTEGER_RANGES[code]
-    return min(max(value, low), high)
+    with contextlib.suppress(TypeError):
+        return min(max(operator.index(value), low), high)  # int, bool, numpy and 0-d tensor integers
+    number = _number(value)
+    whole = 0 if math.isnan(number) else high if number >= high else low if number <= low else math.trunc(number)
+    return min(max(whole, low), high)
+
+
+def _number(value) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError, OverflowError):
+        return 0.0
 
 
 def _fixed(text: str) -> bytes:

@@ -99,6 +99,20 @@ class RankFileWriterTest(unittest.TestCase):
                   for name in ("batch_tokens", "checkpoint_ack", "loader_queue_depth", "gpu")]
         self.assertEqual(values, [0, 2 ** 64 - 1, -2 ** 63, 2 ** 31 - 1])
 
+    def test_a_float_or_no_number_given_for_a_field_is_written_not_withdrawn(self):
+        self.record.batch_tokens, self.record.checkpoint_ack = 1536.7, float("nan")
+        self.record.loader_queue_depth, self.record.gpu = float("-inf"), "3"
+        self.record.step_seconds, self.record.samples_per_second = None, 2
+        self.writer.publish(self.record)
+        raw, fields = self.read(), {name: (offset, kind) for offset, kind, name in documented_fields()}
+        names = ("batch_tokens", "checkpoint_ack", "loader_queue_depth", "gpu", "step_seconds", "samples_per_second")
+        values = [struct.unpack_from(FORMATS[fields[name][1]], raw, fields[name][0])[0] for name in names]
+        self.assertEqual(values, [1536, 0, -2 ** 63, 3, 0.0, 2.0])
+        self.record.batch_tokens = 7
+        self.writer.publish(self.record)  # the file still publishes
+        self.assertEqual(struct.unpack_from(FORMATS[fields["batch_tokens"][1]], self.read(),
+                                            fields["batch_tokens"][0])[0], 7)
+
     def test_close_leaves_the_file_of_another_writer_that_took_its_name(self):
         # A job in another PID namespace whose process has the same rank and pid publishes under the same name.
         theirs = self.writer.path + ".theirs"
