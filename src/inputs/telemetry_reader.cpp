@@ -61,6 +61,22 @@ class LineContext {
     fail(fmt::format("field \"{}\" must be a string, found {}", field, shown(value)));
   }
 
+  // A phase is a name shown in tables: no control character (a terminal acts on ESC and CSI), and short.
+  std::string phase_name(const nlohmann::json& value) const {
+    std::string name = text(value, "phase");
+    const auto is_control = [&](std::size_t i) {
+      const auto c = static_cast<unsigned char>(name[i]);
+      const bool c1 = c == 0xc2 && i + 1 < name.size() && static_cast<unsigned char>(name[i + 1]) <= 0x9f;
+      return c < 0x20 || c == 0x7f || c1;  // C1 controls are U+0080..U+009F: 0xc2 then 0x80..0x9f
+    };
+    for (std::size_t i = 0; i < name.size(); ++i)
+      if (is_control(i)) fail(fmt::format("field \"phase\" must be a name without control characters, found {}",
+                                          shown(value)));
+    if (name.size() > kMaxPhaseBytes)
+      fail(fmt::format("field \"phase\" must be a name of at most {} bytes, found {}", kMaxPhaseBytes, shown(value)));
+    return name;
+  }
+
   int small_integer(const nlohmann::json& value, std::string_view field) const {
     const auto v = integer(value, field);
     if (v < 0 || v > std::numeric_limits<int>::max())
@@ -97,7 +113,7 @@ StepRecord parse_step_record(std::string_view json_line, std::string_view source
     else if (key == "data_wait_ms") record.data_wait_ms = ctx.number(value, key);
     else if (key == "compute_ms") record.compute_ms = ctx.number(value, key);
     else if (key == "t") record.t = ctx.number(value, key);
-    else if (key == "phase") record.phase = ctx.text(value, key);
+    else if (key == "phase") record.phase = ctx.phase_name(value);
     else if (key == "rank") record.rank = ctx.small_integer(value, key);
     else if (key == "local_rank") record.local_rank = ctx.small_integer(value, key);
     else if (key == "tokens") record.tokens = ctx.integer(value, key);

@@ -132,6 +132,14 @@ TEST(TelemetryReader, BadLinesNameFileAndLine) {
   EXPECT_EQ(error_of(R"({"step": 0, "compute_ms": "fast"})"),
             "rank0.jsonl:1: field \"compute_ms\" must be a number, found \"fast\"");
   EXPECT_EQ(error_of(R"({"step": 0, "phase": 3})"), "rank0.jsonl:1: field \"phase\" must be a string, found 3");
+  EXPECT_EQ(error_of(R"({"step": 0, "phase": "\u001b[2Jeval"})"),
+            "rank0.jsonl:1: field \"phase\" must be a name without control characters, found \"\\u001b[2Jeval\"");
+  EXPECT_EQ(error_of(R"({"step": 0, "phase": "ev\u009bal"})"),
+            "rank0.jsonl:1: field \"phase\" must be a name without control characters, found \"ev??al\"");
+  EXPECT_EQ(error_of(R"({"step": 0, "phase": ")" + std::string(65, 'e') + "\"}"),
+            "rank0.jsonl:1: field \"phase\" must be a name of at most 64 bytes, found \"" + std::string(59, 'e') +
+                "...");
+  EXPECT_EQ(parse_step_record(R"({"step": 0, "phase": "évaluation"})", "r", 1).phase, "évaluation");
   EXPECT_EQ(error_of(R"({"step": 0, "rank": -1})"),
             "rank0.jsonl:1: field \"rank\" must be a non-negative integer, found -1");
   EXPECT_EQ(error_of(R"({"step": 0, "num_ooms": 0.5})"),
