@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/json_output.h"
+#include "cli/text_output.h"
 #include "cli/flag_checks.h"
 #include "cli/max_memory_option.h"
 #include "cli/progress_bar.h"
@@ -43,7 +44,7 @@ void run_analyze(const AnalyzeOptions& o, RunState& state) {
   if (o.json) {
     print_json(report::analyze_json(analysis, o.path), 1);
   } else {
-    report::write_analyze_text(std::cout, analysis, o.path, {o.map_rows, 64});
+    print_text([&](std::ostream& out) { report::write_analyze_text(out, analysis, o.path, {o.map_rows, 64}); });
   }
   state.exit_code = 0;
 }

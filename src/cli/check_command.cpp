@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "cli/json_output.h"
+#include "cli/text_output.h"
 #include "diagnose/acceptance_check.h"
 #include "inputs/acceptance_criteria.h"
 #include "report/acceptance_report.h"
@@ -30,7 +31,7 @@ void run_check(const CheckOptions& o, RunState& state) {
   if (o.json) {
     print_json(report::check_json(report, criteria, criteria_source), 2);
   } else {
-    report::write_check_table(std::cout, report, criteria_source);
+    print_text([&](std::ostream& out) { report::write_check_table(out, report, criteria_source); });
   }
   state.exit_code = report.passed() ? 0 : 1;
 }

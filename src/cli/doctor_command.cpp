@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/json_output.h"
+#include "cli/text_output.h"
 #include "cli/flag_checks.h"
 #include "cli/max_memory_option.h"
 #include "cli/progress_bar.h"
@@ -45,7 +46,7 @@ void run_doctor_command(const DoctorFlags& f, RunState& state) {
   if (f.json) {
     print_json(report::doctor_json(diagnosis), 1);
   } else {
-    report::write_doctor_text(std::cout, diagnosis);
+    print_text([&](std::ostream& out) { report::write_doctor_text(out, diagnosis); });
   }
   state.exit_code = diagnose::exit_status(diagnosis.verdict);
 }

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <iostream>
@@ -12,6 +13,7 @@
 #include "cli/suggestions.h"
 #include "util/build_info.h"
 #include "util/error.h"
+#include "util/shown_text.h"
 
 namespace {
 
@@ -31,11 +33,8 @@ std::string version_line() {
 /// moves no terminal cursor, and it is cut at kMaxErrorBytes (a 900 KB value echoed whole is no message).
 std::string one_line(std::string_view message) {
   constexpr std::size_t kMaxErrorBytes = 2000;
-  std::string line;
-  for (const char c : message.substr(0, kMaxErrorBytes)) {
-    const auto byte = static_cast<unsigned char>(c);
-    line.push_back(byte < 0x20 || byte == 0x7f ? '?' : c);
-  }
+  std::string line = fragscope::terminal_safe(message.substr(0, kMaxErrorBytes));  // a cut character becomes '?'
+  std::replace_if(line.begin(), line.end(), [](char c) { return c == '\n' || c == '\t'; }, '?');
   if (message.size() > kMaxErrorBytes) line += "...";
   return line;
 }

@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/json_output.h"
+#include "cli/text_output.h"
 #include "cli/flag_checks.h"
 #include "inputs/acceptance_criteria.h"
 #include "plan/canary_plan.h"
@@ -48,7 +49,7 @@ void run_plan(const PlanOptions& o, RunState& state) {
                       "the criteria file");
   }
   if (o.json) print_json(report::plan_json(spec, job_plan), 2);
-  else report::write_plan_text(std::cout, spec, job_plan);
+  else print_text([&](std::ostream& out) { report::write_plan_text(out, spec, job_plan); });
   state.exit_code = job_plan.exit_status;
 }
 

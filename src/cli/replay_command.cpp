@@ -6,6 +6,7 @@
 #include "cli/capacity_options.h"
 #include "cli/commands.h"
 #include "cli/json_output.h"
+#include "cli/text_output.h"
 #include "cli/flag_checks.h"
 #include "cli/max_memory_option.h"
 #include "cli/progress_bar.h"
@@ -41,7 +42,7 @@ void run_replay_command(const ReplayFlags& f, RunState& state) {
   if (f.json) {
     print_json(report::replay_json(summary), 1);
   } else {
-    report::write_replay_text(std::cout, summary);
+    print_text([&](std::ostream& out) { report::write_replay_text(out, summary); });
   }
   state.exit_code = summary.result.oom ? 1 : 0;
 }

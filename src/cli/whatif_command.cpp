@@ -5,6 +5,7 @@
 #include "cli/capacity_options.h"
 #include "cli/commands.h"
 #include "cli/json_output.h"
+#include "cli/text_output.h"
 #include "cli/flag_checks.h"
 #include "cli/max_memory_option.h"
 #include "cli/progress_bar.h"
@@ -48,7 +49,7 @@ void run_whatif_command(const WhatIfFlags& f, RunState& state) {
   if (f.json) {
     print_json(report::whatif_json(trace, report), 1);
   } else {
-    report::write_whatif_text(std::cout, trace, report);
+    print_text([&](std::ostream& out) { report::write_whatif_text(out, trace, report); });
   }
   state.exit_code = report.recommended ? 0 : 1;
 }

@@ -10,6 +10,7 @@
 #include "diagnose/optimizer_code.h"
 #include "diagnose/python_frames.h"
 #include "util/file_name.h"
+#include "util/shown_text.h"
 
 namespace fragscope::diagnose {
 namespace {
@@ -53,8 +54,8 @@ bool name_contains(const snapshot::Snapshot& snapshot, FrameId frame, std::strin
 
 std::string describe_frame(const snapshot::Snapshot& snapshot, FrameId frame) {
   const snapshot::Frame& f = snapshot.stacks.frame(frame);
-  return fmt::format("{}:{} in {}", file_name_of(snapshot.strings.view(f.filename)), f.line_text(),
-                     snapshot.strings.view(f.name));
+  return fmt::format("{}:{} in {}", shown_name(file_name_of(snapshot.strings.view(f.filename))), f.line_text(),
+                     shown_name(snapshot.strings.view(f.name)));
 }
 
 OomCallPath analyze_oom_call_path(const snapshot::Snapshot& snapshot, int device, std::size_t oom_index,

@@ -8,6 +8,7 @@
 
 #include "diagnose/name_words.h"
 #include "util/counted.h"
+#include "util/shown_text.h"
 
 namespace fragscope::diagnose {
 namespace {
@@ -57,7 +58,7 @@ OomPhase decide_oom_phase(const snapshot::Snapshot* snapshot, int device, std::o
       const bool closure = phase == JobPhase::kOptimizer && call_path && call_path->has_stack && !call_path->optimizer;
       if (phase && !closure) {
         result.phase = phase_name(*phase);
-        result.source = fmt::format("annotation '{}' was open at the OOM", *name);
+        result.source = fmt::format("annotation '{}' was open at the OOM", shown_name(*name));
         return result;
       }
     }

@@ -1,4 +1,5 @@
 #include "metrics/allocation_sites.h"
+#include "util/shown_text.h"
 
 #include <algorithm>
 #include <unordered_map>
@@ -48,8 +49,8 @@ std::vector<AllocationSite> top_allocation_sites(const snapshot::Snapshot& snaps
       site.location = "(no stack recorded)";
     } else {
       const auto& frame = snapshot.stacks.frame(frame_id);
-      site.location = fmt::format("{}:{} in {}", snapshot.strings.view(frame.filename), frame.line_text(),
-                                  snapshot.strings.view(frame.name));
+      site.location = fmt::format("{}:{} in {}", shown_name(snapshot.strings.view(frame.filename)),
+                                  frame.line_text(), shown_name(snapshot.strings.view(frame.name)));
     }
     result.push_back(std::move(site));
   }

@@ -1,4 +1,5 @@
 #include "metrics/trace_summary.h"
+#include "util/shown_text.h"
 
 #include <algorithm>
 
@@ -44,7 +45,7 @@ TraceSummary summarize_trace(const snapshot::Snapshot& snapshot, int device) {
     const auto action = static_cast<TraceAction>(a);
     if (counts[a] && action != TraceAction::kOther) summary.actions[std::string(to_string(action))] = counts[a];
   }
-  for (auto& [name, count] : other) summary.actions[name] += count;
+  for (auto& [name, count] : other) summary.actions[shown_name(name)] += count;
   return summary;
 }
 

@@ -2,12 +2,14 @@
 
 #include <string>
 
+#include "util/shown_text.h"
+
 namespace fragscope::report {
 
 std::string escape_html(std::string_view text) {
   std::string out;
   out.reserve(text.size());
-  for (const char c : text) {
+  for (const char c : valid_utf8(text)) {
     switch (c) {
       case '&': out += "&amp;"; break;
       case '<': out += "&lt;"; break;

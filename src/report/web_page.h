@@ -29,7 +29,8 @@ void write_web_page(std::ostream& out, const WebPage& page);
 /// @brief `json` as text safe inside a <script> element: '<', '>' and '&' as \u escapes.
 std::string script_safe_json(const nlohmann::json& json);
 
-/// @brief `text` with the five HTML special characters escaped.
+/// @brief `text` with the five HTML special characters escaped, as valid UTF-8 (util/shown_text.h's valid_utf8:
+/// a snapshot's names may hold any bytes).
 std::string escape_html(std::string_view text);
 
 }  // namespace fragscope::report

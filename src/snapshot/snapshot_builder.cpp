@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "util/error.h"
+#include "util/shown_text.h"
 
 namespace fragscope::snapshot {
 
@@ -301,7 +302,7 @@ TypedRef SnapshotBuilder::make_block(Machine& m, const Fields& f) {
     if (state == state_allocated_) b.state = BlockState::kActiveAllocated;
     else if (state == state_pending_) b.state = BlockState::kActivePendingFree;
     else if (state == state_inactive_) b.state = BlockState::kInactive;
-    else m.fail(fmt::format("block: unknown state '{}'", out_.strings.view(state)));
+    else m.fail(fmt::format("block: unknown state '{}'", shown_name(out_.strings.view(state))));
   }
   if (f.has(kFrames)) b.stack = stack_of(m, f.value[kFrames], what);
   if (f.has(kHistory) && f.value[kHistory].kind() == Kind::kObject &&

@@ -1,0 +1,85 @@
+#include "util/shown_text.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+
+namespace fragscope {
+namespace {
+
+constexpr std::uint32_t kInvalid = 0xffffffffu;
+
+/// The code point of the UTF-8 sequence at `text[at]` and its length in bytes; kInvalid and 1 for a byte that
+/// begins no valid sequence (a stray continuation, an overlong form, a surrogate, past U+10FFFF, cut short).
+std::pair<std::uint32_t, std::size_t> decode(std::string_view text, std::size_t at) {
+  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[at + i]); };
+  const unsigned char lead = byte(0);
+  if (lead < 0x80) return {lead, 1};
+  const std::size_t length = lead >= 0xc2 && lead <= 0xdf ? 2 : lead >= 0xe0 && lead <= 0xef ? 3
+                             : lead >= 0xf0 && lead <= 0xf4                                  ? 4
+                                                                                              : 0;
+  if (length == 0 || at + length > text.size()) return {kInvalid, 1};
+  std::uint32_t code = lead & (0x7f >> length);
+  for (std::size_t i = 1; i < length; ++i) {
+    if ((byte(i) & 0xc0) != 0x80) return {kInvalid, 1};
+    code = (code << 6) | (byte(i) & 0x3f);
+  }
+  const bool overlong = (length == 3 && code < 0x800) || (length == 4 && code < 0x10000);
+  if (overlong || (code >= 0xd800 && code <= 0xdfff) || code > 0x10ffff) return {kInvalid, 1};
+  return {code, length};
+}
+
+bool is_control(std::uint32_t code) {
+  return (code < 0x20 && code != '\n' && code != '\t') || (code >= 0x7f && code <= 0x9f);
+}
+
+/// Bidirectional marks, embeddings, overrides and isolates, and the line and paragraph separators.
+bool is_format_control(std::uint32_t code) {
+  return code == 0x061c || code == 0x200e || code == 0x200f || (code >= 0x2028 && code <= 0x202e) ||
+         (code >= 0x2066 && code <= 0x2069);
+}
+
+bool is_continuation(char c) { return (static_cast<unsigned char>(c) & 0xc0) == 0x80; }
+
+}  // namespace
+
+std::string shown_name(std::string_view text, std::size_t max_bytes) {
+  std::string cut(text);
+  if (text.size() > max_bytes) {
+    std::size_t head = max_bytes / 2;
+    std::size_t tail = text.size() - (max_bytes - head);
+    while (head > 0 && is_continuation(text[head])) --head;
+    while (tail < text.size() && is_continuation(text[tail])) ++tail;
+    cut = std::string(text.substr(0, head)) + "\u2026" + std::string(text.substr(tail));
+  }
+  std::string name = terminal_safe(cut);
+  std::replace_if(name.begin(), name.end(), [](char c) { return c == '\n' || c == '\t'; }, '?');
+  return name;
+}
+
+std::string terminal_safe(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t at = 0; at < text.size();) {
+    const auto [code, length] = decode(text, at);
+    if (code == kInvalid || is_control(code) || is_format_control(code)) out += '?';
+    else out.append(text.substr(at, length));
+    at += length;
+  }
+  return out;
+}
+
+std::string valid_utf8(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t at = 0; at < text.size();) {
+    const auto [code, length] = decode(text, at);
+    if (code == kInvalid || (code < 0x20 && code != '\n' && code != '\t')) out += "\xef\xbf\xbd";
+    else out.append(text.substr(at, length));
+    at += length;
+  }
+  return out;
+}
+
+}  // namespace fragscope
