@@ -183,7 +183,12 @@ void collect_ranks(const DoctorInputs& in, const OomSignals& oom, Diagnosis& d) 
     f.oom |= s.oom_index.has_value();
     f.sources.push_back(s.path);
   }
-  for (const auto& m : oom.messages) at(m.rank).oom = true;
+  // A message without a rank prefix tells which rank failed only when the inputs are of one rank.
+  for (const auto& m : oom.messages) {
+    if (m.rank) at(m.rank).oom = true;
+    else if (ranks.size() == 1) ranks.begin()->second.oom = true;
+    else if (ranks.empty()) at(std::nullopt).oom = true;
+  }
   if (ranks.size() >= 2) {
     for (const auto& t : in.telemetry)
       if (RankFacts& f = at(t.rank); f.step_times.empty()) f.step_times = step_times_of(t.records);

@@ -176,6 +176,21 @@ TEST(Doctor, SeveralRanksGiveTheWorstRankAndTheSpread) {
   EXPECT_EQ(*d.ranks[1].step_times.front().reserved_bytes, 9110028288u);
 }
 
+TEST(Doctor, AnOomWithoutARankMarksOnlyTheRankWhoseDataShowsIt) {
+  // Two folders, no rank in their paths: each is one rank. The run that completed did not run out of memory,
+  // though the other folder's OOM message names no rank.
+  const Diagnosis d =
+      run_doctor(collect_doctor_inputs({(fixtures_dir() / "frag_oom_104").string(),
+                                        (fixtures_dir() / "frag_expandable_104").string()}),
+                 fragscope::testing::doctor_options());
+  ASSERT_EQ(d.ranks.size(), 2u);
+  for (const RankFacts& rank : d.ranks) {
+    ASSERT_FALSE(rank.sources.empty());
+    const bool completed_run = rank.sources.front().find("frag_expandable_104") != std::string::npos;
+    EXPECT_EQ(rank.oom, !completed_run) << rank.sources.front();
+  }
+}
+
 TEST(Doctor, CurveCarriesStepsTimeAndThePhaseOfTheFailingUnit) {
   DoctorOptions options = fragscope::testing::doctor_options();
   options.threads = 2;
