@@ -31,6 +31,15 @@ std::string percent_over(std::uint64_t value, std::uint64_t base) {
   return fmt::format("{:+.1f}%", pct);
 }
 
+/// The replay's reserved peak against the ideal packer's. Below it only when the replay failed where the run did:
+/// the ideal packer, without a capacity, served the request the run died on.
+std::string against_the_floor(std::uint64_t reserved, std::uint64_t floor) {
+  if (floor == 0) return "reserved n/a";
+  const double pct = (static_cast<double>(reserved) - static_cast<double>(floor)) / static_cast<double>(floor) * 100.0;
+  if (pct >= 0) return fmt::format("reserved is {:.1f}% above it", pct);
+  return fmt::format("reserved is {:.1f}% below it: the replay never held the request it failed on", -pct);
+}
+
 std::string trace_line(const PreparedTrace& trace) {
   return fmt::format("{} · device {} · {} events ({})", trace.source, trace.device,
                      trace.trace_events,
@@ -134,9 +143,8 @@ void write_replay_text(std::ostream& out, const ReplaySummary& s) {
   out << fmt::format("peak reserved    {:>12}   {}\n", format_bytes(st.peak_reserved_bytes),
                      vs_recorded);
   out << fmt::format("peak allocated   {:>12}\n", format_bytes(st.peak_allocated_bytes));
-  out << fmt::format("ideal packer     {:>12}   the floor; reserved is {} above it\n",
-                     format_bytes(s.ideal.stats.peak_reserved_bytes),
-                     percent_over(st.peak_reserved_bytes, s.ideal.stats.peak_reserved_bytes));
+  out << fmt::format("ideal packer     {:>12}   the floor; {}\n", format_bytes(s.ideal.stats.peak_reserved_bytes),
+                     against_the_floor(st.peak_reserved_bytes, s.ideal.stats.peak_reserved_bytes));
   out << fmt::format("retries          {:>12}   mallocs that freed the whole cache and retried\n",
                      st.num_alloc_retries);
   out << fmt::format("segments         {:>12}   cudaMalloc segments live at the end\n",
