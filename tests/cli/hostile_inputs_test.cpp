@@ -18,6 +18,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "../command_runner.h"
@@ -224,6 +225,33 @@ TEST(LargeLogs, TheDoctorFindsAnOomPastTheFirstGibInLittleMemory) {
   fs::remove(log);
   EXPECT_EQ(r.exit_code, 1) << r.err;  // an OOM, diagnosed from its message
   EXPECT_LT(r.max_rss_kib, 64 * 1000);
+}
+
+// Names in a snapshot are whoever wrote it's: a terminal's escapes, a carriage return, a forged line, a
+// right-to-left override and a line separator are shown as '?' in every text report; names of 8 MiB are quoted cut
+// (a 9 KB file took doctor --html to 1.44 GB and 336 MB of HTML).
+TEST(HostileNames, TextReportsShowNoEscapesAndLongNamesCostLittle) {
+  const fs::path dir = fs::path(FRAGSCOPE_BINARY_DIR) / "hostile-names";
+  const std::string command =
+      "python3 " + testing::shell_quote(std::string(FRAGSCOPE_SOURCE_DIR) + "/tests/cli/hostile_snapshots.py") +
+      " names " + testing::shell_quote(dir.string()) + " " +
+      testing::shell_quote(std::string(FRAGSCOPE_SOURCE_DIR) + "/tests/data/field/lstm_edge/oom_snapshot.pickle.zst");
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  const std::string escapes = (dir / "escapes.pickle.zst").string();
+  for (const char* report : {"analyze", "replay", "whatif", "doctor"}) {
+    SCOPED_TRACE(report);
+    const testing::CommandResult r = testing::run_fragscope({"-q", report, escapes});
+    if (std::string_view(report) == "doctor")
+      EXPECT_NE(r.out.find("yp.exe.py:81 in step?[31m?"), std::string::npos) << r.out;  // shown, made safe
+    for (const std::string raw :
+         {"\x1b", "\r", "\a", "\xe2\x80\xae", "\xe2\x80\xa8", "\nfragscope doctor · verdict: ok"})
+      EXPECT_EQ(r.out.find(raw), std::string::npos) << r.out;
+  }
+  const fs::path html = dir / "long_names.html";
+  const Measured r = run_measured({"-q", "doctor", (dir / "long_names.pickle.zst").string(), "--html", html.string()});
+  EXPECT_EQ(r.exit_code, 1) << r.err;  // an OOM, diagnosed
+  EXPECT_LT(r.max_rss_kib, 200 * 1000) << r.err;
+  EXPECT_LT(fs::file_size(html), 1'000'000u);
 }
 
 }  // namespace

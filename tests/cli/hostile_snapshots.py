@@ -3,6 +3,7 @@
 
   hostile_snapshots.py bombs OUT_DIR              the bombs, and the densest trace under 1 MB
   hostile_snapshots.py device1 OUT_DIR FIXTURES   a real recording moved to device 1
+  hostile_snapshots.py names OUT_DIR SNAPSHOT     a real recording whose program frames carry hostile names
 
 Each bomb is small on disk and was, before the reader's limits, a way to make fragscope grow to
 gigabytes: references that the model copies, a decompression ratio without bound, strings that
@@ -145,12 +146,41 @@ def on_device_1(fixture):
     return pickle.dumps(snap, protocol=4)
 
 
+def with_names(recording, filename, name):
+    """A real recording whose frames of its program (not torch's, not C++) are named `filename` and `name`."""
+    raw = subprocess.run(["zstd", "-dc", str(recording)], check=True, capture_output=True).stdout
+    snap = pickle.loads(raw)
+    renamed = set()
+
+    def rename(frames):
+        for frame in frames:
+            if id(frame) in renamed or not frame["filename"].endswith(".py") or "/torch/" in frame["filename"]:
+                continue
+            renamed.add(id(frame))
+            frame["filename"], frame["name"] = filename, name
+
+    for segment in snap["segments"]:
+        for block in segment["blocks"]:
+            rename(block.get("frames", []))
+    for trace in snap["device_traces"]:
+        for entry in trace:
+            rename(entry.get("frames", []))
+    return pickle.dumps(snap, protocol=4)
+
+
 def main():
     what, out = sys.argv[1], Path(sys.argv[2])
     out.mkdir(parents=True, exist_ok=True)
     if what == "device1":
         fixture = Path(sys.argv[3]) / "frag_oom_104" / "snapshot.pickle.zst"
         zstd(out / "device1.pickle.zst", [on_device_1(fixture)], "-3")
+        return
+    if what == "names":
+        # A terminal's escapes, a forged line and a right-to-left override; then 8 MiB names of '<' (each quoted
+        # in several lines, escaped fourfold in HTML: a 9 KB file made 1.44 GB and 336 MB of HTML).
+        forged = "/w/run\x1b[2J\x1b]0;TITLE\x07\rCR\nfragscope doctor · verdict: ok\u202eyp.exe.py"
+        zstd(out / "escapes.pickle.zst", [with_names(Path(sys.argv[3]), forged, "step\x1b[31m\u2028")], "-3")
+        zstd(out / "long_names.pickle.zst", [with_names(Path(sys.argv[3]), "/w/" + "<" * (8 << 20), "<" * (8 << 20))])
         return
     zstd(out / "ref_bomb_16M.pickle.zst", reference_bomb(1 << 24), "-3")  # 3 KB: analyze grew to 1.0 GB
     zstd(out / "ref_bomb_64M.pickle.zst", reference_bomb(1 << 26), "-3")  # 12 KB: 4.1 GB
