@@ -18,9 +18,9 @@
 
 #include <fmt/format.h>
 
-#include "agent/printable_text.h"
 #include "agent/rank_file_layout.h"
 #include "agent/rank_folder.h"
+#include "util/shown_text.h"
 
 namespace fragscope::agent {
 namespace {

@@ -42,7 +42,7 @@ struct RankFileReading {
 };
 
 /// @brief Decodes a stable copy of a rank file: checks magic, version, size and CRC; the job and
-/// GPU UUID strings come out as printable UTF-8 (printable_text.h).
+/// GPU UUID strings come out as printable UTF-8 (util/shown_text.h).
 /// Never returns kTorn or kStale (those need the sequence lock and the clock); an odd `seq`
 /// in the copy is reported as kTorn by read_rank_file, not here.
 RankFileReading decode_rank_file(std::span<const std::byte> bytes);

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "util/error.h"
+#include "util/shown_text.h"
 
 namespace fragscope::agent {
 namespace {
@@ -263,7 +264,7 @@ RankSimulator::RankSimulator(std::vector<RecordedRun> runs, const std::filesyste
     RankRecord& r = rank->record;
     r.pid = ::getpid();
     r.gpu = static_cast<std::int32_t>(i);
-    r.job = rank->run.name;
+    r.job = printable_text(rank->run.name);  // a folder's name, as a rank file's job is read
     r.device_total_bytes = rank->run.device_total_bytes;
     r.throughput_totals_known = true;
     r.update_unix_ns = unix_ns_now();

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "util/bytes.h"
+#include "util/shown_text.h"
 
 namespace fragscope::cli {
 namespace {
@@ -118,7 +119,7 @@ void ProgressBar::draw(const ProgressTick& tick, Clock::time_point now) {
   }
   const std::size_t columns = terminal_columns() - 1;  // the last column would wrap on some terminals
   const std::size_t room = columns > screen_width(tail) ? columns - screen_width(tail) : 0;
-  fmt::print(stderr, "\r\033[K{}{}", fit(tick.task, room), tail);
+  fmt::print(stderr, "\r\033[K{}{}", fit(shown_name(tick.task, kShownPathBytes), room), tail);  // names a file
   std::fflush(stderr);
   drawn_ = true;
   last_draw_ = now;

@@ -15,6 +15,7 @@
 #include "util/bytes.h"
 #include "util/error.h"
 #include "util/quantiles.h"
+#include "util/shown_text.h"
 
 namespace fragscope::diagnose {
 
@@ -298,7 +299,7 @@ CriterionResult check_throughput(const AcceptanceCriteria& criteria, const RankT
 CriterionResult check_gpu_idle(const AcceptanceCriteria& criteria, const SmiGpu& gpu) {
   CriterionResult r;
   r.criterion = "max_gpu_idle_fraction";
-  r.subject = fmt::format("gpu {} ({})", gpu.summary.gpu, gpu.source);
+  r.subject = fmt::format("gpu {} ({})", gpu.summary.gpu, shown_name(gpu.source, kShownPathBytes));
   r.limit_text = at_most_percent(criteria.max_gpu_idle_fraction);
   judge(r, gpu.summary.idle_fraction.value_or(1.0), criteria.max_gpu_idle_fraction);
   r.measured_text = percent(*r.measured);
@@ -383,8 +384,8 @@ CheckReport check_acceptance(const AcceptanceCriteria& criteria, const CheckInpu
   std::vector<const SmiGpu*> traces;
   for (const auto& gpu : gpus) {
     if (gpu.summary.utilization_samples >= kMinTraceSamples) traces.push_back(&gpu);
-    else short_files.push_back(fmt::format("{} gpu {} ({} samples)", gpu.source, gpu.summary.gpu,
-                                           gpu.summary.utilization_samples));
+    else short_files.push_back(fmt::format("{} gpu {} ({} samples)", shown_name(gpu.source, kShownPathBytes),
+                                           gpu.summary.gpu, gpu.summary.utilization_samples));
   }
 
   CheckReport report;

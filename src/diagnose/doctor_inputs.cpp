@@ -16,6 +16,7 @@
 #include "snapshot/snapshot_reader.h"
 #include "util/error.h"
 #include "util/input_file.h"
+#include "util/shown_text.h"
 
 namespace fragscope::diagnose {
 namespace {
@@ -67,6 +68,12 @@ class Walk {
     if (error) throw InputError(fmt::format("{}: cannot list folder ({})", folder.string(), error.message()));
     std::sort(entries.begin(), entries.end());
     for (const fs::path& entry : entries) {
+      const std::string name = entry.filename().string();
+      if (terminal_safe(name) != name || name.find_first_of("\n\t") != std::string::npos) {
+        // Whoever may write the folder chose it: its name would forge lines or act on the terminal in the report.
+        skip(entry, "a name with a control character, a bidirectional override or bytes that are not UTF-8: not read");
+        continue;
+      }
       const bool link = fs::is_symlink(fs::symlink_status(entry, error));
       if (fs::is_directory(fs::status(entry, error))) {
         if (link) {

@@ -1,5 +1,9 @@
 #include "inputs/step_telemetry.h"
 
+#include <fmt/format.h>
+
+#include "util/shown_text.h"
+
 namespace fragscope::inputs {
 
 std::optional<double> data_wait_fraction(std::span<const StepRecord> records) {
@@ -16,6 +20,12 @@ std::optional<double> data_wait_fraction(std::span<const StepRecord> records) {
 bool is_memory_stats_key(std::string_view key) {
   return key.find('.') != std::string_view::npos || key.starts_with("num_") ||
          key == "max_split_size";
+}
+
+std::string phase_name_problem(std::string_view name) {
+  if (shown_name(name, name.size()) != name) return "a name without control characters";
+  if (name.size() > kMaxPhaseBytes) return fmt::format("a name of at most {} bytes", kMaxPhaseBytes);
+  return "";
 }
 
 }  // namespace fragscope::inputs

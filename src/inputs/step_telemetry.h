@@ -26,6 +26,13 @@ namespace fragscope::inputs {
 /// @brief The phase a record belongs to when it has no `phase` field.
 inline constexpr std::string_view kDefaultPhase = phase_name(JobPhase::kTrain);
 
+/// `phase` names are printed in tables: at most this long, without control characters.
+inline constexpr std::size_t kMaxPhaseBytes = 64;
+
+/// @brief Why `name` cannot be a phase name (a control character, a bidirectional override, bytes that are not
+/// UTF-8, longer than kMaxPhaseBytes), empty when it can: a terminal acts on ESC and CSI, a newline forges a row.
+std::string phase_name_problem(std::string_view name);
+
 struct StepRecord {
   std::int64_t step = 0;  ///< micro-step index as the training loop counts it
   std::optional<std::int64_t> seq_len;

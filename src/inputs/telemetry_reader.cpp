@@ -61,19 +61,10 @@ class LineContext {
     fail(fmt::format("field \"{}\" must be a string, found {}", field, shown(value)));
   }
 
-  // A phase is a name shown in tables: no control character (a terminal acts on ESC and CSI), and short.
   std::string phase_name(const nlohmann::json& value) const {
     std::string name = text(value, "phase");
-    const auto is_control = [&](std::size_t i) {
-      const auto c = static_cast<unsigned char>(name[i]);
-      const bool c1 = c == 0xc2 && i + 1 < name.size() && static_cast<unsigned char>(name[i + 1]) <= 0x9f;
-      return c < 0x20 || c == 0x7f || c1;  // C1 controls are U+0080..U+009F: 0xc2 then 0x80..0x9f
-    };
-    for (std::size_t i = 0; i < name.size(); ++i)
-      if (is_control(i)) fail(fmt::format("field \"phase\" must be a name without control characters, found {}",
-                                          shown(value)));
-    if (name.size() > kMaxPhaseBytes)
-      fail(fmt::format("field \"phase\" must be a name of at most {} bytes, found {}", kMaxPhaseBytes, shown(value)));
+    if (const std::string problem = phase_name_problem(name); !problem.empty())
+      fail(fmt::format("field \"phase\" must be {}, found {}", problem, shown(value)));
     return name;
   }
 

@@ -18,12 +18,9 @@
 
 namespace fragscope::inputs {
 
-/// `phase` names are printed in tables: at most this long, without control characters.
-inline constexpr std::size_t kMaxPhaseBytes = 64;
-
 /// @brief Parses one line. `source` and `line` name it in errors.
 /// @throws InputError "SOURCE:LINE: ..." (invalid JSON, not an object, missing `step`, a field
-/// of the wrong type — naming the field, a `phase` with a control character or past kMaxPhaseBytes).
+/// of the wrong type — naming the field, a `phase` that phase_name_problem refuses).
 StepRecord parse_step_record(std::string_view json_line, std::string_view source, std::size_t line);
 
 /// @brief What a read left out, for the reports.

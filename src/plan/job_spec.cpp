@@ -222,7 +222,10 @@ HardwareConfig read_hardware(TableReader& t) {
   const GpuSpec* spec = find_gpu(*gpu);
   if (!spec) t.fail("gpu", fmt::format("is \"{}\"; known GPUs: {}", *gpu, gpu_names_joined()));
   c.gpu = std::string(spec->name);
-  if (auto mig = t.text("mig")) c.mig = *mig;
+  if (auto mig = t.text("mig")) {  // as the catalogue spells it (matched loosely); an unknown one is refused below
+    const MigProfile* profile = find_mig_profile(*spec, *mig);
+    c.mig = profile ? std::string(profile->name) : *mig;
+  }
   if (auto conf = t.text("alloc_conf")) {
     try {
       c.alloc_config = alloc::parse_alloc_conf(*conf);

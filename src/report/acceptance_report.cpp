@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "report/json_header.h"
+#include "util/shown_text.h"
 
 namespace fragscope::report {
 
@@ -54,7 +55,7 @@ void write_check_table(std::ostream& out, const CheckReport& report, std::string
     for (const auto& row : rows) w = std::max(w, columns(row[c]));
     widths.push_back(w);
   }
-  out << fmt::format("fragscope check: criteria from {}\n", criteria_source);
+  out << fmt::format("fragscope check: criteria from {}\n", shown_name(criteria_source, kShownPathBytes));
   std::string line;
   for (std::size_t c = 0; c < headings.size(); ++c) line += pad(headings[c], widths[c]) + "  ";
   out << line << "DETAIL\n";

@@ -6,6 +6,7 @@
 
 #include "report/analyze_report.h"
 #include "util/bytes.h"
+#include "util/shown_text.h"
 
 namespace fragscope::report {
 
@@ -59,7 +60,7 @@ void write_analyze_text(std::ostream& out, const metrics::SnapshotAnalysis& a, c
   const auto& t = a.totals;
   // Which device, and why this one, once there is a choice (or it is not the usual device 0).
   const bool say_why = a.device_picked && (a.device != 0 || a.devices.size() > 1);
-  fmt::print(out, "fragscope analyze: {} (device {}{}{})\n", source, a.device,
+  fmt::print(out, "fragscope analyze: {} (device {}{}{})\n", shown_name(source, kShownPathBytes), a.device,
              a.devices.size() > 1 ? fmt::format(" of {}", a.devices.size()) : "",
              say_why ? ", the one holding the memory; --device picks another" : "");
   fmt::print(out, "\nMemory held by PyTorch's caching allocator\n");

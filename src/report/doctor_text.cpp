@@ -2,6 +2,7 @@
 
 #include "report/doctor_report.h"
 #include "util/bytes.h"
+#include "util/shown_text.h"
 
 namespace fragscope::report {
 namespace {
@@ -31,7 +32,8 @@ void lines(std::ostream& out, std::string_view title, const std::vector<std::str
 
 std::vector<std::string> skipped_lines(const diagnose::Diagnosis& d) {
   std::vector<std::string> out;
-  for (const auto& [path, reason] : d.skipped_inputs) out.push_back(fmt::format("{}: {}", path, reason));
+  for (const auto& [path, reason] : d.skipped_inputs)
+    out.push_back(fmt::format("{}: {}", shown_name(path, kShownPathBytes), reason));
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include "alloc/alloc_config.h"
 #include "report/json_header.h"
 #include "util/bytes.h"
+#include "util/shown_text.h"
 
 namespace fragscope::report {
 
@@ -123,7 +124,7 @@ void write_plan_text(std::ostream& out, const JobSpec& spec, const JobPlan& jp) 
   const MemoryEstimate& e = jp.estimate;
   const ModelShape& m = spec.model;
   const TrainingConfig& t = spec.training;
-  out << fmt::format("fragscope plan: {}\n", spec.source);
+  out << fmt::format("fragscope plan: {}\n", shown_name(spec.source, kShownPathBytes));
   out << fmt::format("job      {:.2f} B parameters ({}hidden {}, {} layers, {}/{} heads, mlp {}, vocab {}{})\n",
                      static_cast<double>(m.parameters()) / 1e9, m.preset.empty() ? "" : m.preset + ": ", m.hidden_size,
                      m.num_layers, m.num_attention_heads, m.num_kv_heads, m.intermediate_size, m.vocab_size,

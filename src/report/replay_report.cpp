@@ -7,6 +7,7 @@
 #include "report/json_header.h"
 #include "report/timeline_chart.h"
 #include "util/bytes.h"
+#include "util/shown_text.h"
 
 namespace fragscope::report {
 
@@ -41,7 +42,7 @@ std::string against_the_floor(std::uint64_t reserved, std::uint64_t floor) {
 }
 
 std::string trace_line(const PreparedTrace& trace) {
-  return fmt::format("{} · device {} · {} events ({})", trace.source, trace.device,
+  return fmt::format("{} · device {} · {} events ({})", shown_name(trace.source, kShownPathBytes), trace.device,
                      trace.trace_events,
                      trace.starts_mid_run ? "starts mid-run: state rebuilt from the end"
                                           : "complete from an empty allocator");

@@ -70,6 +70,19 @@ std::string terminal_safe(std::string_view text) {
   return out;
 }
 
+std::string printable_text(std::string_view raw) {
+  std::string out;
+  out.reserve(raw.size());
+  for (std::size_t at = 0; at < raw.size();) {
+    const auto [code, length] = decode(raw, at);
+    const bool control = code == '\n' || code == '\t' || is_control(code) || is_format_control(code);
+    if (code == kInvalid || control) out += "\xef\xbf\xbd";
+    else out.append(raw.substr(at, length));
+    at += length;
+  }
+  return out;
+}
+
 std::string valid_utf8(std::string_view text) {
   std::string out;
   out.reserve(text.size());

@@ -111,6 +111,25 @@ TEST(DoctorInputs, ADamagedFileIsSkippedWithItsReasonAndTheRestIsRead) {
   EXPECT_EQ(in.files.size(), 5u);
 }
 
+TEST(DoctorInputs, AWalkReadsNoFileWhoseNameWouldForgeTheReport) {
+  // Whoever may write a shared folder names its files: a newline, an escape or an override would act on the report.
+  const fs::path dir = doctor_scratch_dir() / "names";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path src = fixtures_dir() / "frag_oom_104" / "snapshot.pickle.zst";
+  fs::copy_file(src, dir / "snapshot.pickle.zst");
+  for (const char* name : {"a\nverdict: ok.pickle.zst", "b\x1b[2J.pickle.zst", "c\xe2\x80\xaeyp.exe.pickle.zst",
+                           "d\xff.pickle.zst"})
+    fs::copy_file(src, dir / name);
+  const DoctorInputs in = collect_doctor_inputs({dir.string()});
+  ASSERT_EQ(in.snapshots.size(), 1u);
+  EXPECT_EQ(in.snapshots[0].path, (dir / "snapshot.pickle.zst").string());
+  ASSERT_EQ(in.skipped.size(), 4u);
+  for (const auto& skipped : in.skipped)
+    EXPECT_EQ(skipped.reason,
+              "a name with a control character, a bidirectional override or bytes that are not UTF-8: not read");
+}
+
 TEST(DoctorInputs, NothingUsableLeftIsAnErrorNamingWhatWasSkipped) {
   const fs::path bad = doctor_scratch_dir() / "truncated.pickle.zst";
   write_cut(fixtures_dir() / "capacity_oom" / "snapshot.pickle.zst", bad, 0.5);

@@ -106,6 +106,12 @@ TEST(AcceptanceCriteria, ErrorsNameTheFileAndTheKey) {
             "criteria.json: \"warmup_steps\" must be a non-negative integer, found -1");
   EXPECT_EQ(error_of(R"({"version": 1, "max_alloc_retries": 1.5})"),
             "criteria.json: \"max_alloc_retries\" must be a non-negative integer, found 1.5");
+  EXPECT_EQ(error_of(R"({"version": 1, "required_phases": ["train", "\u001b[2J\nrank 0 pass"]})"),
+            "criteria.json: \"required_phases\" must hold phase names, each a name without control characters, "
+            "found \"\\u001b[2J\\nrank 0 pass\"");
+  EXPECT_EQ(error_of(R"({"version": 1, "required_phases": [")" + std::string(65, 'Q') + "\"]}"),
+            "criteria.json: \"required_phases\" must hold phase names, each a name of at most 64 bytes, found \"" +
+                std::string(59, 'Q') + "...");
   EXPECT_EQ(error_of(R"({"version": 1, "required_phases": "train"})"),
             "criteria.json: \"required_phases\" must be a list of phase names, found \"train\"");
   EXPECT_EQ(error_of(R"({"version": 1, "required_phases": ["train", ""]})"),

@@ -52,6 +52,10 @@ TEST(JobSpec, ParsesTheFixtureShapeWithDefaults) {
   EXPECT_EQ(spec.parallel.strategy, Strategy::kNone);
   EXPECT_EQ(spec.hardware.gpu, "H200");  // canonical name
   EXPECT_EQ(spec.global_batch(), 8u);
+  // A MIG profile is matched loosely and kept as the catalogue spells it: 100,000 spaces are not echoed twice.
+  const std::string mig = "gpu = \"a100-80gb\"\nmig = \"3G.40GB" + std::string(100000, ' ') + "\"";
+  const JobSpec sliced = parse_job_spec(replace(kValid, "gpu = \"h200\"", mig), "job.toml");
+  EXPECT_EQ(sliced.hardware.mig, "3g.40gb");
 }
 
 TEST(JobSpec, PresetGivesTheShapeAndKeysOverrideIt) {
