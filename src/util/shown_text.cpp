@@ -42,6 +42,22 @@ bool is_format_control(std::uint32_t code) {
 
 bool is_continuation(char c) { return (static_cast<unsigned char>(c) & 0xc0) == 0x80; }
 
+constexpr std::string_view kReplacement = "\xef\xbf\xbd";  // U+FFFD
+
+/// `text` with `mark` for each code point `unshown` picks and for each byte that begins no valid sequence.
+template <typename Unshown>
+std::string replace_unshown(std::string_view text, std::string_view mark, Unshown unshown) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t at = 0; at < text.size();) {
+    const auto [code, length] = decode(text, at);
+    if (code == kInvalid || unshown(code)) out += mark;
+    else out.append(text.substr(at, length));
+    at += length;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string shown_name(std::string_view text, std::size_t max_bytes) {
@@ -59,40 +75,18 @@ std::string shown_name(std::string_view text, std::size_t max_bytes) {
 }
 
 std::string terminal_safe(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (std::size_t at = 0; at < text.size();) {
-    const auto [code, length] = decode(text, at);
-    if (code == kInvalid || is_control(code) || is_format_control(code)) out += '?';
-    else out.append(text.substr(at, length));
-    at += length;
-  }
-  return out;
+  return replace_unshown(text, "?", [](std::uint32_t code) { return is_control(code) || is_format_control(code); });
 }
 
 std::string printable_text(std::string_view raw) {
-  std::string out;
-  out.reserve(raw.size());
-  for (std::size_t at = 0; at < raw.size();) {
-    const auto [code, length] = decode(raw, at);
-    const bool control = code == '\n' || code == '\t' || is_control(code) || is_format_control(code);
-    if (code == kInvalid || control) out += "\xef\xbf\xbd";
-    else out.append(raw.substr(at, length));
-    at += length;
-  }
-  return out;
+  return replace_unshown(raw, kReplacement, [](std::uint32_t code) {
+    return code == '\n' || code == '\t' || is_control(code) || is_format_control(code);
+  });
 }
 
 std::string valid_utf8(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (std::size_t at = 0; at < text.size();) {
-    const auto [code, length] = decode(text, at);
-    if (code == kInvalid || (code < 0x20 && code != '\n' && code != '\t')) out += "\xef\xbf\xbd";
-    else out.append(text.substr(at, length));
-    at += length;
-  }
-  return out;
+  return replace_unshown(text, kReplacement,
+                         [](std::uint32_t code) { return code < 0x20 && code != '\n' && code != '\t'; });
 }
 
 }  // namespace fragscope
