@@ -7,11 +7,11 @@
 #include <fmt/ranges.h>
 
 #include "cli/commands.h"
-#include "cli/json_output.h"
-#include "cli/text_output.h"
 #include "cli/flag_checks.h"
+#include "cli/json_output.h"
 #include "cli/max_memory_option.h"
 #include "cli/progress_bar.h"
+#include "cli/text_output.h"
 #include "metrics/snapshot_analysis.h"
 #include "report/analyze_report.h"
 #include "snapshot/snapshot_reader.h"

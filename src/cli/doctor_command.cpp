@@ -5,11 +5,11 @@
 #include <vector>
 
 #include "cli/commands.h"
-#include "cli/json_output.h"
-#include "cli/text_output.h"
 #include "cli/flag_checks.h"
+#include "cli/json_output.h"
 #include "cli/max_memory_option.h"
 #include "cli/progress_bar.h"
+#include "cli/text_output.h"
 #include "diagnose/doctor.h"
 #include "diagnose/doctor_inputs.h"
 #include "report/doctor_report.h"

@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "cli/json_output.h"
 #include "cli/text_output.h"
-#include "cli/flag_checks.h"
 #include "inputs/acceptance_criteria.h"
 #include "plan/canary_plan.h"
 #include "plan/job_plan.h"

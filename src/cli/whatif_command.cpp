@@ -4,11 +4,11 @@
 
 #include "cli/capacity_options.h"
 #include "cli/commands.h"
-#include "cli/json_output.h"
-#include "cli/text_output.h"
 #include "cli/flag_checks.h"
+#include "cli/json_output.h"
 #include "cli/max_memory_option.h"
 #include "cli/progress_bar.h"
+#include "cli/text_output.h"
 #include "replay/prepared_trace.h"
 #include "replay/whatif.h"
 #include "report/replay_report.h"
