@@ -1,7 +1,7 @@
 // libFuzzer target: any bytes decoded as a rank file (the agent reads files any local user can
 // write) end in a reading, never a crash, a sanitizer report or an exception. A kOk reading's
-// strings are printable UTF-8, as label values must be (printable_text is the identity on
-// them); the same bytes read back from a file under the sequence lock give the same verdict.
+// strings are printable UTF-8, as label values must be (util/shown_text.h's printable_text is the
+// identity on them); the same bytes read back from a file under the sequence lock give the same verdict.
 // Inputs of odd length get a correct CRC written in first, as a forger would, so that random
 // payloads reach the decoder instead of stopping at the checksum.
 #include <unistd.h>
@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "agent/printable_text.h"
 #include "agent/rank_file_layout.h"
 #include "agent/rank_file_reader.h"
+#include "util/shown_text.h"
 
 namespace {
 
@@ -67,7 +67,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* input, std::size_t siz
   const auto decoded = fragscope::agent::decode_rank_file(bytes);
   if (decoded.state == fragscope::agent::RankFileState::kOk) {
     for (const std::string* text : {&decoded.record.job, &decoded.record.gpu_uuid}) {
-      if (fragscope::agent::printable_text(*text) != *text) {
+      if (fragscope::printable_text(*text) != *text) {
         std::fprintf(stderr, "not printable UTF-8 after decoding: %s\n", text->c_str());
         std::abort();
       }
