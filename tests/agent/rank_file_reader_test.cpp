@@ -379,7 +379,7 @@ for u in range(5000, 5128):
   ASSERT_EQ(scan.readings.size(), 2048u);
   EXPECT_TRUE(std::all_of(scan.readings.begin(), scan.readings.end(),
                           [](const auto& r) { return r.state == RankFileState::kTorn && r.in_user_folder; }));
-  EXPECT_LT(took, std::chrono::milliseconds(400));  // ~1 s here with 16 retries per folder
+  EXPECT_LT(took, std::chrono::milliseconds(600));  // ~1 s here with 16 retries per folder; 0.40 s on a busy CI
 }
 
 TEST_F(RankFileReaderTest, AFolderPastItsBudgetIsListedOnAtTheNextScan) {
