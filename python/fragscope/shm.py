@@ -115,8 +115,7 @@ def _in_range(code: str, value):
     with contextlib.suppress(TypeError):
         return min(max(operator.index(value), low), high)  # int, bool, numpy and 0-d tensor integers
     number = _number(value)
-    whole = 0 if math.isnan(number) else high if number >= high else low if number <= low else math.trunc(number)
-    return min(max(whole, low), high)
+    return 0 if math.isnan(number) else math.trunc(min(max(number, low), high))
 
 
 def _number(value) -> float:

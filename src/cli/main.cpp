@@ -1,4 +1,3 @@
-#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <iostream>
@@ -33,8 +32,7 @@ std::string version_line() {
 /// moves no terminal cursor, and it is cut at kMaxErrorBytes (a 900 KB value echoed whole is no message).
 std::string one_line(std::string_view message) {
   constexpr std::size_t kMaxErrorBytes = 2000;
-  std::string line = fragscope::terminal_safe(message.substr(0, kMaxErrorBytes));  // a cut character becomes '?'
-  std::replace_if(line.begin(), line.end(), [](char c) { return c == '\n' || c == '\t'; }, '?');
+  std::string line = fragscope::one_line_safe(message.substr(0, kMaxErrorBytes));  // a cut character becomes '?'
   if (message.size() > kMaxErrorBytes) line += "...";
   return line;
 }

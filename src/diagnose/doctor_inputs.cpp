@@ -69,7 +69,7 @@ class Walk {
     std::sort(entries.begin(), entries.end());
     for (const fs::path& entry : entries) {
       const std::string name = entry.filename().string();
-      if (terminal_safe(name) != name || name.find_first_of("\n\t") != std::string::npos) {
+      if (one_line_safe(name) != name) {
         // Whoever may write the folder chose it: its name would forge lines or act on the terminal in the report.
         skip(entry, "a name with a control character, a bidirectional override or bytes that are not UTF-8: not read");
         continue;

@@ -8,10 +8,10 @@
 #include <nlohmann/json.hpp>
 
 #include "inputs/json_input.h"
+#include "inputs/step_telemetry.h"
 #include "inputs/text_file.h"
 #include "util/bytes.h"
 #include "util/error.h"
-#include "inputs/step_telemetry.h"
 
 namespace fragscope::inputs {
 
@@ -84,7 +84,7 @@ class Fields {
     for (const auto& phase : v) {
       if (!phase.is_string() || phase.get<std::string>().empty())
         fail(key, fmt::format("must hold non-empty strings, found {}", shown(phase)));
-      if (const std::string problem = inputs::phase_name_problem(phase.get<std::string>()); !problem.empty())
+      if (const std::string problem = phase_name_problem(phase.get<std::string>()); !problem.empty())
         fail(key, fmt::format("must hold phase names, each {}, found {}", problem, shown(phase)));
       out.push_back(phase.get<std::string>());
     }

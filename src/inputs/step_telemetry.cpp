@@ -23,7 +23,7 @@ bool is_memory_stats_key(std::string_view key) {
 }
 
 std::string phase_name_problem(std::string_view name) {
-  if (shown_name(name, name.size()) != name) return "a name without control characters";
+  if (one_line_safe(name) != name) return "a name without control characters";
   if (name.size() > kMaxPhaseBytes) return fmt::format("a name of at most {} bytes", kMaxPhaseBytes);
   return "";
 }

@@ -1,10 +1,11 @@
 #include "metrics/allocation_sites.h"
-#include "util/shown_text.h"
 
 #include <algorithm>
 #include <unordered_map>
 
 #include <fmt/format.h>
+
+#include "util/shown_text.h"
 
 namespace fragscope::metrics {
 

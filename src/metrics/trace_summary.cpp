@@ -1,7 +1,8 @@
 #include "metrics/trace_summary.h"
-#include "util/shown_text.h"
 
 #include <algorithm>
+
+#include "util/shown_text.h"
 
 namespace fragscope::metrics {
 

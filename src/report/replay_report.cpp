@@ -25,18 +25,21 @@ namespace {
 
 std::string quoted_conf(const std::string& conf) { return fmt::format("\"{}\"", conf); }
 
+/// How far `value` lies above `base`, in percent (negative below). REQUIRES: base > 0.
+double percent_change(std::uint64_t value, std::uint64_t base) {
+  return (static_cast<double>(value) - static_cast<double>(base)) / static_cast<double>(base) * 100.0;
+}
+
 std::string percent_over(std::uint64_t value, std::uint64_t base) {
   if (base == 0) return "n/a";
-  const double pct = (static_cast<double>(value) - static_cast<double>(base)) /
-                     static_cast<double>(base) * 100.0;
-  return fmt::format("{:+.1f}%", pct);
+  return fmt::format("{:+.1f}%", percent_change(value, base));
 }
 
 /// The replay's reserved peak against the ideal packer's. Below it only when the replay failed where the run did:
 /// the ideal packer, without a capacity, served the request the run died on.
 std::string against_the_floor(std::uint64_t reserved, std::uint64_t floor) {
   if (floor == 0) return "reserved n/a";
-  const double pct = (static_cast<double>(reserved) - static_cast<double>(floor)) / static_cast<double>(floor) * 100.0;
+  const double pct = percent_change(reserved, floor);
   if (pct >= 0) return fmt::format("reserved is {:.1f}% above it", pct);
   return fmt::format("reserved is {:.1f}% below it: the replay never held the request it failed on", -pct);
 }

@@ -1,6 +1,5 @@
 #include "util/shown_text.h"
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <utility>
@@ -40,6 +39,11 @@ bool is_format_control(std::uint32_t code) {
          (code >= 0x2066 && code <= 0x2069);
 }
 
+/// What would act on a terminal or break a line: controls (newline and tab too) and format controls.
+bool breaks_one_line(std::uint32_t code) {
+  return code == '\n' || code == '\t' || is_control(code) || is_format_control(code);
+}
+
 bool is_continuation(char c) { return (static_cast<unsigned char>(c) & 0xc0) == 0x80; }
 
 constexpr std::string_view kReplacement = "\xef\xbf\xbd";  // U+FFFD
@@ -69,19 +73,17 @@ std::string shown_name(std::string_view text, std::size_t max_bytes) {
     while (tail < text.size() && is_continuation(text[tail])) ++tail;
     cut = std::string(text.substr(0, head)) + "\u2026" + std::string(text.substr(tail));
   }
-  std::string name = terminal_safe(cut);
-  std::replace_if(name.begin(), name.end(), [](char c) { return c == '\n' || c == '\t'; }, '?');
-  return name;
+  return one_line_safe(cut);
 }
+
+std::string one_line_safe(std::string_view text) { return replace_unshown(text, "?", breaks_one_line); }
 
 std::string terminal_safe(std::string_view text) {
   return replace_unshown(text, "?", [](std::uint32_t code) { return is_control(code) || is_format_control(code); });
 }
 
 std::string printable_text(std::string_view raw) {
-  return replace_unshown(raw, kReplacement, [](std::uint32_t code) {
-    return code == '\n' || code == '\t' || is_control(code) || is_format_control(code);
-  });
+  return replace_unshown(raw, kReplacement, breaks_one_line);
 }
 
 std::string valid_utf8(std::string_view text) {

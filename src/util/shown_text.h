@@ -27,6 +27,9 @@ std::string terminal_safe(std::string_view text);
 /// tab, becomes U+FFFD (what a browser would show; NUL and stray bytes are parse errors in HTML).
 std::string valid_utf8(std::string_view text);
 
+/// @brief terminal_safe's text on one line: newline and tab shown as `?` too.
+std::string one_line_safe(std::string_view text);
+
 /// @brief `raw` with every byte that is not part of valid UTF-8, every control character (C0 with newline and tab,
 /// DEL, C1) and what terminal_safe replaces besides, each replaced by U+FFFD: text from a rank file fit for a
 /// Prometheus label value (a scrape is dropped whole over one value that is not UTF-8), a JSON event and a command
