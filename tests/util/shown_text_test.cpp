@@ -38,6 +38,11 @@ TEST(ShownText, ValidUtf8ReplacesWithTheReplacementCharacter) {
   EXPECT_EQ(valid_utf8("line\n\tmodèle"), "line\n\tmodèle");
 }
 
+TEST(ShownText, OneLineSafeAlsoShowsNewlinesAndTabs) {
+  EXPECT_EQ(one_line_safe("a\nb\tc\x1b[2J\xe2\x80\xae" "d"), "a?b?c?[2J?d");
+  EXPECT_EQ(one_line_safe("modèle.py:12"), "modèle.py:12");
+}
+
 TEST(ShownText, ANameIsShownOnOneLineAndCutAroundAnEllipsis) {
   EXPECT_EQ(shown_name("train.py"), "train.py");
   EXPECT_EQ(shown_name("fake\nfragscope doctor · verdict: ok\t\x1b[2J"), "fake?fragscope doctor · verdict: ok??[2J");
