@@ -10,8 +10,8 @@ segments, the state at the dump, stay as they are). Each cut must get the record
 the undetermined ones are undetermined).
 
 Prints one line per cut (recording, share cut, label, verdict, right / undetermined / WRONG; for
-an undetermined one, why: the projection's `too_close` / `next_step` / `longest_batch` / `unseen_batches` /
-`fit_rejected` with its fit checked or not, or why no projection was made), the totals, and the
+an undetermined one, why: the projection's `too_close` / `next_step` / `longest_batch` / `batches_grow` /
+`unseen_batches` / `fit_rejected` with its fit checked or not, or why no projection was made), the totals, and the
 undetermined cuts counted by why; exit status 1 when any verdict is wrong. The fixtures' and held-out recordings' OOM
 message (meta.json) becomes a log as in scripts/doctor_scoreboard.sh; telemetry is left out.
 """

@@ -177,6 +177,11 @@ struct TraceStepProjection {
   /// of a step that long begun as the failing one began (its held blocks, its kind).
   std::optional<std::size_t> longest_unit;
   std::uint64_t longest_peak_bytes = 0;
+  /// Batches that grew up to the failing one (a warm-up of the batch size or the sequence length): how many aligned
+  /// units before it, newest first, were each smaller than the one after them (by 2%), and the failing unit's
+  /// sizes against the newest of them (the last step's growth; 1 when the newest was not smaller).
+  std::size_t growing_units = 0;
+  double last_growth = 1.0;
   /// The reference's allocations after the aligned one, by how their size follows the scale.
   std::uint64_t constant_bytes = 0;
   std::uint64_t linear_bytes = 0;

@@ -393,6 +393,8 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
   double longest_scale = 1.0;  // the failing unit's sizes against the longest unit's
   std::size_t longest = 0;     // its index in `unit`
   std::vector<double> head_exponents;  // how the iteration's head grew with the batch, unit by unit
+  bool growing = true;                 // every aligned unit so far (newest first) smaller than the one after it
+  double after_scale = 1.0;            // the failing unit's sizes against the one after the candidate
   for (std::size_t k = unit.size() - 1; k-- > 0;) {  // newest first: ties go to the most recent
     const Unit& candidate = unit[k];
     const std::size_t window = std::min(candidate.allocs.size(), failing.allocs.size() * 5 / 4 + 64);
@@ -414,6 +416,11 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
     p.off_scale_share = std::max(p.off_scale_share, off);
     if (std::abs(std::log(scale)) > std::log(1.02) || off > kVaryingPartShare) ++p.varying_units;
     if (scale > 1.02) ++p.smaller_units;
+    growing = growing && scale > after_scale * 1.02;
+    if (growing) {
+      if (p.growing_units++ == 0) p.last_growth = scale;
+      after_scale = scale;
+    }
     if (scale < 1 / 1.02 && (!p.longest_unit || scale < longest_scale)) {  // a longer batch than the failing one
       p.longest_unit = first_unit + k + 1;
       longest_scale = scale;

@@ -43,6 +43,7 @@ enum class TracedOomRule : std::uint8_t {
   kNextUnitMayNotFit,        ///< undetermined: it fits, a step like it with the gradients back may not
   kLongerBatchMayNotFit,     ///< undetermined: it fits, a longer batch the trace made may not
   kFewBatchesSeen,           ///< undetermined: it fits, but the batches vary and few were seen (their range unseen)
+  kBatchesGrow,              ///< undetermined: it fits, but the batches grew step after step: one more may not fit
   kRunGrows,                 ///< undetermined: it fits, but the run grows (RunGrowth): the steps still to come decide
   kProjectedStepFits,        ///< fragmentation: a setting runs it with its margin
   kNoSettingRunsProjected,   ///< capacity: no setting runs it even with the margin added
@@ -163,6 +164,9 @@ struct TracedOomFindings {
   /// batch seen needs on top of its own live bytes.
   std::uint64_t longest_batch_limit_bytes = 0;
   std::uint64_t setting_room_bytes = 0;
+  /// kBatchesGrow: the live peak of one more step grown as the last one did (TraceStepProjection::last_growth),
+  /// at the sizes asked for.
+  std::uint64_t grown_batch_needed_bytes = 0;
   /// The run's growth (run_growth.h); with kRunGrows, the steps after the failing one that it leaves room for,
   /// with the fit's margin, and what the next one needs.
   RunGrowth growth;

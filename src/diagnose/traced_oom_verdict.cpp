@@ -70,6 +70,12 @@ constexpr double kFirstStepAlikeShare = 0.05;
 /// 362, 11.6% to spare) failed later at 441.
 constexpr std::size_t kMinBatchesSeen = 4;
 
+/// Batches that grew at each of at least this many steps before the failing one, which grew too, are taken for a
+/// warm-up (of the batch size or the sequence length) that goes on: in random order five batches come sorted one
+/// time in 120. Field mrm_lo (a Muon GPT's batch warm-up, batches 4 to 9 in the trace, then 10) was called
+/// fragmentation with 1.21 GiB to spare; its rerun under expandable segments ran batch 10 and failed at 11.
+constexpr std::size_t kMinGrowingUnits = 4;
+
 /// The least error assumed, on both sides, when the fit was checked on at least kCheckedUnits
 /// earlier units: checked projections met the failing steps' real peaks to the byte on all five
 /// held-out recordings whose reruns recorded it, and on field tut2_edge (38471977984 bytes, its
@@ -412,6 +418,19 @@ Verdict judge_projected_step(ProjectedStep& step, const std::vector<replay::What
           static_cast<double>(f.longest_batch_limit_bytes)) {
     f.rule = TracedOomRule::kLongerBatchMayNotFit;
     return Verdict::kUndetermined;
+  }
+  // Where a warm-up stops is not in the trace: one more step grown as the last one was must fit as the longest
+  // batch seen must (mrm_edge, the same warm-up at its last batch, 12, completed under expandable segments: a step
+  // that does not fit leaves the verdict open, it does not decide capacity).
+  if (f.best_run && p.growing_units >= kMinGrowingUnits && step.peak_at_factor) {
+    const double growth = static_cast<double>(step.peak_at_factor(p.last_growth)) -
+                          static_cast<double>(step.peak_at_factor(1.0));
+    f.grown_batch_needed_bytes = static_cast<std::uint64_t>((peak + std::max(0.0, growth)) / inflation);
+    if (static_cast<double>(f.grown_batch_needed_bytes + f.setting_room_bytes) >
+        static_cast<double>(f.longest_batch_limit_bytes)) {
+      f.rule = TracedOomRule::kBatchesGrow;
+      return Verdict::kUndetermined;
+    }
   }
   if (f.best_run && p.varying_units > 0 && p.aligned_units < kMinBatchesSeen) {
     f.rule = TracedOomRule::kFewBatchesSeen;

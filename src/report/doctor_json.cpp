@@ -75,6 +75,8 @@ json trace_projection_json(const diagnose::TraceStepProjection& p) {
           {"follows_one_scale", p.follows_one_scale},
           {"longest_unit", optional_json(p.longest_unit)},
           {"longest_peak_bytes", p.longest_peak_bytes},
+          {"growing_units", p.growing_units},
+          {"last_growth", p.last_growth},
           {"constant_bytes", p.constant_bytes},
           {"linear_bytes", p.linear_bytes},
           {"quadratic_bytes", p.quadratic_bytes},

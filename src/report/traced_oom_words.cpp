@@ -612,6 +612,25 @@ void word_projected_step(const TracedOomFindings& f, TracedOomWords& w) {
       w.decide_with = undecided_projected_step(f);
       return;
     }
+    case TracedOomRule::kBatchesGrow: {
+      add(w, "batches_grow",
+          fmt::format("the failing step itself fits, but the batches grew at every step: the {} before it in the "
+                      "trace each larger than the one before, the failing one ×{:.2f} the last: a warm-up of the batch "
+                      "size or the sequence length. One more step grown as much would need about {} live of the {} the device gives{}: more than the "
+                      "{} a setting runs with the margins the failing step's run kept. Where the warm-up stops is not "
+                      "in the trace",
+                      p.growing_units, p.last_growth, format_bytes(f.grown_batch_needed_bytes), format_bytes(cap),
+                      f.setting_room_bytes > 0
+                          ? fmt::format(", and {} more for the setting's own room", format_bytes(f.setting_room_bytes))
+                          : std::string(),
+                      format_bytes(f.longest_batch_limit_bytes)));
+      w.decide_with = undecided_projected_step(f);
+      w.decide_with.insert(
+          w.decide_with.begin(),
+          "where the warm-up stops (the batch-size or sequence-length schedule in the job's config): if it stops "
+          "at the failing step's size, the verdict is fragmentation");
+      return;
+    }
     case TracedOomRule::kFewBatchesSeen: {
       const bool one = p.aligned_units == 1;
       // Sizes that differ in a part only (a fixed-size input beside one that follows the batch) leave the scale at 1.

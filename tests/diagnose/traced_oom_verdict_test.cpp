@@ -437,7 +437,21 @@ INSTANTIATE_TEST_SUITE_P(
                       Expected{"hnr_edge", Verdict::kUndetermined, "unknown"},
                       Expected{"hnr_lo", Verdict::kUndetermined, "unknown"},
                       Expected{"lfs_edge", Verdict::kCapacity, "optimizer"},
-                      Expected{"grpo_edge", Verdict::kUndetermined, "train"}),
+                      Expected{"grpo_edge", Verdict::kUndetermined, "train"},
+                      // Batches 75-77 (predictions at b3c74b1, before the labels; an H100): 5 right, 3 undetermined, 1
+                      // wrong (mrm_lo, fragmentation, before a batch warm-up left the step that fits open). Muon with a
+                      // batch warm-up from mid-run; an LLM distilled with a fp32 KL over 128,256 classes; a pairwise
+                      // reward model in a Trainer subclass (its OOM before history began); ModernBERT up to 8,192
+                      // tokens; ESM-2 in an Accelerate loop with accumulation from mid-run.
+                      Expected{"mrm_edge", Verdict::kUndetermined, "train"},
+                      Expected{"mrm_lo", Verdict::kUndetermined, "train"},
+                      Expected{"lkd_edge", Verdict::kFragmentation, "train"},
+                      Expected{"lkd_lo", Verdict::kCapacity, "train"},
+                      Expected{"rwm_lo", Verdict::kUndetermined, "unknown"},
+                      Expected{"mbc_edge", Verdict::kUndetermined, "train"},
+                      Expected{"mbc_lo", Verdict::kCapacity, "train"},
+                      Expected{"esm_edge", Verdict::kFragmentation, "train"},
+                      Expected{"esm_lo", Verdict::kCapacity, "train"}),
     [](const auto& info) { return info.param.name; });
 
 // torchvision's detection reference with images of random sizes, at 0.92 × its peak allocated: the
@@ -1017,6 +1031,30 @@ TEST(FieldVerdicts, TheLongestBatchSeenKeepsTheFailingStepsMargins) {
   ASSERT_GT(best->peak_reserved_bytes, p.projected_peak_bytes);
   EXPECT_LT(static_cast<double>(p.longest_peak_bytes + best->peak_reserved_bytes - p.projected_peak_bytes),
             static_cast<double>(*trn.capacity_bytes) * (1 - p.margin_to_fit));
+}
+
+// A Muon GPT under a batch warm-up (field batch 75), history from step 2: at 0.92 × its peak (mrm_lo) the step at
+// batch 10 projects to 28.07 GiB of 29.28 and expandable segments run it, but batches 4 to 9 before it each grew on
+// the one before, and one more step grown as much needs more than the device: its rerun ran batch 10 and failed at
+// 11. At the edge (mrm_edge) the warm-up's last batch, 12, fits by less than a longer batch needs; it completed.
+// Variable lengths in random order (lkd_edge, the LLM distillation) are no warm-up: fragmentation, right.
+TEST(FieldVerdicts, ABatchWarmUpLeavesTheStepThatFitsOpen) {
+  const Diagnosis d = diagnose("mrm_lo");
+  ASSERT_EQ(label_of("mrm_lo"), "capacity");
+  EXPECT_EQ(d.verdict, Verdict::kUndetermined);
+  const TraceStepProjection& p = d.trace_projection;
+  ASSERT_TRUE(p.available);
+  EXPECT_EQ(p.growing_units, 6u);
+  EXPECT_NEAR(p.last_growth, 10.0 / 9.0, 0.01);
+  EXPECT_LT(p.projected_peak_bytes, *d.capacity_bytes);
+  EXPECT_TRUE(has_evidence(d, "batches_grow", "the 6 before it in the trace each larger than the one before"));
+  EXPECT_TRUE(d.recommended_conf.empty());
+  const Diagnosis edge = diagnose("mrm_edge");
+  EXPECT_EQ(edge.verdict, Verdict::kUndetermined);
+  EXPECT_GE(edge.trace_projection.growing_units, 4u);
+  const Diagnosis kd = diagnose("lkd_edge");
+  EXPECT_EQ(kd.verdict, Verdict::kFragmentation);
+  EXPECT_LT(kd.trace_projection.growing_units, 4u);
 }
 
 // A unit that begins at the backward statement (Fabric's `fabric.backward`, field fab_edge) starts holding its own

@@ -163,6 +163,32 @@ TEST(TracedOomWords, AFitThatMissesTheFailingStepsOwnSizesDecidesNothing) {
   EXPECT_FALSE(words.decide_with.empty());
 }
 
+// A step that fits at the end of batches that grew step after step (field mrm_lo, a batch warm-up): the growth in
+// numbers, what one more step grown as much needs against what a setting runs, and first among what would decide it,
+// where the warm-up stops; then the batch size that would need more.
+TEST(TracedOomWords, ABatchWarmUpSaysWhatOneMoreStepOfItNeeds) {
+  const Worded w = diagnose_worded(fragscope::testing::field_user_files("mrm_lo"));
+  const TracedOomFindings& f = w.findings;
+  ASSERT_EQ(f.rule, TracedOomRule::kBatchesGrow);
+  const std::string& text = evidence(w.words, "batches_grow").text;
+  EXPECT_NE(text.find(fmt::format("the {} before it in the trace each larger than the one before, the failing one "
+                                  "×{:.2f} the last",
+                                  f.trace.growing_units, f.trace.last_growth)),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(fmt::format("would need about {} live", format_bytes(f.grown_batch_needed_bytes))),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(fmt::format("more than the {}", format_bytes(f.longest_batch_limit_bytes))), std::string::npos)
+      << text;
+  EXPECT_GT(f.grown_batch_needed_bytes + f.setting_room_bytes, f.longest_batch_limit_bytes);
+  ASSERT_GE(w.words.decide_with.size(), 2u);
+  EXPECT_EQ(w.words.decide_with[0].rfind("where the warm-up stops", 0), 0u);
+  EXPECT_EQ(w.words.decide_with[1].rfind("the sizes of the batches still to come", 0), 0u);
+  EXPECT_TRUE(w.diagnosis.recommended_conf.empty());
+  expect_kept(w);
+}
+
 // A step larger than the few earlier ones that fits: the fit in numbers, then why that decides nothing
 // of the job, and first among what would decide it, the batch size that would need more (field fcn_lo:
 // 3 earlier batches, its fit checked on them).

@@ -6,7 +6,8 @@
 RUN_DIR, RERUN_DIR: a batch's run and its rerun under expandable segments (NAME_x), as field_end packs them;
 CALIBRATION_TRUTH: the calibration run's truth.json. Copies what the user has (the snapshot, recompressed from the
 device's gzip to zstd -15, and train.log) and writes truth.json: the run's, with `label` (the rerun completed →
-fragmentation, else capacity, unless LABEL is given), the rerun's figures (`rerun`) and the calibration's.
+fragmentation, else capacity, unless LABEL is given), the rerun's figures (`rerun`) and the calibration's. Refuses a
+NAME already kept.
 """
 import json
 import os
@@ -20,7 +21,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 def main():
     name, run, rerun, calibration = sys.argv[1:5]
     dst = os.path.join(ROOT, "tests/data/field", name)
-    os.makedirs(dst, exist_ok=True)
+    if os.path.exists(dst):  # names are short; a batch's may be an earlier batch's (kd_* twice: batches 35 and 75)
+        sys.exit(f"keep.py: {dst} exists: another recording has that name; choose another")
+    os.makedirs(dst)
     for f in os.listdir(os.path.join(run, "user")):
         src = os.path.join(run, "user", f)
         if f.endswith(".pickle.gz"):
