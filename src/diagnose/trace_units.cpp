@@ -5,6 +5,7 @@
 #include <optional>
 #include <span>
 #include <unordered_map>
+#include <utility>
 
 #include "diagnose/oom_call_path.h"
 #include "diagnose/python_frames.h"
@@ -49,6 +50,27 @@ void split_at_recurring_starts(TraceUnits& units, std::span<const snapshot::Trac
   }
   units.starts = std::move(starts);
   units.ends = std::move(ends);
+}
+
+/// Sets units.later_statement (see trace_units.h) from the program's allocations before the anchor: the outermost.
+template <typename Frames>
+void find_later_statement(const snapshot::Snapshot& snapshot, std::span<const snapshot::TraceEvent> trace,
+                          const std::vector<FrameId>& anchor, std::size_t program_depth, Frames& frames,
+                          TraceUnits& units) {
+  std::optional<std::pair<std::size_t, FrameId>> found;  // (frames shared with the anchor, the statement's frame)
+  for (const snapshot::TraceEvent& e : trace) {
+    if (e.action != TraceAction::kAlloc || e.stack == 0) continue;
+    const std::vector<FrameId>& f = frames(e.stack);
+    std::size_t shared = 0;
+    while (shared < f.size() && shared < anchor.size() && f[shared] == anchor[shared]) ++shared;
+    if (shared >= program_depth || shared >= f.size() || (found && found->first <= shared)) continue;
+    const snapshot::Frame& mine = snapshot.stacks.frame(f[shared]);
+    const snapshot::Frame& anchors = snapshot.stacks.frame(anchor[shared]);
+    if (mine.filename == anchors.filename && mine.name == anchors.name && mine.line > anchors.line &&
+        anchors.line != snapshot::Frame::kUnknownLine && mine.line != snapshot::Frame::kUnknownLine)
+      found = {shared, f[shared]};
+  }
+  if (found) units.later_statement = describe_frame(snapshot, found->second);
 }
 
 }  // namespace
@@ -110,6 +132,7 @@ TraceUnits find_trace_units(const snapshot::Snapshot& snapshot, int device, std:
   }
   if (program_depth == 0) return units;
   units.program_frame = describe_frame(snapshot, anchor[program_depth - 1]);
+  find_later_statement(snapshot, trace.first(units.anchor), anchor, program_depth, frames, units);
 
   std::unordered_map<StackId, Relation> relation_of;
   const auto relation = [&](StackId stack) {

@@ -66,6 +66,10 @@ struct TraceUnits {
   /// Where each earlier unit's iteration of the loop ended (see the file comment), or where an
   /// evaluation inside it began (another pass).
   std::vector<std::size_t> iteration_ends;
+  /// A statement after the anchor's in a function the anchor's frames run through (the same file and function, a
+  /// higher line) that allocated before it in the trace, the outermost: the loop around both came back to the
+  /// anchor's statement, or the function ran before, so the failing pass is not the run's first step.
+  std::string later_statement;
   /// @brief The failing unit has earlier occurrences in the trace.
   bool repeats() const { return starts.size() >= 2; }
 };

@@ -72,6 +72,9 @@ struct PhaseClues {
   std::string program_frame;   ///< kFirstStep: where the first step failed
   bool starts_mid_run = false;  ///< kFirstStep: ... or, the trace starting mid-run, the first step it holds
   bool backward = false;        ///< kFirstStep: the failing malloc is autograd's (the step's backward pass)
+  /// kFirstStep: a later statement of a function the failing one runs through that allocated before it
+  /// (TraceUnits::later_statement): the failing pass is one the loop had not run before, not the run's first step.
+  std::string later_statement;
   std::string eval_statement;  ///< kFirstEval
   std::string call_statement;  ///< the call path's statement (kFirstEval: below it, when it repeated)
   bool eval_below_repeating = false;

@@ -519,6 +519,7 @@ void revise_phase(const TraceUnits& units, const OomCallPath& call_path, bool st
     c.program_frame = units.program_frame;
     c.starts_mid_run = starts_mid_run;
     c.backward = call_path.backward;
+    c.later_statement = units.later_statement;
   }
   if (units.eval && !units.repeats() && !d.in_phase(JobPhase::kEval)) {
     // The statement that repeated (a trainer's train(), holding its steps and its evals) is not

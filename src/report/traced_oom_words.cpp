@@ -62,6 +62,14 @@ std::string phase_source(const TracedOomFindings& f, PhaseReason reason) {
     case PhaseReason::kFirstStep:
     {
       const std::string_view backward = c.backward ? ", in its backward pass on autograd's thread" : "";
+      if (!c.later_statement.empty())
+        return fmt::format(
+            "the failing statement ({}{}) did not run before in the trace{}, but {}, which comes after it, did: the "
+            "loop came back around, and the failing pass is one it had not run before (a refresh, an evaluation, a "
+            "save), so there is no earlier one to compare with",
+            c.program_frame, backward,
+            c.starts_mid_run ? fmt::format(", which starts mid-run ({})", mid_run_start(f.history_start)) : "",
+            c.later_statement);
       if (c.starts_mid_run)
         return fmt::format(
             "no statement of the program's loop ran more than once in the trace, which starts mid-run ({}): it "

@@ -77,6 +77,19 @@ TEST(TraceUnits, AFirstOptimizerStepDoesNotRepeat) {
   EXPECT_FALSE(units_of(snap).repeats());
 }
 
+// ANCE-style dense retrieval (field hnr_edge): hard negatives are refreshed (line 158) before every 4th training
+// step (line 163); history began at step 2, so the trace holds steps 2 and 3, then the first refresh, which OOMs.
+// The refresh did not run before, but the training step after it in the loop's body did: the loop came back around.
+// A first step (the heldout first AdamW step) has no later statement that ran before it.
+TEST(TraceUnits, ALaterStatementThatRanBeforeTheFailingOneShowsTheLoopCameBackAround) {
+  const TraceUnits u = units_of(read_field_snapshot("hnr_edge"));
+  EXPECT_FALSE(u.repeats());
+  EXPECT_EQ(u.later_statement, "hard_negative_refresh.py:163 in <module>");
+  const snapshot::Snapshot first = snapshot::read_snapshot_file(
+      (std::filesystem::path(FRAGSCOPE_SOURCE_DIR) / "tests/data/heldout/B_cap/snapshot.pickle.gz").string());
+  EXPECT_EQ(units_of(first).later_statement, "");
+}
+
 // Full-batch L-BFGS as torch.optim's docs show it (field lbfgs_lo): the loop's body is one statement,
 // optimizer.step(closure), and nothing allocates between two steps. Each step begins with the closure's first
 // call (lbfgs.py's `orig_loss = closure()`): 17 steps ran before the failing 18th, whose backward OOMs.

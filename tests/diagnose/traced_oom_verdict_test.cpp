@@ -1041,6 +1041,18 @@ TEST(FieldVerdicts, TheLongestBatchSeenKeepsTheFailingStepsMargins) {
             static_cast<double>(*trn.capacity_bytes) * (1 - p.margin_to_fit));
 }
 
+// The hard-negative refresh (field hnr_edge) fails in a pass the trace never ran; the training step after it in the
+// loop's body ran before it: the phase says the loop came back around, not that no statement ran more than once.
+TEST(FieldVerdicts, APassTheLoopHadNotRunIsNotCalledTheFirstStep) {
+  const Diagnosis d = diagnose("hnr_edge");
+  EXPECT_EQ(d.verdict, Verdict::kUndetermined);
+  EXPECT_NE(d.phase_source.find("but hard_negative_refresh.py:163 in <module>, which comes after it, did: the loop came "
+                                "back around"),
+            std::string::npos)
+      << d.phase_source;
+  EXPECT_EQ(d.phase_source.find("no statement of the program's loop ran more than once"), std::string::npos);
+}
+
 // A Muon GPT under a batch warm-up (field batch 75), history from step 2: at 0.92 × its peak (mrm_lo) the step at
 // batch 10 projects to 28.07 GiB of 29.28 and expandable segments run it, but batches 4 to 9 before it each grew on
 // the one before, and one more step grown as much needs more than the device: its rerun ran batch 10 and failed at
