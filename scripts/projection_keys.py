@@ -2,7 +2,8 @@
 shared by the scripts that count why the doctor decided a projected step or not."""
 
 PROJECTION_KEYS = ("projection_vs_capacity", "too_close", "next_step", "longest_batch", "batches_grow",
-                   "unseen_batches", "run_grows", "several_scales", "fit_rejected", "prefix_misfit", "workspaces_hidden")
+                   "unseen_batches", "run_grows", "several_scales", "fit_rejected", "prefix_misfit",
+                   "workspaces_hidden")
 
 
 def projection_rule(report):

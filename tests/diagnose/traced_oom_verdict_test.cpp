@@ -1046,8 +1046,8 @@ TEST(FieldVerdicts, TheLongestBatchSeenKeepsTheFailingStepsMargins) {
 TEST(FieldVerdicts, APassTheLoopHadNotRunIsNotCalledTheFirstStep) {
   const Diagnosis d = diagnose("hnr_edge");
   EXPECT_EQ(d.verdict, Verdict::kUndetermined);
-  EXPECT_NE(d.phase_source.find("but hard_negative_refresh.py:163 in <module>, which comes after it, did: the loop came "
-                                "back around"),
+  EXPECT_NE(d.phase_source.find("but hard_negative_refresh.py:163 in <module>, which comes after it, did: the loop "
+                                "came back around"),
             std::string::npos)
       << d.phase_source;
   EXPECT_EQ(d.phase_source.find("no statement of the program's loop ran more than once"), std::string::npos);

@@ -35,7 +35,8 @@ class Proteins(torch.utils.data.Dataset):
         return args.steps * args.batch
 
     def __getitem__(self, i):
-        return [0] + [rng.randrange(4, 24) for _ in range(min(args.max_len - 2, int(rng.lognormvariate(5.7, 0.6))))] + [2]
+        length = min(args.max_len - 2, int(rng.lognormvariate(5.7, 0.6)))
+        return [0] + [rng.randrange(4, 24) for _ in range(length)] + [2]
 
 
 def collate(rows):
