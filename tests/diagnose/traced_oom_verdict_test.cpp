@@ -459,7 +459,12 @@ INSTANTIATE_TEST_SUITE_P(
                       Expected{"fno_edge", Verdict::kCapacity, "train"},
                       Expected{"fno_lo", Verdict::kCapacity, "train"},
                       Expected{"fnoe_edge", Verdict::kUndetermined, "eval"},
-                      Expected{"fnoe_lo", Verdict::kCapacity, "eval"}),
+                      Expected{"fnoe_lo", Verdict::kCapacity, "eval"},
+                      // Batch 80 (predictions at ec40ff2, the warm-up rule in; labels fragmentation, capacity): a
+                      // sequence-length warm-up at every step. Both steps fit; one more step of the warm-up would not.
+                      // Without the rule both were fragmentation (slin_lo's rerun failed at the next length).
+                      Expected{"slin_edge", Verdict::kUndetermined, "train"},
+                      Expected{"slin_lo", Verdict::kUndetermined, "train"}),
     [](const auto& info) { return info.param.name; });
 
 // torchvision's detection reference with images of random sizes, at 0.92 × its peak allocated: the
@@ -1072,6 +1077,12 @@ TEST(FieldVerdicts, ABatchWarmUpLeavesTheStepThatFitsOpen) {
   const Diagnosis edge = diagnose("mrm_edge");
   EXPECT_EQ(edge.verdict, Verdict::kUndetermined);
   EXPECT_GE(edge.trace_projection.growing_units, 4u);
+  // A sequence-length warm-up (batch 80, recorded after the rule was made): slin_lo at 1,792 tokens fits by 0.33 GiB,
+  // and its rerun failed at 2,048.
+  const Diagnosis seq = diagnose("slin_lo");
+  ASSERT_EQ(label_of("slin_lo"), "capacity");
+  EXPECT_EQ(seq.verdict, Verdict::kUndetermined);
+  EXPECT_TRUE(has_evidence(seq, "batches_grow", "the 7 before it in the trace each larger than the one before"));
   const Diagnosis kd = diagnose("lkd_edge");
   EXPECT_EQ(kd.verdict, Verdict::kFragmentation);
   EXPECT_LT(kd.trace_projection.growing_units, 4u);
