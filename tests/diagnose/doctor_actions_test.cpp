@@ -162,8 +162,11 @@ TEST(DoctorActions, ARunThatGrowsIsToldFirstToKeepLessPerStep) {
   EXPECT_NE(d.headline.find("more at every step"), std::string::npos) << d.headline;
   ASSERT_FALSE(d.actions.empty());
   EXPECT_EQ(d.actions.front().title, "Stop keeping each step's tensors on the GPU");
-  for (const Action& a : d.actions)
-    if (a.title != d.actions.front().title) EXPECT_FALSE(a.sufficient) << a.title;
+  for (const Action& a : d.actions) {
+    if (a.title != d.actions.front().title) {
+      EXPECT_FALSE(a.sufficient) << a.title;
+    }
+  }
   EXPECT_TRUE(has_action(d, "Keep the global batch: halve the micro-batch and double gradient accumulation"));
 }
 

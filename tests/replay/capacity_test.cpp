@@ -202,7 +202,7 @@ TEST(CapacityTest, ADriverOomIsNoCap) {
 // driver OOMs: no cap is inferred, the refusal bounds the capacity, and the replay fails where the run did.
 TEST(CapacityTest, ALittleFreeBeyondTheAskIsADriverOomNotACap) {
   const std::string root = std::string(FRAGSCOPE_SOURCE_DIR) + "/tests/data/";
-  for (const std::string path :
+  for (const std::string& path :
        {root + "field/t5g_lo/oom_snapshot.pickle.zst", root + "field/cro_lo/oom_snapshot.pickle.zst",
         root + "field/clip_lo/oom_snapshot.pickle.zst", root + "heldout/B_cap/snapshot.pickle.gz"}) {
     SCOPED_TRACE(path);
