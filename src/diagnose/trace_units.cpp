@@ -52,25 +52,51 @@ void split_at_recurring_starts(TraceUnits& units, std::span<const snapshot::Trac
   units.ends = std::move(ends);
 }
 
-/// Sets units.later_statement (see trace_units.h) from the program's allocations before the anchor: the outermost.
+/// Sets units.later_statement and later_than (see trace_units.h) from the program's allocations before the anchor.
 template <typename Frames>
 void find_later_statement(const snapshot::Snapshot& snapshot, std::span<const snapshot::TraceEvent> trace,
                           const std::vector<FrameId>& anchor, std::size_t program_depth, Frames& frames,
                           TraceUnits& units) {
-  std::optional<std::pair<std::size_t, FrameId>> found;  // (frames shared with the anchor, the statement's frame)
+  struct Later {
+    std::size_t depth = 0;  // frames shared with the anchor above it
+    std::uint64_t made_bytes = 0;
+    std::uint64_t freed_bytes = 0;
+  };
+  std::unordered_map<FrameId, Later> later;
+  std::unordered_map<std::uint64_t, std::pair<FrameId, std::uint64_t>> live;  // address → (statement, size)
   for (const snapshot::TraceEvent& e : trace) {
+    if (e.action == TraceAction::kFreeRequested) {
+      if (const auto it = live.find(e.addr); it != live.end()) {
+        later[it->second.first].freed_bytes += it->second.second;
+        live.erase(it);
+      }
+      continue;
+    }
     if (e.action != TraceAction::kAlloc || e.stack == 0) continue;
     const std::vector<FrameId>& f = frames(e.stack);
     std::size_t shared = 0;
     while (shared < f.size() && shared < anchor.size() && f[shared] == anchor[shared]) ++shared;
-    if (shared >= program_depth || shared >= f.size() || (found && found->first <= shared)) continue;
+    if (shared >= program_depth || shared >= f.size()) continue;
     const snapshot::Frame& mine = snapshot.stacks.frame(f[shared]);
     const snapshot::Frame& anchors = snapshot.stacks.frame(anchor[shared]);
-    if (mine.filename == anchors.filename && mine.name == anchors.name && mine.line > anchors.line &&
-        anchors.line != snapshot::Frame::kUnknownLine && mine.line != snapshot::Frame::kUnknownLine)
-      found = {shared, f[shared]};
+    if (mine.filename != anchors.filename || mine.name != anchors.name || mine.line <= anchors.line ||
+        anchors.line == snapshot::Frame::kUnknownLine || mine.line == snapshot::Frame::kUnknownLine)
+      continue;
+    Later& l = later[f[shared]];
+    l.depth = shared;
+    l.made_bytes += e.size;
+    live[e.addr] = {f[shared], e.size};
   }
-  if (found) units.later_statement = describe_frame(snapshot, found->second);
+  // A later line whose blocks are still held may be the failing statement's own argument on the line below a call
+  // (Python evaluates them first); a statement that ran and freed most of what it made finished before the anchor.
+  std::optional<std::pair<FrameId, Later>> found;
+  for (const auto& [statement, l] : later)
+    if (2 * l.freed_bytes > l.made_bytes &&
+        (!found || std::pair(l.depth, statement) < std::pair(found->second.depth, found->first)))
+      found = {statement, l};
+  if (!found) return;
+  units.later_statement = describe_frame(snapshot, found->first);
+  units.later_than = describe_frame(snapshot, anchor[found->second.depth]);
 }
 
 }  // namespace

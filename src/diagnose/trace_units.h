@@ -66,10 +66,12 @@ struct TraceUnits {
   /// Where each earlier unit's iteration of the loop ended (see the file comment), or where an
   /// evaluation inside it began (another pass).
   std::vector<std::size_t> iteration_ends;
-  /// A statement after the anchor's in a function the anchor's frames run through (the same file and function, a
-  /// higher line) that allocated before it in the trace, the outermost: the loop around both came back to the
-  /// anchor's statement, or the function ran before, so the failing pass is not the run's first step.
+  /// A statement after one of the anchor's frames in the same function (a higher line) that allocated before it in
+  /// the trace and freed more than half of that (a finished run, not an argument evaluated for the anchor's own
+  /// call), the outermost: the loop around both came back to `later_than`, or the function ran before, so the
+  /// failing pass is not the run's first step.
   std::string later_statement;
+  std::string later_than;  ///< the anchor's frame it comes after: "hard_negative_refresh.py:158 in <module>"
   /// @brief The failing unit has earlier occurrences in the trace.
   bool repeats() const { return starts.size() >= 2; }
 };

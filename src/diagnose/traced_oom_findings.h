@@ -43,8 +43,8 @@ enum class TracedOomRule : std::uint8_t {
   kNextUnitMayNotFit,        ///< undetermined: it fits, a step like it with the gradients back may not
   kLongerBatchMayNotFit,     ///< undetermined: it fits, a longer batch the trace made may not
   kFewBatchesSeen,           ///< undetermined: it fits, but the batches vary and few were seen (their range unseen)
-  kBatchesGrow,              ///< undetermined: it fits, but the batches grew step after step: one more may not fit
   kRunGrows,                 ///< undetermined: it fits, but the run grows (RunGrowth): the steps still to come decide
+  kBatchesGrow,              ///< undetermined: it fits, but the batches grew step after step: one more may not fit
   kProjectedStepFits,        ///< fragmentation: a setting runs it with its margin
   kNoSettingRunsProjected,   ///< capacity: no setting runs it even with the margin added
   kNoSettingRunsAtCapacity,  ///< capacity: no setting runs it at the capacity, the margin to fail unmet
@@ -75,6 +75,7 @@ struct PhaseClues {
   /// kFirstStep: a later statement of a function the failing one runs through that allocated before it
   /// (TraceUnits::later_statement): the failing pass is one the loop had not run before, not the run's first step.
   std::string later_statement;
+  std::string later_than;      ///< ... the failing pass's statement it comes after
   std::string eval_statement;  ///< kFirstEval
   std::string call_statement;  ///< the call path's statement (kFirstEval: below it, when it repeated)
   bool eval_below_repeating = false;

@@ -419,19 +419,6 @@ Verdict judge_projected_step(ProjectedStep& step, const std::vector<replay::What
     f.rule = TracedOomRule::kLongerBatchMayNotFit;
     return Verdict::kUndetermined;
   }
-  // Where a warm-up stops is not in the trace: one more step grown as the last one was must fit as the longest
-  // batch seen must (mrm_edge, the same warm-up at its last batch, 12, completed under expandable segments: a step
-  // that does not fit leaves the verdict open, it does not decide capacity).
-  if (f.best_run && p.growing_units >= kMinGrowingUnits && step.peak_at_factor) {
-    const double growth = static_cast<double>(step.peak_at_factor(p.last_growth)) -
-                          static_cast<double>(step.peak_at_factor(1.0));
-    f.grown_batch_needed_bytes = static_cast<std::uint64_t>((peak + std::max(0.0, growth)) / inflation);
-    if (static_cast<double>(f.grown_batch_needed_bytes + f.setting_room_bytes) >
-        static_cast<double>(f.longest_batch_limit_bytes)) {
-      f.rule = TracedOomRule::kBatchesGrow;
-      return Verdict::kUndetermined;
-    }
-  }
   if (f.best_run && p.varying_units > 0 && p.aligned_units < kMinBatchesSeen) {
     f.rule = TracedOomRule::kFewBatchesSeen;
     return Verdict::kUndetermined;
@@ -445,6 +432,20 @@ Verdict judge_projected_step(ProjectedStep& step, const std::vector<replay::What
   }
   if (f.best_run) {
     if (auto miss = missed_history(p, Verdict::kFragmentation)) return fit_rejected(std::move(*miss), f);
+    // Where a warm-up stops is not in the trace: one more step grown as the last one was must fit as the longest
+    // batch seen must (mrm_edge, the same warm-up at its last batch, 12, completed under expandable segments: a
+    // step that does not fit leaves the verdict open, it does not decide capacity). Tried last, so that the warm-up
+    // is all that stands between the step and fragmentation.
+    if (p.growing_units >= kMinGrowingUnits && step.peak_at_factor) {
+      const double growth = static_cast<double>(step.peak_at_factor(p.last_growth)) -
+                            static_cast<double>(step.peak_at_factor(1.0));
+      f.grown_batch_needed_bytes = static_cast<std::uint64_t>((peak + std::max(0.0, growth)) / inflation);
+      if (static_cast<double>(f.grown_batch_needed_bytes + f.setting_room_bytes) >
+          static_cast<double>(f.longest_batch_limit_bytes)) {
+        f.rule = TracedOomRule::kBatchesGrow;
+        return Verdict::kUndetermined;
+      }
+    }
     d.recommended_conf = f.best_run->conf;
     f.rule = TracedOomRule::kProjectedStepFits;
     return Verdict::kFragmentation;
@@ -520,6 +521,7 @@ void revise_phase(const TraceUnits& units, const OomCallPath& call_path, bool st
     c.starts_mid_run = starts_mid_run;
     c.backward = call_path.backward;
     c.later_statement = units.later_statement;
+    c.later_than = units.later_than;
   }
   if (units.eval && !units.repeats() && !d.in_phase(JobPhase::kEval)) {
     // The statement that repeated (a trainer's train(), holding its steps and its evals) is not

@@ -64,10 +64,10 @@ std::string phase_source(const TracedOomFindings& f, PhaseReason reason) {
       const std::string_view backward = c.backward ? ", in its backward pass on autograd's thread" : "";
       if (!c.later_statement.empty())
         return fmt::format(
-            "the failing statement ({}{}) did not run before in the trace{}, but {}, which comes after it, did: the "
-            "loop came back around, and the failing pass is one it had not run before (a refresh, an evaluation, a "
-            "save), so there is no earlier one to compare with",
-            c.program_frame, backward,
+            "the failing pass ({}, at {}{}) did not run before in the trace{}, but {}, which comes after it, ran and "
+            "finished: the loop came back around, and the failing pass is one it had not run before (a refresh, an "
+            "evaluation, a save), so there is no earlier one to compare with",
+            c.later_than, c.program_frame, backward,
             c.starts_mid_run ? fmt::format(", which starts mid-run ({})", mid_run_start(f.history_start)) : "",
             c.later_statement);
       if (c.starts_mid_run)
@@ -622,9 +622,9 @@ void word_projected_step(const TracedOomFindings& f, TracedOomWords& w) {
     }
     case TracedOomRule::kBatchesGrow: {
       add(w, "batches_grow",
-          fmt::format("the failing step itself fits, but the batches grew at every step: the {} before it in the "
-                      "trace each larger than the one before, the failing one ×{:.2f} the last: a warm-up of the batch "
-                      "size or the sequence length. One more step grown as much would need about {} live of the {} "
+          fmt::format("the failing step itself fits, but the batches grew step after step: the {} before it in the "
+                      "trace each smaller than the one after it, the failing one ×{:.2f} the last: a warm-up of the "
+                      "batch size or the sequence length. One more step grown as much would need about {} live of the {} "
                       "the device gives{}: more than the {} a setting runs with the margins the failing step's run "
                       "kept. Where the warm-up stops is not in the trace",
                       p.growing_units, p.last_growth, format_bytes(f.grown_batch_needed_bytes), format_bytes(cap),
@@ -865,6 +865,13 @@ TracedOomWords traced_oom_words(const TracedOomFindings& f) {
                     "starts mid-run ({}) and no earlier step in it can be projected from (it holds {} events); {}",
                     mid_run_start(f.history_start), f.oom_index + 1,
                     longer_history(f.history_start, longer_history_entries(f))));
+  else if (f.mid_run_first_pass && !f.clues.later_statement.empty())
+    w.decide_with.insert(
+        w.decide_with.begin(),
+        fmt::format("a snapshot whose history holds an earlier run of the failing pass ({}), which comes less often "
+                    "than the loop's steps: history from the run's start, or from before that pass's previous run "
+                    "(more steps of {} alone hold none)",
+                    f.clues.later_than, f.clues.later_statement));
   else if (f.mid_run_first_pass)
     w.decide_with.insert(w.decide_with.begin(),
                          two_whole_steps_history(

@@ -85,6 +85,7 @@ TEST(TraceUnits, ALaterStatementThatRanBeforeTheFailingOneShowsTheLoopCameBackAr
   const TraceUnits u = units_of(read_field_snapshot("hnr_edge"));
   EXPECT_FALSE(u.repeats());
   EXPECT_EQ(u.later_statement, "hard_negative_refresh.py:163 in <module>");
+  EXPECT_EQ(u.later_than, "hard_negative_refresh.py:158 in <module>");
   const snapshot::Snapshot first = snapshot::read_snapshot_file(
       (std::filesystem::path(FRAGSCOPE_SOURCE_DIR) / "tests/data/heldout/B_cap/snapshot.pickle.gz").string());
   EXPECT_EQ(units_of(first).later_statement, "");

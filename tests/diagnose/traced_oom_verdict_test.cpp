@@ -1051,8 +1051,12 @@ TEST(FieldVerdicts, TheLongestBatchSeenKeepsTheFailingStepsMargins) {
 TEST(FieldVerdicts, APassTheLoopHadNotRunIsNotCalledTheFirstStep) {
   const Diagnosis d = diagnose("hnr_edge");
   EXPECT_EQ(d.verdict, Verdict::kUndetermined);
-  EXPECT_NE(d.phase_source.find("but hard_negative_refresh.py:163 in <module>, which comes after it, did: the loop "
-                                "came back around"),
+  EXPECT_NE(d.phase_source.find("the failing pass (hard_negative_refresh.py:158 in <module>, at "
+                                "hard_negative_refresh.py:97 in encode) did not run before in the trace"),
+            std::string::npos)
+      << d.phase_source;
+  EXPECT_NE(d.phase_source.find("but hard_negative_refresh.py:163 in <module>, which comes after it, ran and finished: "
+                                "the loop came back around"),
             std::string::npos)
       << d.phase_source;
   EXPECT_EQ(d.phase_source.find("no statement of the program's loop ran more than once"), std::string::npos);
@@ -1072,7 +1076,7 @@ TEST(FieldVerdicts, ABatchWarmUpLeavesTheStepThatFitsOpen) {
   EXPECT_EQ(p.growing_units, 6u);
   EXPECT_NEAR(p.last_growth, 10.0 / 9.0, 0.01);
   EXPECT_LT(p.projected_peak_bytes, *d.capacity_bytes);
-  EXPECT_TRUE(has_evidence(d, "batches_grow", "the 6 before it in the trace each larger than the one before"));
+  EXPECT_TRUE(has_evidence(d, "batches_grow", "the 6 before it in the trace each smaller than the one after it"));
   EXPECT_TRUE(d.recommended_conf.empty());
   const Diagnosis edge = diagnose("mrm_edge");
   EXPECT_EQ(edge.verdict, Verdict::kUndetermined);
@@ -1082,7 +1086,7 @@ TEST(FieldVerdicts, ABatchWarmUpLeavesTheStepThatFitsOpen) {
   const Diagnosis seq = diagnose("slin_lo");
   ASSERT_EQ(label_of("slin_lo"), "capacity");
   EXPECT_EQ(seq.verdict, Verdict::kUndetermined);
-  EXPECT_TRUE(has_evidence(seq, "batches_grow", "the 7 before it in the trace each larger than the one before"));
+  EXPECT_TRUE(has_evidence(seq, "batches_grow", "the 7 before it in the trace each smaller than the one after it"));
   const Diagnosis kd = diagnose("lkd_edge");
   EXPECT_EQ(kd.verdict, Verdict::kFragmentation);
   EXPECT_LT(kd.trace_projection.growing_units, 4u);

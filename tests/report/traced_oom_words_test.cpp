@@ -171,8 +171,8 @@ TEST(TracedOomWords, ABatchWarmUpSaysWhatOneMoreStepOfItNeeds) {
   const TracedOomFindings& f = w.findings;
   ASSERT_EQ(f.rule, TracedOomRule::kBatchesGrow);
   const std::string& text = evidence(w.words, "batches_grow").text;
-  EXPECT_NE(text.find(fmt::format("the {} before it in the trace each larger than the one before, the failing one "
-                                  "×{:.2f} the last",
+  EXPECT_NE(text.find(fmt::format("the {} before it in the trace each smaller than the one after it, the failing "
+                                  "one ×{:.2f} the last",
                                   f.trace.growing_units, f.trace.last_growth)),
             std::string::npos)
       << text;
