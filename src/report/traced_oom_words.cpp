@@ -624,9 +624,9 @@ void word_projected_step(const TracedOomFindings& f, TracedOomWords& w) {
       add(w, "batches_grow",
           fmt::format("the failing step itself fits, but the batches grew step after step: the {} before it in the "
                       "trace each smaller than the one after it, the failing one ×{:.2f} the last: a warm-up of the "
-                      "batch size or the sequence length. One more step grown as much would need about {} live of the {} "
-                      "the device gives{}: more than the {} a setting runs with the margins the failing step's run "
-                      "kept. Where the warm-up stops is not in the trace",
+                      "batch size or the sequence length. One more step grown as much would need about {} live of "
+                      "the {} the device gives{}: more than the {} a setting runs with the margins the failing step's "
+                      "run kept. Where the warm-up stops is not in the trace",
                       p.growing_units, p.last_growth, format_bytes(f.grown_batch_needed_bytes), format_bytes(cap),
                       f.setting_room_bytes > 0
                           ? fmt::format(", and {} more for the setting's own room", format_bytes(f.setting_room_bytes))
