@@ -47,15 +47,16 @@ constexpr double kTooClose = 0.02;
 /// from the unit before it alone (tests/diagnose/trace_projection_test.cpp) came out at most 5.1%
 /// above its real peak beyond its over_bytes, and at most 7.9% below it beyond its under_bytes at
 /// 3× its reference and more; from the job's first step, up to 11.7% above (field rx_lo's second
-/// step: the first ran cudnn.benchmark's trials, which the later steps never repeat).
+/// step: the first ran cudnn.benchmark's trials, which the later steps never repeat), and 8.06%
+/// above from a first step alike the second (field slin_*: 256 tokens projecting 448, ×1.75).
 constexpr double kProjectionFloor = 0.005;
-constexpr double kUncheckedProjection = 0.08;
+constexpr double kUncheckedProjection = 0.09;
 constexpr double kUncheckedFromFirstStep = 0.12;
 
 /// A first step whose allocations up to the aligned one that the failing prefix lacks
 /// (TraceStepProjection::reference_unmatched_bytes) are at most this share of the capacity did
 /// nothing the later steps skip, so far: it keeps kUncheckedProjection. In the cuts above, first
-/// steps that far alike came out at most 4.6% above their real peak (lit2_edge); those above
+/// steps that far alike came out at most 8.06% above their real peak (slin_*); those above
 /// 5.1% had 8.7% (fcn_edge, 6.3%) to 61% (rx_lo's cudnn.benchmark trials, 11.7%) unmatched.
 constexpr double kFirstStepAlikeShare = 0.05;
 

@@ -161,9 +161,10 @@ std::uint64_t rest_peak(const ProjectedStep& step) {
 // (the encoder's) shows one scale while the decoder's rest peaked 74% above the projection. Unchecked,
 // such a projection decides no fragmentation (kFewBatchesSeen, kUncheckedSeveralScales), nor anything
 // when its sizes follow the reference by more than one scale (left out here).
-// The other way, the projection lay at most 5.1% above the real peak beyond its over_bytes, and
-// 11.7% when projected from the job's first step (rx_lo: cudnn.benchmark's trials in it), which
-// kUncheckedProjection and kUncheckedFromFirstStep cover. The doubts of a unit smaller than its
+// The other way, the projection lay at most 5.1% above the real peak beyond its over_bytes, 8.06% from a first
+// step alike the failing one (slin_*: a sequence-length warm-up, 256 tokens projecting 448), and 11.7% from a
+// first step unlike it (rx_lo: cudnn.benchmark's trials in it), which kUncheckedProjection (9%) and
+// kUncheckedFromFirstStep cover. The doubts of a unit smaller than its
 // reference stay doubts: they once wrapped around (ec_edge at 1/3 of its reference: an
 // over_bytes of 2^64 less a few GiB).
 TEST(ProjectedFromOneUnit, MissesTheRealPeakByLessThanTheUncheckedMargins) {
@@ -238,7 +239,7 @@ TEST(ProjectedFromOneUnit, MissesTheRealPeakByLessThanTheUncheckedMargins) {
         // doctor's kUncheckedFromFirstStep; one alike (kFirstStepAlikeShare) the later steps' margin.
         const bool unlike_first = k == 1 && static_cast<double>(step.figures.reference_unmatched_bytes) > 0.05 * real;
         double& worst_high = unlike_first ? worst_high_first : worst_high_later;
-        EXPECT_LT(high, unlike_first ? 0.12 : 0.08) << name << " unit " << k << " cut " << allocs[cut];
+        EXPECT_LT(high, unlike_first ? 0.12 : 0.09) << name << " unit " << k << " cut " << allocs[cut];
         worst_high = std::max(worst_high, high);
         EXPECT_LT(step.figures.over_bytes, 1ull << 50) << name << " unit " << k;  // no wraparound
         EXPECT_LT(step.figures.under_bytes, 1ull << 50) << name << " unit " << k;
