@@ -52,11 +52,12 @@ void split_at_recurring_starts(TraceUnits& units, std::span<const snapshot::Trac
   units.ends = std::move(ends);
 }
 
-/// Sets units.later_statement and later_than (see trace_units.h) from the program's allocations before the anchor.
-template <typename Frames>
+/// Sets units.later_statement and later_than (see trace_units.h) from the program's allocations before the anchor;
+/// `shared(stack)` is how many leading Python frames the stack shares with the anchor's.
+template <typename Frames, typename Shared>
 void find_later_statement(const snapshot::Snapshot& snapshot, std::span<const snapshot::TraceEvent> trace,
                           const std::vector<FrameId>& anchor, std::size_t program_depth, Frames& frames,
-                          TraceUnits& units) {
+                          Shared& shared_with_anchor, TraceUnits& units) {
   struct Later {
     std::size_t depth = 0;  // frames shared with the anchor above it
     std::uint64_t made_bytes = 0;
@@ -74,8 +75,7 @@ void find_later_statement(const snapshot::Snapshot& snapshot, std::span<const sn
     }
     if (e.action != TraceAction::kAlloc || e.stack == 0) continue;
     const std::vector<FrameId>& f = frames(e.stack);
-    std::size_t shared = 0;
-    while (shared < f.size() && shared < anchor.size() && f[shared] == anchor[shared]) ++shared;
+    const std::size_t shared = shared_with_anchor(e.stack);
     if (shared >= program_depth || shared >= f.size()) continue;
     const snapshot::Frame& mine = snapshot.stacks.frame(f[shared]);
     const snapshot::Frame& anchors = snapshot.stacks.frame(anchor[shared]);
@@ -158,7 +158,6 @@ TraceUnits find_trace_units(const snapshot::Snapshot& snapshot, int device, std:
   }
   if (program_depth == 0) return units;
   units.program_frame = describe_frame(snapshot, anchor[program_depth - 1]);
-  find_later_statement(snapshot, trace.first(units.anchor), anchor, program_depth, frames, units);
 
   std::unordered_map<StackId, Relation> relation_of;
   const auto relation = [&](StackId stack) {
@@ -272,6 +271,11 @@ TraceUnits find_trace_units(const snapshot::Snapshot& snapshot, int device, std:
         end = i;
     }
     units.iteration_ends.push_back(end);
+  }
+  // Only a failing statement that did not run before needs it (the phase of a first pass).
+  if (!units.repeats()) {
+    const auto shared = [&](StackId stack) { return relation(stack).shared; };
+    find_later_statement(snapshot, trace.first(units.anchor), anchor, program_depth, frames, shared, units);
   }
   return units;
 }
