@@ -6,14 +6,16 @@ docs/VALIDATION.md).
     scripts/doctor_projection_runs.py [BINARY]     (default build/src/cli/fragscope)
 
 For every labelled field recording (tests/data/field/*: its snapshot and its log, as scripts/doctor_scoreboard.sh
-judges it) whose failing step was projected from the trace (`trace_projection.available`), reads from
+judges it) whose failing step was projected from the trace (`trace_projection.available`; an eval pass projected from
+the training's call, `from_training_call`, has its own rule and is left out), reads from
 `doctor --json`: whether any setting of the sweep runs the projected step at the capacity
 (`trace_projection.runs[].runs`), whether the step without its cuDNN workspaces still needs the capacity
 (`inelastic_peak_bytes` equal to `projected_peak_bytes`, or above the capacity), and why the doctor decided or not
 (the last evidence key that names a projection rule). Prints one line per recording, then the counts of labels
 per (any setting runs it, workspaces could make the difference, the doctor's verdict and why); exit status 1 when
-a recording whose step no setting runs, with workspaces unable to make the difference, is labelled fragmentation:
-the rule's premise broken.
+a recording whose step no setting runs, with workspaces unable to make the difference and the step before's
+gradients unable to either (`held_freed_saving_bytes`: freed where the backward begins, the step leaves less than
+1% of the capacity), is labelled fragmentation: the rule's premise broken.
 """
 import collections
 import concurrent.futures
@@ -50,20 +52,25 @@ def main():
     broken = []
     for (folder, label), d in zip(folders, results):
         tp = (d or {}).get("trace_projection") or {}
-        if not tp.get("available") or not tp.get("runs"):
+        # An eval projected from the training's call has its own rule (an upper and a lower estimate).
+        if not tp.get("available") or not tp.get("runs") or tp.get("from_training_call"):
             continue
         any_runs = any(r["runs"] for r in tp["runs"])
         need = tp["inelastic_peak_bytes"]
         workspaces_cannot = need == tp["projected_peak_bytes"] or need > d["capacity_bytes"]
+        freed = tp["projected_peak_bytes"] - tp.get("held_freed_saving_bytes", 0)
+        gradients_cannot = not tp.get("held_freed_saving_bytes") or freed > 0.99 * d["capacity_bytes"]
         why = projection_rule(d)
         name = os.path.basename(folder)
         print(f"{name}\t{label}\t{d['verdict']}\t{why}\t"
               f"{'some setting runs it' if any_runs else 'no setting runs it'}\t"
-              f"{'workspaces cannot fit it' if workspaces_cannot else 'fits without workspaces'}")
-        counts[(any_runs, workspaces_cannot, d["verdict"], why, label)] += 1
-        if not any_runs and workspaces_cannot and label == "fragmentation":
+              f"{'workspaces cannot fit it' if workspaces_cannot else 'fits without workspaces'}\t"
+              f"{'gradients cannot fit it' if gradients_cannot else 'fits with the gradients freed'}")
+        counts[(any_runs, workspaces_cannot and gradients_cannot, d["verdict"], why, label)] += 1
+        if not any_runs and workspaces_cannot and gradients_cannot and label == "fragmentation":
             broken.append(name)
-    print("\nlabels per (a setting runs it at the capacity, workspaces could make the difference, verdict, why):")
+    print("\nlabels per (a setting runs it at the capacity, workspaces or the gradients could make the difference, "
+          "verdict, why):")
     for (any_runs, workspaces_cannot, verdict, why, label), n in sorted(counts.items()):
         print(f"  {'runs' if any_runs else 'no run'}\t{'no' if workspaces_cannot else 'yes'}\t{verdict}\t{why}\t"
               f"{label}\t{n}")

@@ -6,6 +6,7 @@
 /// A Diagnosis is data only; src/report/doctor_report.h renders it as text, JSON or HTML.
 /// Thread-safety: a plain value.
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -116,7 +117,12 @@ struct RunGrowth {
   /// token): no step leaves blocks live, the memory live at each step's start rises; per_step_bytes is the least
   /// rise, kept_bytes the rise over the steps counted.
   bool regrown = false;
+  /// With regrown: the least rise of the complete steps' peaks over the steps counted, when more than
+  /// per_step_bytes (the old tensor and its larger copy live at once); else 0.
+  std::uint64_t peak_per_step_bytes = 0;
   bool grows() const { return per_step_bytes > 0; }
+  /// What each step after the failing one needs more at its peak.
+  std::uint64_t peak_growth_bytes() const { return std::max(per_step_bytes, peak_per_step_bytes); }
 };
 
 /// @brief The job's own calls of torch.cuda.empty_cache() before the OOM (cache_empties.h).
@@ -200,6 +206,10 @@ struct TraceStepProjection {
   /// free: made since the reference began, outside an optimizer's code, standing for no block of the reference's
   /// rest (the step before's gradients and outputs).
   std::uint64_t held_freeable_bytes = 0;
+  /// How much lower the projected peak comes when what the failing unit holds that the reference's rest never frees
+  /// is freed where the rest's backward begins (`zero_grad()` between the forward and the backward); 0 when the
+  /// trace has no Python frames, the reference began holding as much, or the rest has no backward.
+  std::uint64_t held_freed_saving_bytes = 0;
   std::size_t checked_units = 0;      ///< earlier units projected from the reference
   /// Aligned units of another kind left out of the check (the reference being of the failing
   /// unit's kind, two or more of that kind checked).

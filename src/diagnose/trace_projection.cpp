@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "diagnose/optimizer_code.h"
+#include "diagnose/python_frames.h"
 #include "diagnose/size_scale.h"
 #include "diagnose/unit_alignment.h"
 #include "util/bytes.h"
@@ -259,9 +260,11 @@ std::unordered_map<snapshot::StackId, std::vector<std::uint32_t>> older_blocks_b
 /// an optimizer's code (made_by_optimizer: its state lives on) and that no block of the reference's rest stands for:
 /// the step before's gradients and outputs, which the failing unit may free where the reference had nothing to free
 /// (`zero_grad()` before the backward; a name such as `logits` rebound to this step's).
+/// With `backward_only`, of those the blocks made without Python frames (on autograd's engine thread: gradients).
 std::uint64_t held_freeable_bytes(const snapshot::Snapshot& snapshot, std::span<const snapshot::TraceEvent> trace,
                                   const SlotState& at_oom, std::size_t reference_first, std::size_t failing_first,
-                                  const std::unordered_map<std::uint32_t, std::uint32_t>& slot_for) {
+                                  const std::unordered_map<std::uint32_t, std::uint32_t>& slot_for,
+                                  bool backward_only = false) {
   std::unordered_set<std::uint32_t> stood_for;
   for (const auto& [reference_slot, slot] : slot_for) stood_for.insert(slot);
   std::uint64_t bytes = 0;
@@ -270,7 +273,8 @@ std::uint64_t held_freeable_bytes(const snapshot::Snapshot& snapshot, std::span<
     if (!at_oom.live[slot] || event == kNone || event < reference_first || event >= failing_first ||
         stood_for.contains(slot))
       continue;
-    if (!made_by_optimizer(snapshot, trace[event].stack)) bytes += at_oom.size[slot];
+    if (made_by_optimizer(snapshot, trace[event].stack)) continue;
+    if (!backward_only || python_frames(snapshot, trace[event].stack).empty()) bytes += at_oom.size[slot];
   }
   return bytes;
 }
@@ -612,6 +616,16 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
       slot_for[slot] = live->second;
   }
   slot_for[prepared.ops[aligned_op].slot] = served.slot;
+  // What the failing unit holds that the reference's rest never frees, the step before's gradients and outputs among
+  // it: the projection holds it to its end, a loop calling `zero_grad()` between the forward and the backward frees
+  // it where the backward begins (the first allocation without Python frames, on autograd's engine thread).
+  const bool frames_known = !python_frames(snapshot, trace[oom_index].stack).empty();
+  const std::uint64_t held_through_rest =
+      frames_known && failing.start_level > ref.start_level
+          ? held_freeable_bytes(snapshot, trace, at_oom, ref.first, failing.first, slot_for, true)
+          : 0;
+  bool backward_began = false;
+  double peak_before_backward = 0, peak_from_backward = 0;
 
   std::vector<std::uint64_t> reference_size = at_aligned.size;  // by reference slot, as the rest runs
   // The live level over the projection as synthesised, and with every unfitted allocation
@@ -659,6 +673,10 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
         const double below = exponent ? 0.0 : std::max(0.0, static_cast<double>(size) - std::min(constant, quadratic));
         const double above = exponent ? 0.0 : std::max(0.0, std::max(constant, quadratic) - static_cast<double>(size));
         level += static_cast<double>(size);
+        if (held_through_rest > 0 && !backward_began)
+          backward_began = python_frames(snapshot, trace[prepared.ops[k].trace_index].stack).empty();
+        double& part_peak = backward_began ? peak_from_backward : peak_before_backward;
+        part_peak = std::max(part_peak, level);
         low += static_cast<double>(size) - below;
         high += static_cast<double>(size) + above;
         if (level > peak) slot_at_peak = next_slot;
@@ -720,6 +738,11 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
     p.over_bytes += std::min(p.kind_difference_bytes, p.kept_before_peak_bytes + p.held_freeable_bytes);
   } else {
     p.under_bytes += p.kind_difference_bytes;
+  }
+  if (backward_began) {
+    const double freed_peak = std::max({start, peak_before_backward,
+                                        peak_from_backward - static_cast<double>(held_through_rest)});
+    p.held_freed_saving_bytes = static_cast<std::uint64_t>(std::max(0.0, peak - freed_peak));
   }
   p.over_bytes += p.unmatched_free_bytes + static_cast<std::uint64_t>(peak - peak_low);
   p.under_bytes += static_cast<std::uint64_t>(peak_high - peak);

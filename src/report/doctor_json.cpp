@@ -87,6 +87,7 @@ json trace_projection_json(const diagnose::TraceStepProjection& p) {
           {"reference_began_lower", p.reference_began_lower},
           {"kept_before_peak_bytes", p.kept_before_peak_bytes},
           {"held_freeable_bytes", p.held_freeable_bytes},
+          {"held_freed_saving_bytes", p.held_freed_saving_bytes},
           {"checked_units", p.checked_units},
           {"other_kind_units", p.other_kind_units},
           {"fit_error", optional_json(p.fit_error)},
@@ -189,6 +190,7 @@ json doctor_json(const diagnose::Diagnosis& d) {
                                                      {"steps", d.run_growth.steps},
                                                      {"eval_batches", d.run_growth.eval_batches},
                                                      {"regrown", d.run_growth.regrown},
+                                                     {"peak_per_step_bytes", d.run_growth.peak_per_step_bytes},
                                                      {"kept_bytes", d.run_growth.kept_bytes},
                                                      {"frame", d.run_growth.frame}}
                                               : json(nullptr)},

@@ -433,10 +433,15 @@ std::string describe_fit(const TraceStepProjection& p) {
 std::string growth_words(const diagnose::RunGrowth& g) {
   const std::string made_at = g.frame.empty() ? "a call stack without Python frames" : g.frame;
   if (g.regrown)
-    return fmt::format("the memory live at the start of each of its last {} {} rose by {} or more ({} over them), "
+    return fmt::format("the memory live at the start of each of its last {} {} rose by {} or more ({} over them){}, "
                        "what grows remade larger each time and the one before freed (made at {})",
                        g.steps, g.eval_batches ? "eval batches" : "steps", format_bytes(g.per_step_bytes),
-                       format_bytes(g.kept_bytes), made_at);
+                       format_bytes(g.kept_bytes),
+                       g.peak_per_step_bytes ? fmt::format(" and their peaks by {} or more, the old and the larger "
+                                                           "copy live at once",
+                                                           format_bytes(g.peak_per_step_bytes))
+                                             : std::string(),
+                       made_at);
   return fmt::format("each of its last {} {} left {} or more live that no later one freed ({} in all at the "
                      "OOM, made at {})",
                      g.steps, g.eval_batches ? "eval batches" : "steps", format_bytes(g.per_step_bytes),
@@ -475,8 +480,15 @@ void word_projected_step(const TracedOomFindings& f, TracedOomWords& w) {
                                           ? std::string()
                                           : fmt::format("; and the failing unit holds {} that the step before left "
                                                         "it outside an optimizer's code (gradients, outputs), which "
-                                                        "it may free where the reference had nothing to free",
-                                                        format_bytes(p.held_freeable_bytes)))
+                                                        "it may free where the reference had nothing to free{}",
+                                                        format_bytes(p.held_freeable_bytes),
+                                                        p.held_freed_saving_bytes == 0
+                                                            ? std::string()
+                                                            : fmt::format(" (freed where the backward begins, as "
+                                                                          "`zero_grad()` between the forward and "
+                                                                          "the backward frees it, the projected "
+                                                                          "peak would be {} lower)",
+                                                                          format_bytes(p.held_freed_saving_bytes))))
                         : ""));
   if (p.unmatched_free_bytes)
     add(w, "unmatched",
@@ -693,9 +705,14 @@ void word_projected_step(const TracedOomFindings& f, TracedOomWords& w) {
   add(w, "too_close",
       fmt::format("the projected step needs {} live with perfect packing against {}: no setting runs it with "
                   "{} of that to spare, and perfect packing does not miss it by {}, the margins the projection "
-                  "needs to decide{}",
+                  "needs to decide{}{}",
                   format_bytes(p.projected_peak_bytes + p.next_unit_extra_bytes), format_bytes(cap),
                   pct(p.margin_to_fit), pct(p.margin_to_fail),
+                  p.held_freed_saving_bytes == 0 || p.projected_peak_bytes <= cap
+                      ? std::string()
+                      : fmt::format("; with the step before's gradients freed where its backward begins (`zero_grad()` "
+                                    "between the forward and the backward), it needs {}, which a setting may run",
+                                    format_bytes(p.projected_peak_bytes - p.held_freed_saving_bytes)),
                   !f.starts_mid_run ? ""
                   : f.any_relaid_start
                       ? fmt::format(" (the trace starts mid-run: settings with expandable segments start from "

@@ -80,6 +80,30 @@ TEST(RunGrowth, ACacheRemadeLargerAtEveryTokenGrowsTheRun) {
   EXPECT_NE(g.frame.find("gpt_sample_in_loop.py"), std::string::npos) << g.frame;
 }
 
+// A DQN's replay buffer on the GPU grown by torch.cat at every collection of 256 transitions (field dqn_*): two
+// buffers of 84 × 84 × 4 uint8 frames, 6.89 MiB a collection each, so the memory live at each collection's start
+// rises by 13.78 MiB. Each cat holds the old buffer and its larger copy at once: the collections' peaks rise by
+// three buffers' growth, 20.67 MiB, and the steps after the failing one need that much more each.
+TEST(RunGrowth, ATensorRemadeLargerRaisesThePeaksByItsCopyToo) {
+  const std::uint64_t frames = 256ull * 4 * 84 * 84;
+  for (const char* name : {"dqn_edge", "dqn_lo"}) {
+    SCOPED_TRACE(name);
+    const RunGrowth g = growth_of(name);
+    ASSERT_TRUE(g.grows());
+    EXPECT_TRUE(g.regrown);
+    EXPECT_GE(g.per_step_bytes, 2 * frames);
+    EXPECT_LT(g.per_step_bytes, 2 * frames + kMiB);
+    EXPECT_GE(g.peak_per_step_bytes, 3 * frames);
+    EXPECT_LT(g.peak_per_step_bytes, 3 * frames + kMiB);
+    EXPECT_EQ(g.peak_growth_bytes(), g.peak_per_step_bytes);
+    EXPECT_NE(g.frame.find("dqn_replay.py"), std::string::npos) << g.frame;
+  }
+  // A run that keeps blocks, remaking none, grows its peaks by what it keeps.
+  const RunGrowth kept = growth_of("leak_lo");
+  EXPECT_EQ(kept.peak_per_step_bytes, 0u);
+  EXPECT_EQ(kept.peak_growth_bytes(), kept.per_step_bytes);
+}
+
 // timm's prefetcher holds the next batch from a side stream (tpf0_edge); HF's Trainer accumulating gradients holds
 // them across micro-steps (hfga_lo); a Fabric loop frees each step's activations (fab_edge); the HF Trainer's eval
 // concatenation frees the older outputs: only the batch before the failing one holds one (hel_lo); MoCo's queue of
