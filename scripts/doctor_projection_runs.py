@@ -58,6 +58,7 @@ def main():
         any_runs = any(r["runs"] for r in tp["runs"])
         need = tp["inelastic_peak_bytes"]
         workspaces_cannot = need == tp["projected_peak_bytes"] or need > d["capacity_bytes"]
+        # The C++ weighs it at the sizes asked for (the recorded rounding divided out): 1 unless roundup_power2.
         freed = tp["projected_peak_bytes"] - tp.get("held_freed_saving_bytes", 0)
         gradients_cannot = not tp.get("held_freed_saving_bytes") or freed > 0.99 * d["capacity_bytes"]
         why = projection_rule(d)

@@ -41,7 +41,7 @@ RunGrowth find_regrown(const snapshot::Snapshot& snapshot, std::span<const snaps
                        const std::unordered_map<std::uint64_t, std::size_t>& live, const TraceUnits& units) {
   const std::vector<std::size_t>& starts = units.starts;
   std::vector<std::int64_t> level_at_start;  // relative to the first unit's start
-  std::vector<std::int64_t> unit_peak;       // the most live within each unit before the failing one, alike
+  std::vector<std::int64_t> unit_peak;       // the most live within each unit (the failing one's up to its OOM)
   level_at_start.reserve(starts.size());
   unit_peak.reserve(starts.size());
   std::int64_t level = 0;

@@ -42,6 +42,7 @@ constexpr double kMaxExponent = 2.0;                  // sizes grow at most with
 // in jobs of one dimension stayed below (field det_lo 2.9%, rn_edge's units up to 4.6%).
 constexpr double kVaryingPartShare = 0.05;
 constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
+constexpr std::size_t kBackwardsLookedAt = 4;         // earlier units whose backward tells if gradients outlive it
 
 struct Unit {
   std::size_t first = 0;              ///< first event
@@ -260,7 +261,8 @@ std::unordered_map<snapshot::StackId, std::vector<std::uint32_t>> older_blocks_b
 /// an optimizer's code (made_by_optimizer: its state lives on) and that no block of the reference's rest stands for:
 /// the step before's gradients and outputs, which the failing unit may free where the reference had nothing to free
 /// (`zero_grad()` before the backward; a name such as `logits` rebound to this step's).
-/// With `backward_only`, of those the blocks made without Python frames (on autograd's engine thread: gradients).
+/// With `backward_only`, of those the blocks made without Python frames (on autograd's engine thread: gradients,
+/// and the backward's own workspaces).
 std::uint64_t held_freeable_bytes(const snapshot::Snapshot& snapshot, std::span<const snapshot::TraceEvent> trace,
                                   const SlotState& at_oom, std::size_t reference_first, std::size_t failing_first,
                                   const std::unordered_map<std::uint32_t, std::uint32_t>& slot_for,
@@ -277,6 +279,40 @@ std::uint64_t held_freeable_bytes(const snapshot::Snapshot& snapshot, std::span<
     if (!backward_only || python_frames(snapshot, trace[event].stack).empty()) bytes += at_oom.size[slot];
   }
   return bytes;
+}
+
+/// The first allocation of events [first, end) made without Python frames (on autograd's engine thread: where a
+/// backward begins); `end` when none.
+std::size_t first_backward_alloc(const snapshot::Snapshot& snapshot, std::span<const snapshot::TraceEvent> trace,
+                                 std::size_t first, std::size_t end) {
+  for (std::size_t i = first; i < end && i < trace.size(); ++i)
+    if (trace[i].action == snapshot::TraceAction::kAlloc && python_frames(snapshot, trace[i].stack).empty()) return i;
+  return end;
+}
+
+/// Whether one of the newest kBackwardsLookedAt units before the failing one began its backward still holding at
+/// least half of `bytes` in blocks made without Python frames before it began, outside an optimizer's code: the loop
+/// keeps the step before's gradients through the backward (accumulation; `zero_grad()` after the optimizer's step).
+bool backward_kept_earlier_gradients(const replay::PreparedTrace& prepared, const snapshot::Snapshot& snapshot,
+                                     std::span<const snapshot::TraceEvent> trace,
+                                     const std::vector<std::uint32_t>& op_of_event, const std::vector<Unit>& units,
+                                     std::uint64_t bytes) {
+  const std::size_t failing = units.size() - 1;
+  const std::size_t oldest = failing > kBackwardsLookedAt ? failing - kBackwardsLookedAt : 0;
+  for (std::size_t u = failing; u-- > oldest;) {
+    const std::size_t backward = first_backward_alloc(snapshot, trace, units[u].first, units[u].end);
+    if (backward == units[u].end || op_of_event[backward] == kNone) continue;
+    const SlotState s = slots_before(prepared, op_of_event[backward]);
+    std::uint64_t held = 0;
+    for (std::uint32_t slot = 0; slot < s.live.size(); ++slot) {
+      const std::uint32_t event = s.event[slot];
+      if (!s.live[slot] || event == kNone || event >= units[u].first) continue;
+      const snapshot::StackId stack = trace[event].stack;
+      if (python_frames(snapshot, stack).empty() && !made_by_optimizer(snapshot, stack)) held += s.size[slot];
+    }
+    if (2 * held >= bytes) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -616,14 +652,20 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
       slot_for[slot] = live->second;
   }
   slot_for[prepared.ops[aligned_op].slot] = served.slot;
-  // What the failing unit holds that the reference's rest never frees, the step before's gradients and outputs among
-  // it: the projection holds it to its end, a loop calling `zero_grad()` between the forward and the backward frees
-  // it where the backward begins (the first allocation without Python frames, on autograd's engine thread).
-  const bool frames_known = !python_frames(snapshot, trace[oom_index].stack).empty();
-  const std::uint64_t held_through_rest =
-      frames_known && failing.start_level > ref.start_level
+  // What the failing unit holds that the reference's rest never frees, made without Python frames (the step
+  // before's gradients): the projection holds it to its end, a loop calling `zero_grad()` between the forward and
+  // the backward frees it where the backward begins (the first allocation without Python frames). Not when the
+  // failing unit's own backward had begun (a checkpointed recompute, a backward hook: still held, so not freed), the
+  // trace has no Python frames, or an earlier unit's backward began still holding such blocks (accumulation).
+  const bool before_backward = !python_frames(snapshot, trace[oom_index].stack).empty() &&
+                               first_backward_alloc(snapshot, trace, failing.first, oom_index) == oom_index;
+  std::uint64_t held_through_rest =
+      before_backward && failing.start_level > ref.start_level
           ? held_freeable_bytes(snapshot, trace, at_oom, ref.first, failing.first, slot_for, true)
           : 0;
+  if (held_through_rest > 0 &&
+      backward_kept_earlier_gradients(prepared, snapshot, trace, op_of_event, unit, held_through_rest))
+    held_through_rest = 0;
   bool backward_began = false;
   double peak_before_backward = 0, peak_from_backward = 0;
 

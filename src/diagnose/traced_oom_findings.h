@@ -145,6 +145,10 @@ struct TracedOomFindings {
   /// What the telemetry's projection needed when it lay within too_close_fraction of the capacity
   /// and the trace's projection decided instead.
   std::optional<std::uint64_t> telemetry_too_close_bytes;
+  /// kStepTooClose where no setting runs the projection, which would be capacity but that the step before's
+  /// gradients, freed where its backward begins, leave it this much live with perfect packing, 1% under the capacity
+  /// or more (TraceStepProjection::held_freed_saving_bytes).
+  std::optional<std::uint64_t> held_freed_needed_bytes;
   std::int64_t max_recorded_tokens = 0;  ///< the largest recorded step's (telemetry)
   bool longest_batch = false;            ///< the failing step has more tokens than any recorded
 

@@ -478,13 +478,16 @@ Verdict judge_projected_step(ProjectedStep& step, const std::vector<replay::What
   // Unless the step before's gradients, freed where the backward begins, leave it room a setting can run it in:
   // field bt_edge (Barlow Twins, `zero_grad()` between the forward and the backward) projected 19.12 GiB from its
   // first step against 18.70; so freed, 18.50, its rerun's peak under expandable segments, which completed.
+  const double held_freed = static_cast<double>(p.projected_peak_bytes -
+                                                std::min(p.projected_peak_bytes, p.held_freed_saving_bytes)) /
+                            inflation;
   const bool held_cannot_fit_it =
-      p.held_freed_saving_bytes == 0 ||
-      static_cast<double>(p.projected_peak_bytes - std::min(p.projected_peak_bytes, p.held_freed_saving_bytes)) /
-              inflation > static_cast<double>(cap) * (1 - kHeldFreedRoom);
-  if (none_runs && !p.runs.empty() && workspaces_cannot_fit_it && doubts_measured && held_cannot_fit_it &&
-      (!step.trace.starts_mid_run || beyond_packing) && inflation <= 1.01)
-    return projected_capacity(step, TracedOomRule::kNoSettingRunsAtCapacity, f);
+      p.held_freed_saving_bytes == 0 || held_freed > static_cast<double>(cap) * (1 - kHeldFreedRoom);
+  if (none_runs && !p.runs.empty() && workspaces_cannot_fit_it && doubts_measured &&
+      (!step.trace.starts_mid_run || beyond_packing) && inflation <= 1.01) {
+    if (held_cannot_fit_it) return projected_capacity(step, TracedOomRule::kNoSettingRunsAtCapacity, f);
+    f.held_freed_needed_bytes = static_cast<std::uint64_t>(held_freed);
+  }
   f.any_relaid_start = std::any_of(p.runs.begin(), p.runs.end(), [](const ProjectedRun& r) { return r.relaid_start; });
   f.rule = TracedOomRule::kProjectedStepTooClose;
   return Verdict::kUndetermined;

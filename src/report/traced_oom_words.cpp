@@ -708,11 +708,12 @@ void word_projected_step(const TracedOomFindings& f, TracedOomWords& w) {
                   "needs to decide{}{}",
                   format_bytes(p.projected_peak_bytes + p.next_unit_extra_bytes), format_bytes(cap),
                   pct(p.margin_to_fit), pct(p.margin_to_fail),
-                  p.held_freed_saving_bytes == 0 || p.projected_peak_bytes <= cap
+                  !f.held_freed_needed_bytes
                       ? std::string()
-                      : fmt::format("; with the step before's gradients freed where its backward begins (`zero_grad()` "
-                                    "between the forward and the backward), it needs {}, which a setting may run",
-                                    format_bytes(p.projected_peak_bytes - p.held_freed_saving_bytes)),
+                      : fmt::format("; no setting runs it as projected, but with the step before's gradients freed "
+                                    "where its backward begins (`zero_grad()` between the forward and the backward) "
+                                    "it needs {}, which a setting may run",
+                                    format_bytes(*f.held_freed_needed_bytes)),
                   !f.starts_mid_run ? ""
                   : f.any_relaid_start
                       ? fmt::format(" (the trace starts mid-run: settings with expandable segments start from "
