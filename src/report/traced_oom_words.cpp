@@ -723,6 +723,14 @@ void word_projected_step(const TracedOomFindings& f, TracedOomWords& w) {
                       : " (the trace starts mid-run: a setting replayed from its "
                         "state inherits pieces the job's start would not have made)"));
   w.decide_with = undecided_projected_step(f);
+  if (f.held_freed_needed_bytes)
+    w.decide_with.insert(
+        w.decide_with.begin(),
+        fmt::format("where the loop calls `zero_grad()` (set_to_none, the default): between the forward and the "
+                    "backward, the step needs {} with perfect packing and a setting may run it; at the loop's start "
+                    "or after the optimizer's step, it needs the {} projected, which no setting runs at {}: capacity",
+                    format_bytes(*f.held_freed_needed_bytes), format_bytes(p.projected_peak_bytes),
+                    format_bytes(cap)));
 }
 
 void word_projected_eval(const TracedOomFindings& f, TracedOomWords& w) {

@@ -693,6 +693,10 @@ TEST(FieldVerdicts, AStepThatFitsWithTheStepBeforesGradientsFreedAtItsBackwardIs
     EXPECT_GT(static_cast<double>(p.projected_peak_bytes), static_cast<double>(*d.capacity_bytes)) << name;
     EXPECT_LT(freed, static_cast<double>(*d.capacity_bytes) * 0.99) << name;
     EXPECT_TRUE(has_evidence(d, "too_close", "freed where its backward begins")) << name;
+    // What decides it is in the user's own loop: where it calls zero_grad().
+    ASSERT_FALSE(d.decide_with.empty());
+    EXPECT_NE(d.decide_with.front().find("where the loop calls `zero_grad()`"), std::string::npos)
+        << d.decide_with.front();
   }
   ASSERT_EQ(label_of("bt_edge"), "fragmentation");
   for (const std::string name : {"fno_edge", "hfg_edge", "vit_edge"}) {
