@@ -77,7 +77,7 @@ RunGrowth find_regrown(const snapshot::Snapshot& snapshot, std::span<const snaps
   std::int64_t least_peak_rise = std::numeric_limits<std::int64_t>::max();
   for (std::size_t k = rises - 1; k > rises - counted; --k)
     least_peak_rise = std::min(least_peak_rise, unit_peak[k] - unit_peak[k - 1]);
-  if (least_peak_rise > least && least_peak_rise != std::numeric_limits<std::int64_t>::max())
+  if (least_peak_rise > least)
     growth.peak_per_step_bytes = static_cast<std::uint64_t>(least_peak_rise);
   growth.steps = counted;
   growth.eval_batches = units.eval;

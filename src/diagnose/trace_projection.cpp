@@ -257,6 +257,12 @@ std::unordered_map<snapshot::StackId, std::vector<std::uint32_t>> older_blocks_b
   return by_stack;
 }
 
+/// A block made without Python frames (on autograd's engine thread) outside an optimizer's code: a gradient, or the
+/// backward's own workspace.
+bool made_by_backward(const snapshot::Snapshot& snapshot, snapshot::StackId stack) {
+  return python_frames(snapshot, stack).empty() && !made_by_optimizer(snapshot, stack);
+}
+
 /// Bytes live at the failing malloc that the units from the reference's start to the failing unit's made outside
 /// an optimizer's code (made_by_optimizer: its state lives on) and that no block of the reference's rest stands for:
 /// the step before's gradients and outputs, which the failing unit may free where the reference had nothing to free
@@ -275,8 +281,9 @@ std::uint64_t held_freeable_bytes(const snapshot::Snapshot& snapshot, std::span<
     if (!at_oom.live[slot] || event == kNone || event < reference_first || event >= failing_first ||
         stood_for.contains(slot))
       continue;
-    if (made_by_optimizer(snapshot, trace[event].stack)) continue;
-    if (!backward_only || python_frames(snapshot, trace[event].stack).empty()) bytes += at_oom.size[slot];
+    const snapshot::StackId stack = trace[event].stack;
+    if (backward_only ? made_by_backward(snapshot, stack) : !made_by_optimizer(snapshot, stack))
+      bytes += at_oom.size[slot];
   }
   return bytes;
 }
@@ -307,8 +314,7 @@ bool backward_kept_earlier_gradients(const replay::PreparedTrace& prepared, cons
     for (std::uint32_t slot = 0; slot < s.live.size(); ++slot) {
       const std::uint32_t event = s.event[slot];
       if (!s.live[slot] || event == kNone || event >= units[u].first) continue;
-      const snapshot::StackId stack = trace[event].stack;
-      if (python_frames(snapshot, stack).empty() && !made_by_optimizer(snapshot, stack)) held += s.size[slot];
+      if (made_by_backward(snapshot, trace[event].stack)) held += s.size[slot];
     }
     if (2 * held >= bytes) return true;
   }
@@ -666,6 +672,9 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
   if (held_through_rest > 0 &&
       backward_kept_earlier_gradients(prepared, snapshot, trace, op_of_event, unit, held_through_rest))
     held_through_rest = 0;
+  // Where the reference's rest begins its backward (its events from there on are the projection's backward).
+  const std::size_t rest_backward =
+      held_through_rest > 0 ? first_backward_alloc(snapshot, trace, p.aligned_event + 1, ref.end) : ref.end;
   bool backward_began = false;
   double peak_before_backward = 0, peak_from_backward = 0;
 
@@ -715,8 +724,7 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
         const double below = exponent ? 0.0 : std::max(0.0, static_cast<double>(size) - std::min(constant, quadratic));
         const double above = exponent ? 0.0 : std::max(0.0, std::max(constant, quadratic) - static_cast<double>(size));
         level += static_cast<double>(size);
-        if (held_through_rest > 0 && !backward_began)
-          backward_began = python_frames(snapshot, trace[prepared.ops[k].trace_index].stack).empty();
+        backward_began = prepared.ops[k].trace_index >= rest_backward;
         double& part_peak = backward_began ? peak_from_backward : peak_before_backward;
         part_peak = std::max(part_peak, level);
         low += static_cast<double>(size) - below;
