@@ -216,7 +216,7 @@ void for_each_metric_family(const NodeView& view, const AgentStatus& status,
   keep(files);
   FamilyBuilder unread("fragscope_rank_files_unread",
                        "Rank files the last poll left unread: over an owner's cap in a folder, or past a folder's "
-                       "budget.",
+                       "or the poll's budget.",
                        MetricType::Gauge);
   unread.add({}, double(view.rank_files_unread));
   keep(unread);

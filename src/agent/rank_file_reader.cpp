@@ -10,6 +10,7 @@
 #include <array>
 #include <bit>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <optional>
@@ -18,14 +19,17 @@
 
 #include <fmt/format.h>
 
+#include "agent/fair_shares.h"
 #include "agent/rank_file_layout.h"
 #include "agent/rank_folder.h"
+#include "agent/rank_selection.h"
 #include "util/shown_text.h"
 
 namespace fragscope::agent {
 namespace {
 
 static_assert(std::endian::native == std::endian::little, "the rank file is little-endian");
+static_assert(kMaxReadingsPerScan == 2 * kMaxRanksPerNode, "the header says why twice");
 
 template <typename T>
 T load(std::span<const std::byte> bytes, std::size_t offset) {
@@ -131,6 +135,17 @@ std::optional<RankFileReading> check_header(std::span<const std::byte> bytes) {
   return std::nullopt;
 }
 
+/// A rank file a folder's listing found, not read yet.
+struct Candidate {
+  std::int64_t mtime_ns = 0;
+  uid_t owner = 0;
+  std::string leaf;
+};
+
+bool newer(const Candidate& a, const Candidate& b) {
+  return a.mtime_ns != b.mtime_ns ? a.mtime_ns > b.mtime_ns : a.leaf < b.leaf;
+}
+
 /// The newest `cap` candidate rank files of each owner, by modification time; memory stays
 /// within twice the cap per owner however many files a folder holds.
 class NewestPerOwner {
@@ -139,41 +154,37 @@ class NewestPerOwner {
 
   void add(uid_t owner, std::int64_t mtime_ns, std::string name) {
     auto& files = by_owner_[owner];
-    files.emplace_back(mtime_ns, std::move(name));
+    files.push_back(Candidate{mtime_ns, owner, std::move(name)});
     if (files.size() >= 2 * cap_) trim(owner, files);
   }
 
-  /// The kept names; dropped() and owners_over_cap() then tell about the others.
-  std::vector<std::string> take() {
-    std::vector<std::string> names;
+  /// The kept candidates, newest first; dropped() and owners_over_cap() then tell about the others.
+  std::vector<Candidate> take() {
+    std::vector<Candidate> kept;
     for (auto& [owner, files] : by_owner_) {
       trim(owner, files);
-      for (auto& file : files) names.push_back(std::move(file.second));
+      std::move(files.begin(), files.end(), std::back_inserter(kept));
     }
     by_owner_.clear();
-    return names;
+    std::sort(kept.begin(), kept.end(), newer);
+    return kept;
   }
   std::size_t dropped() const { return dropped_; }
   const std::set<uid_t>& owners_over_cap() const { return owners_over_cap_; }
 
  private:
-  using File = std::pair<std::int64_t, std::string>;  // mtime, name
-
-  void trim(uid_t owner, std::vector<File>& files) {
+  void trim(uid_t owner, std::vector<Candidate>& files) {
     if (files.size() <= cap_) return;
-    const auto newer = [](const File& a, const File& b) {
-      return a.first != b.first ? a.first > b.first : a.second < b.second;
-    };
     std::nth_element(files.begin(), files.begin() + static_cast<std::ptrdiff_t>(cap_), files.end(), newer);
     dropped_ += files.size() - cap_;
     owners_over_cap_.insert(owner);
-    files.resize(cap_);
+    files.erase(files.begin() + static_cast<std::ptrdiff_t>(cap_), files.end());
   }
 
   std::size_t cap_;
   std::size_t dropped_ = 0;
   std::set<uid_t> owners_over_cap_;
-  std::map<uid_t, std::vector<File>> by_owner_;
+  std::map<uid_t, std::vector<Candidate>> by_owner_;
 };
 
 // A rank file's name with the checkpoint request's suffix (or its temp file's): any other name is
@@ -197,13 +208,14 @@ std::string folder_label(const std::filesystem::path& directory, const RankFolde
 // not one costs no stat (DT_UNKNOWN: the file system does not say, so it is asked).
 bool may_be_folder(const dirent& entry) { return entry.d_type == DT_DIR || entry.d_type == DT_UNKNOWN; }
 
-/// Reads the candidate rank files of one folder into `scan`, within `budget`, from the listing
-/// position `resume_at` (0: the start), which it leaves where the budget ran out (0 when the
-/// listing was read to its end); at the root, collects the names of per-user folders into
-/// `user_folders`. `torn_retries` is the scan's, shared by its folders (1,024 folders of torn files
-/// each read again would stretch a poll past /healthz's limit).
-void scan_folder(const std::filesystem::path& directory, const RankFolder& folder, const FolderBudget& budget,
-                 long& resume_at, std::size_t& torn_retries, RankScan& scan, std::vector<std::string>* user_folders) {
+/// Lists the candidate rank files of one folder (each owner's newest, newest first), within
+/// `budget`, from the listing position `resume_at` (0: the start), which it leaves where the budget
+/// ran out (0 when the listing was read to its end); at the root, collects the names of per-user
+/// folders into `user_folders`. Reads no file: the scan's readings are shared out once every folder
+/// is listed.
+std::vector<Candidate> list_folder(const std::filesystem::path& directory, const RankFolder& folder,
+                                   const FolderBudget& budget, long& resume_at, RankScan& scan,
+                                   std::vector<std::string>* user_folders) {
   // A copy for fdopendir to take over (closedir closes it); close-on-exec, as all of the agent's.
   const int listing_fd = ::fcntl(folder.fd.get(), F_DUPFD_CLOEXEC, 0);
   struct CloseDir {
@@ -213,7 +225,7 @@ void scan_folder(const std::filesystem::path& directory, const RankFolder& folde
   if (!listing) {
     if (listing_fd >= 0) ::close(listing_fd);
     scan.warnings.push_back(fmt::format("{}: cannot list: {}", folder_label(directory, folder), std::strerror(errno)));
-    return;
+    return {};
   }
   ::rewinddir(listing.get());
   const bool from_start = resume_at == 0;
@@ -278,20 +290,13 @@ void scan_folder(const std::filesystem::path& directory, const RankFolder& folde
         fmt::format("{}: {} per-user folder names skipped, not a folder of that uid (first by name: {})",
                     directory.string(), refused_folders, first_refused));
   }
-  const auto kept = candidates.take();
+  auto kept = candidates.take();
   scan.files_unread += candidates.dropped();
   for (const uid_t owner : candidates.owners_over_cap()) {
     scan.warnings.push_back(fmt::format("{}: uid {} has more than {} rank files here, only the newest read",
                                         folder_label(directory, folder), owner, kMaxRankFiles));
   }
-  for (const auto& leaf : kept) {
-    RankFileReading reading = read_rank_file_at(folder.fd.get(), leaf, folder.owner, torn_retries > 0 ? 4 : 1);
-    if (reading.state == RankFileState::kTorn && torn_retries > 0) --torn_retries;
-    reading.name = folder.prefix + leaf;
-    reading.path = directory / reading.name;
-    reading.in_user_folder = folder.owner.has_value();
-    scan.readings.push_back(std::move(reading));
-  }
+  return kept;
 }
 
 void mark_stale_or_future(RankFileReading& reading, std::uint64_t now_unix_ns, std::chrono::nanoseconds stale_after) {
@@ -309,26 +314,66 @@ void mark_stale_or_future(RankFileReading& reading, std::uint64_t now_unix_ns, s
   }
 }
 
-/// Of `kept` (ok top-level readings of an earlier scan), those of files `scan` did not read that
-/// are still ok at `now_unix_ns` and whose name in `root` still holds the same regular file of the
-/// same owner: each owner's most recently updated first, up to kMaxRankFiles with its ok files read.
-std::vector<RankFileReading> still_valid_unread(const RankFolder& root, std::vector<RankFileReading> kept,
-                                                const RankScan& scan, std::uint64_t now_unix_ns,
-                                                std::chrono::nanoseconds stale_after) {
-  std::set<std::string> read;
-  std::map<uid_t, std::size_t> ok_by_owner;
-  for (const auto& reading : scan.readings) {
-    if (reading.in_user_folder) continue;
-    read.insert(reading.name);
-    if (reading.state == RankFileState::kOk) ++ok_by_owner[reading.owner_uid];
+/// What reading a scan's candidates needs besides them: the clock, and the torn retries left to the
+/// scan, shared by its folders (1,024 folders of torn files each read again would stretch a poll
+/// past /healthz's limit).
+struct ReadContext {
+  const std::filesystem::path& directory;
+  std::uint64_t now_unix_ns;
+  std::chrono::nanoseconds stale_after;
+  std::size_t torn_retries;
+};
+
+/// Reads the candidate `leaf` of `folder` into `scan`; returns its reading there.
+const RankFileReading& read_candidate(const RankFolder& folder, const std::string& leaf, ReadContext& context,
+                                      RankScan& scan) {
+  const int attempts = context.torn_retries > 0 ? 4 : 1;
+  RankFileReading reading = read_rank_file_at(folder.fd.get(), leaf, folder.owner, attempts);
+  if (reading.state == RankFileState::kTorn && context.torn_retries > 0) --context.torn_retries;
+  reading.name = folder.prefix + leaf;
+  reading.path = context.directory / reading.name;
+  reading.in_user_folder = folder.owner.has_value();
+  mark_stale_or_future(reading, context.now_unix_ns, context.stale_after);
+  scan.readings.push_back(std::move(reading));
+  return scan.readings.back();
+}
+
+/// A per-user folder's candidates, listed; the folder is opened again to read them (holding up to
+/// kMaxUserFolders open at once would take the HTTP server's descriptors).
+struct ListedFolder {
+  std::string name;
+  std::vector<Candidate> newest_first;
+};
+
+/// Cuts each folder's candidates to its max-min fair share of `room`, keeping its newest; returns
+/// how many it cut. A folder listed later only lowers the others' shares, so nothing cut early
+/// would have been read.
+std::size_t cut_to_fair_shares(std::vector<ListedFolder>& folders, std::size_t room) {
+  std::map<std::size_t, std::size_t> wanted;
+  for (std::size_t i = 0; i < folders.size(); ++i) wanted[i] = folders[i].newest_first.size();
+  std::size_t cut = 0;
+  for (const auto& [i, share] : fair_shares(wanted, room)) {
+    auto& candidates = folders[i].newest_first;
+    cut += candidates.size() - share;
+    candidates.erase(candidates.begin() + static_cast<std::ptrdiff_t>(share), candidates.end());
   }
+  return cut;
+}
+
+/// Of `kept` (ok top-level readings of an earlier scan), those of files not among this scan's
+/// top-level `candidates` that are still ok at `now_unix_ns` and whose name in `root` still holds
+/// the same regular file of the same owner, most recently updated first.
+std::vector<RankFileReading> still_valid_unread(const RankFolder& root, std::vector<RankFileReading> kept,
+                                                const std::vector<Candidate>& candidates, std::uint64_t now_unix_ns,
+                                                std::chrono::nanoseconds stale_after) {
+  std::set<std::string_view> listed;
+  for (const auto& candidate : candidates) listed.insert(candidate.leaf);
   std::sort(kept.begin(), kept.end(), [](const RankFileReading& a, const RankFileReading& b) {
     return a.record.update_unix_ns > b.record.update_unix_ns;
   });
   std::vector<RankFileReading> still_valid;
   for (auto& reading : kept) {
-    std::size_t& ok = ok_by_owner[reading.owner_uid];
-    if (read.contains(reading.name) || ok >= kMaxRankFiles) continue;
+    if (listed.contains(reading.name)) continue;
     mark_stale_or_future(reading, now_unix_ns, stale_after);
     struct stat info {};
     if (reading.state != RankFileState::kOk ||
@@ -336,10 +381,47 @@ std::vector<RankFileReading> still_valid_unread(const RankFolder& root, std::vec
         info.st_dev != reading.device || info.st_ino != reading.inode || info.st_uid != reading.owner_uid) {
       continue;
     }
-    ++ok;
     still_valid.push_back(std::move(reading));
   }
   return still_valid;
+}
+
+/// Reads the top level's `candidates` and keeps the readings in `kept` (still_valid_unread) within
+/// `room`, shared max-min fairly between owners: each owner's candidates first, newest first, then
+/// its kept readings, at most kMaxRankFiles of those with its ok files read. Returns how many the
+/// room left out.
+std::size_t read_top_level(const RankFolder& root, const std::vector<Candidate>& candidates,
+                           std::vector<RankFileReading> kept, std::size_t room, ReadContext& context, RankScan& scan) {
+  std::map<uid_t, std::size_t> wanted;
+  for (const auto& candidate : candidates) ++wanted[candidate.owner];
+  for (const auto& reading : kept) ++wanted[reading.owner_uid];
+  std::map<uid_t, std::size_t> shares = fair_shares(wanted, room);
+  std::size_t left_out = 0;
+  std::map<uid_t, std::size_t> ok_by_owner;
+  for (const auto& candidate : candidates) {
+    std::size_t& share = shares[candidate.owner];
+    if (share == 0) {
+      ++left_out;
+      continue;
+    }
+    --share;
+    // Counted by the owner read, not the one listed: the file may have been replaced since.
+    const auto& reading = read_candidate(root, candidate.leaf, context, scan);
+    if (reading.state == RankFileState::kOk) ++ok_by_owner[reading.owner_uid];
+  }
+  for (auto& reading : kept) {
+    std::size_t& ok = ok_by_owner[reading.owner_uid];
+    if (ok >= kMaxRankFiles) continue;
+    std::size_t& share = shares[reading.owner_uid];
+    if (share == 0) {
+      ++left_out;
+      continue;
+    }
+    --share;
+    ++ok;
+    scan.readings.push_back(std::move(reading));
+  }
+  return left_out;
 }
 
 }  // namespace
@@ -446,8 +528,7 @@ RankScan RankDirectoryScanner::scan(std::uint64_t now_unix_ns, std::chrono::nano
   if (!root) return scan;
   std::vector<std::string> listed;
   const bool root_from_start = resume_at_[""] == 0;
-  std::size_t torn_retries = budget_.torn_retries;
-  scan_folder(directory_, *root, budget_, resume_at_[""], torn_retries, scan, &listed);
+  const std::vector<Candidate> top_level = list_folder(directory_, *root, budget_, resume_at_[""], scan, &listed);
   const bool root_listed_whole = root_from_start && resume_at_[""] == 0;
   std::set<std::string> user_folders(listed.begin(), listed.end());
   user_folders.insert(user_folders_.begin(), user_folders_.end());
@@ -456,24 +537,56 @@ RankScan RankDirectoryScanner::scan(std::uint64_t now_unix_ns, std::chrono::nano
                                         user_folders.size() - kMaxUserFolders, kMaxUserFolders));
     user_folders.erase(std::next(user_folders.begin(), kMaxUserFolders), user_folders.end());
   }
+  const auto skip = [&](const std::string& problem) {
+    scan.warnings.push_back(fmt::format("{}/{} (skipped)", directory_.string(), problem));
+  };
   user_folders_.clear();
+  std::vector<ListedFolder> user_listings;
+  std::size_t waiting = 0;  // candidates listed in per-user folders, not cut yet
+  std::size_t left_out = 0;
   for (const auto& name : user_folders) {
     std::string problem;
-    if (const auto folder = open_user_folder(root->fd.get(), name, problem)) {
-      user_folders_.insert(name);
-      scan_folder(directory_, *folder, budget_, resume_at_[folder->prefix], torn_retries, scan, nullptr);
-    } else {
-      scan.warnings.push_back(fmt::format("{}/{} (skipped)", directory_.string(), problem));
+    const auto folder = open_user_folder(root->fd.get(), name, problem);
+    if (!folder) {
+      skip(problem);
+      continue;
+    }
+    user_folders_.insert(name);
+    auto candidates = list_folder(directory_, *folder, budget_, resume_at_[folder->prefix], scan, nullptr);
+    if (candidates.empty()) continue;
+    waiting += candidates.size();
+    user_listings.push_back(ListedFolder{name, std::move(candidates)});
+    // Cut only past twice the readings: cutting after every folder would share 1,024 folders out 1,024 times.
+    if (waiting > 2 * budget_.readings) {
+      left_out += cut_to_fair_shares(user_listings, budget_.readings);
+      waiting = std::min(waiting, budget_.readings);
     }
   }
   std::erase_if(resume_at_, [this](const auto& entry) {
     return !entry.first.empty() && !user_folders_.contains(entry.first.substr(0, entry.first.size() - 1));
   });
-  for (auto& reading : scan.readings) mark_stale_or_future(reading, now_unix_ns, stale_after);
-  if (!root_listed_whole) {
-    for (auto& kept : still_valid_unread(*root, std::move(top_level_ok_), scan, now_unix_ns, stale_after)) {
-      scan.readings.push_back(std::move(kept));
+  left_out += cut_to_fair_shares(user_listings, budget_.readings);
+  ReadContext context{directory_, now_unix_ns, stale_after, budget_.torn_retries};
+  for (const auto& listing : user_listings) {
+    std::string problem;
+    const auto folder = open_user_folder(root->fd.get(), listing.name, problem);
+    if (!folder) {
+      skip(problem);  // replaced since it was listed
+      continue;
     }
+    for (const auto& candidate : listing.newest_first) read_candidate(*folder, candidate.leaf, context, scan);
+  }
+  const std::size_t room = budget_.readings - std::min(budget_.readings, scan.readings.size());
+  left_out += read_top_level(
+      *root, top_level,
+      root_listed_whole ? std::vector<RankFileReading>{}
+                        : still_valid_unread(*root, std::move(top_level_ok_), top_level, now_unix_ns, stale_after),
+      room, context, scan);
+  if (left_out > 0) {
+    scan.files_unread += left_out;
+    scan.warnings.push_back(fmt::format(
+        "{}: more than {} rank files in all its folders, each poll reads a fair share of each folder's newest",
+        directory_.string(), budget_.readings));
   }
   std::sort(scan.readings.begin(), scan.readings.end(),
             [](const RankFileReading& a, const RankFileReading& b) { return a.name < b.name; });

@@ -69,6 +69,16 @@ inline constexpr std::size_t kMaxRankFiles = 1024;
 /// @brief At most this many per-user folders are read per scan.
 inline constexpr std::size_t kMaxUserFolders = 1024;
 
+/// @brief At most this many rank files are read, and readings kept, per scan in all its folders
+/// together, so that a poll's memory and reading time do not grow with the number of folders (64
+/// per-user folders of 1,024 rank files each took the agent past the DaemonSet's 128 MiB, and a
+/// poll to 1.9 s; listing them still costs an lstat per file, docs/SECURITY.md). Twice
+/// kMaxRanksPerNode (rank_selection.h): where every file read is a live rank of its own, a
+/// folder's fair share of the readings is already at least its owner's fair share of the ranks
+/// tracked; the second half is room for files that are not (stale ones left behind, a restarted
+/// rank's old file, torn ones) and for the top level, which gets what the per-user folders leave.
+inline constexpr std::size_t kMaxReadingsPerScan = 2048;
+
 /// @brief An update time further ahead of the agent's clock than this makes a record kInvalid: a
 /// record that claims the future would never go stale. The hook and the agent read the same
 /// host clock, so this only covers a write that lands while the scan runs.
@@ -76,13 +86,15 @@ inline constexpr std::chrono::seconds kMaxUpdateAhead{10};
 
 /// @brief What one scan may spend on one folder (the root, or one per-user folder), so a folder
 /// flooded by whoever can write it costs a bounded poll and leaves the other folders' budgets
-/// whole; torn retries are the scan's, shared by all its folders. The defaults keep a poll of one
-/// flooded folder near 50 ms of CPU (docs/SECURITY.md).
+/// whole; torn retries and readings are the scan's, shared by all its folders. The defaults keep a
+/// poll of one flooded folder near 50 ms of CPU (docs/SECURITY.md).
 struct FolderBudget {
   std::size_t entries = 65536;  ///< directory entries examined; a larger folder is listed on at the next scan
   std::size_t stats = 8192;     ///< lstat calls for rank-named files and would-be per-user folders, likewise
   /// torn files read again (up to ~700 µs each), per scan: shared by all its folders; the others are torn at once
   std::size_t torn_retries = 16;
+  /// rank files read and readings kept, per scan: shared by all its folders (RankDirectoryScanner says how)
+  std::size_t readings = kMaxReadingsPerScan;
 };
 
 /// @brief One scan of the rank directory.
@@ -95,7 +107,8 @@ struct RankScan {
   /// One line each: folders refused, files left unread, a budget spent. Worded without counts, so
   /// a flood that goes on is reported once, not at every poll.
   std::vector<std::string> warnings;
-  std::size_t files_unread = 0;  ///< rank-named files seen but not read: over an owner's cap or a budget
+  /// Rank-named files seen but not read: over an owner's cap or a folder's budget, or past the scan's readings.
+  std::size_t files_unread = 0;
 };
 
 /// @brief Scans the rank directory poll after poll: every rank file (`rank<R>-pid<P>.fsr`) at the
@@ -112,6 +125,18 @@ struct RankScan {
 /// clock and the name still holds the same regular file of the same owner (one `fstatat` each,
 /// no read; at most kMaxRankFiles per owner with the ok files read): other users' ranks at a
 /// flooded top level do not come and go between polls, and a file removed goes at the next scan.
+///
+/// Every folder is listed before any file is read, so that the scan's readings
+/// (FolderBudget::readings) go where the layout puts honest users first, as select_ranks
+/// (rank_selection.h) grants its room: the per-user folders' candidates (each folder's newest) are
+/// read first, the readings shared max-min fairly between folders (fair_shares.h), then what they
+/// leave goes to the top level, shared between its owners, each owner's newest files read first
+/// and its kept readings after them. A per-user folder of no more files than an equal share is
+/// therefore read whole, however many files the other folders hold. Files left out count in
+/// files_unread and give one warning, the same at every scan while the flood goes on. While the
+/// folders are listed, their candidates are cut to fair shares whenever they pass twice the
+/// readings, so the names waiting to be read stay bounded too; each per-user folder is opened again
+/// to be read (holding 1,024 of them open would take the HTTP server's descriptors).
 /// Not thread-safe: one poll loop owns it.
 class RankDirectoryScanner {
  public:

@@ -6,6 +6,8 @@
 #include <tuple>
 #include <utility>
 
+#include "agent/fair_shares.h"
+
 namespace fragscope::agent {
 namespace {
 
@@ -26,21 +28,6 @@ std::vector<RankView> one_per_rank(std::vector<RankView> ranks) {
   out.reserve(best.size());
   for (const auto& [key, index] : best) out.push_back(std::move(ranks[index]));
   return out;
-}
-
-/// Max-min fair shares of `room` for `wanted` (per owner): the owners who want least are served
-/// first, each with at most an equal share of what is left.
-std::map<uid_t, std::size_t> fair_shares(const std::map<uid_t, std::size_t>& wanted, std::size_t room) {
-  std::vector<std::pair<std::size_t, uid_t>> by_need;
-  for (const auto& [owner, count] : wanted) by_need.emplace_back(count, owner);
-  std::sort(by_need.begin(), by_need.end());
-  std::map<uid_t, std::size_t> shares;
-  for (std::size_t i = 0; i < by_need.size(); ++i) {
-    const std::size_t share = std::min(by_need[i].first, room / (by_need.size() - i));
-    shares[by_need[i].second] = share;
-    room -= share;
-  }
-  return shares;
 }
 
 }  // namespace

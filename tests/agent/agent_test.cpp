@@ -262,5 +262,25 @@ TEST_F(AgentTest, RanksOverTheCapAreCountedAndLoggedOnce) {
   EXPECT_NE(events_.str().find("every live rank is tracked again"), std::string::npos);
 }
 
+// Review: 64 per-user folders of 1,024 rank files each took the agent to 139 MB and a 1.9 s poll. Past the scan's
+// readings the rest is counted, and said once in the event log while the flood goes on and grows.
+TEST_F(AgentTest, AFloodOfFoldersPastTheScansReadingsIsCountedAndLoggedOnce) {
+  for (uid_t uid = 5000; uid < 5040; ++uid) testing::make_flooded_folder(dir_.path(), uid, 64);
+  AgentOptions options;
+  options.rank_dir = dir_.path();
+  options.nvml_library = "libnvidia-ml-missing.so.1";
+  Agent agent(options, AgentConfig{}, events_);
+  agent.poll();
+  EXPECT_NE(scrape(agent).find("\nfragscope_rank_files_unread 512\n"), std::string::npos);
+  testing::make_flooded_folder(dir_.path(), 5040, 64);
+  agent.poll();
+  EXPECT_NE(scrape(agent).find("\nfragscope_rank_files_unread 576\n"), std::string::npos);
+  const std::vector<nlohmann::json> logged = events_from(std::istringstream(events_.str()), "rank_dir_warning");
+  ASSERT_EQ(logged.size(), 1u) << events_.str();
+  EXPECT_EQ(logged[0]["warning"],
+            dir_.path().string() +
+                ": more than 2048 rank files in all its folders, each poll reads a fair share of each folder's newest");
+}
+
 }  // namespace
 }  // namespace fragscope::agent

@@ -22,6 +22,7 @@
 namespace fragscope::agent {
 namespace {
 
+using testing::make_flooded_folder;
 using testing::run_python;
 using testing::TempDir;
 
@@ -491,6 +492,111 @@ TEST_F(RankFileReaderTest, TopLevelRanksOfAFloodedRootAreOnEveryPollUntilRemoved
   EXPECT_LE(std::count_if(scan.readings.begin(), scan.readings.end(),
                           [](const auto& r) { return r.state == RankFileState::kStale; }),
             1);
+}
+
+// The readings of `scan` by folder ("" for the top level) and owner.
+std::map<std::pair<std::string, uid_t>, std::size_t> readings_by_folder_and_owner(const RankScan& scan) {
+  std::map<std::pair<std::string, uid_t>, std::size_t> counts;
+  for (const auto& reading : scan.readings) {
+    const auto slash = reading.name.find('/');
+    ++counts[{slash == std::string::npos ? "" : reading.name.substr(0, slash), reading.owner_uid}];
+  }
+  return counts;
+}
+
+std::string over_the_scans_readings(const std::filesystem::path& root) {
+  return root.string() +
+         ": more than 2048 rank files in all its folders, each poll reads a fair share of each folder's newest";
+}
+
+// Review: the budgets were per folder and up to 1,024 per-user folders are read, so 64 folders of 1,024 rank files
+// (a pod that may run as any uid) were all read: 139 MB of agent and a 1.9 s poll. A scan's readings are shared
+// between folders, so however many there are, a small folder is read whole.
+TEST_F(RankFileReaderTest, ManyFloodedFoldersCannotPushASmallFoldersRanksOutOfTheScan) {
+  const TempDir tmpfs(testing::shared_memory_dir());
+  // Listed after the flood's folders (by name), read after them too: a budget spent first come would leave it none.
+  const auto honest = tmpfs.path() / "9000";
+  std::filesystem::create_directory(honest);
+  write_ranks(tmpfs, honest, 2);
+  for (const auto& entry : std::filesystem::directory_iterator(honest))
+    ASSERT_EQ(::chown(entry.path().c_str(), 9000, 9000), 0);
+  ASSERT_EQ(::chown(honest.c_str(), 9000, 9000), 0);
+  for (uid_t uid = 5000; uid < 5064; ++uid) make_flooded_folder(tmpfs.path(), uid, 64);
+  RankDirectoryScanner scanner(tmpfs.path());
+  const auto scan = scanner.scan(testing::unix_ns_now(), std::chrono::seconds(60));
+  EXPECT_EQ(count_ok(scan), 2u);
+  EXPECT_EQ(scan.readings.size(), kMaxReadingsPerScan);
+  EXPECT_EQ(scan.files_unread, 64 * 64 + 2 - kMaxReadingsPerScan);
+  // The other 2,046 readings in equal shares: 31 or 32 of each folder's 64.
+  const auto counts = readings_by_folder_and_owner(scan);
+  ASSERT_EQ(counts.size(), 65u);
+  for (const auto& [folder, count] : counts) {
+    if (folder.second != 9000) {
+      EXPECT_GE(count, 31u) << folder.first;
+      EXPECT_LE(count, 32u) << folder.first;
+    }
+  }
+  EXPECT_EQ(scan.warnings, std::vector<std::string>{over_the_scans_readings(tmpfs.path())});
+  // Worded without counts: a flood that grows is still the one warning, logged once.
+  for (uid_t uid = 5064; uid < 5128; ++uid) make_flooded_folder(tmpfs.path(), uid, 64);
+  const auto grown = scanner.scan(testing::unix_ns_now(), std::chrono::seconds(60));
+  EXPECT_EQ(count_ok(grown), 2u);
+  EXPECT_EQ(grown.readings.size(), kMaxReadingsPerScan);
+  EXPECT_EQ(grown.warnings, scan.warnings);
+}
+
+// Per-user folders are read first, as select_ranks tracks their ranks first; the top level gets what they leave,
+// shared between its owners, so one flooding owner there cannot take it all either.
+TEST_F(RankFileReaderTest, TheTopLevelGetsWhatPerUserFoldersLeaveSharedBetweenItsOwners) {
+  const TempDir tmpfs(testing::shared_memory_dir());
+  write_ranks(tmpfs, tmpfs.path(), 5);
+  for (int i = 0; i < 500; ++i) {
+    const auto path = tmpfs.path() / fmt::format("rank{}-pid9{}.fsr", i, i);
+    std::ofstream(path) << "junk";
+    ASSERT_EQ(::chown(path.c_str(), 4242, 4242), 0);
+  }
+  make_flooded_folder(tmpfs.path(), 5000, 1000);
+  make_flooded_folder(tmpfs.path(), 5001, 1000);
+  const auto scan = scan_rank_directory(tmpfs.path(), testing::unix_ns_now(), std::chrono::seconds(60));
+  EXPECT_EQ(count_ok(scan), 5u);
+  EXPECT_EQ(scan.readings.size(), kMaxReadingsPerScan);
+  const auto counts = readings_by_folder_and_owner(scan);
+  EXPECT_EQ(counts.at({"5000", 5000}), 1000u);
+  EXPECT_EQ(counts.at({"5001", 5001}), 1000u);
+  EXPECT_EQ(counts.at({"", ::geteuid()}), 5u);
+  EXPECT_EQ(counts.at({"", 4242}), 2048u - 2000 - 5);
+  EXPECT_EQ(scan.files_unread, 500u - 43);
+  EXPECT_EQ(scan.warnings, std::vector<std::string>{over_the_scans_readings(tmpfs.path())});
+}
+
+// The last ok readings a flooded top level keeps count against the scan's readings too, shared between owners.
+TEST_F(RankFileReaderTest, ReadingsKeptFromEarlierPollsStayWithinTheScansReadings) {
+  const TempDir tmpfs(testing::shared_memory_dir());
+  std::vector<std::unique_ptr<RankFileWriter>> ranks;
+  for (int r = 0; r < 6; ++r) {
+    for (int i = 0; i < 100; ++i) std::ofstream(tmpfs.path() / fmt::format("junk{}-{}", r, i));
+    RankRecord record;
+    record.rank = r;
+    record.pid = 100 + r;
+    record.update_unix_ns = testing::unix_ns_now();
+    const auto path = tmpfs.path() / fmt::format("rank{}-pid{}.fsr", r, 100 + r);
+    ranks.push_back(std::make_unique<RankFileWriter>(path, record));
+    const uid_t owner = r < 3 ? 1000 : 1001;
+    ASSERT_EQ(::chown(path.c_str(), owner, owner), 0);
+  }
+  RankDirectoryScanner scanner(tmpfs.path(), FolderBudget{.entries = 50, .readings = 4});
+  // 608 entries, 50 a poll: every rank is reached within 13 polls; from then on the four readings are two of each
+  // owner's, whichever rank this poll's part of the listing holds.
+  for (int poll = 0; poll < 30; ++poll) {
+    const auto scan = scanner.scan(testing::unix_ns_now(), std::chrono::seconds(60));
+    ASSERT_LE(scan.readings.size(), 4u) << "poll " << poll;
+    if (poll >= 13) {
+      EXPECT_EQ(count_ok(scan), 4u) << "poll " << poll;
+      const auto counts = readings_by_folder_and_owner(scan);
+      EXPECT_EQ(counts.at({"", 1000}), 2u) << "poll " << poll;
+      EXPECT_EQ(counts.at({"", 1001}), 2u) << "poll " << poll;
+    }
+  }
 }
 
 // Audit: every all-digit name in the root cost a stat (1M of them: a 3.3 s poll). A name that

@@ -48,6 +48,19 @@ inline int run_python(const TempDir& dir, const std::string& code) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+/// A per-user folder `<root>/<uid>` of `files` rank-named files of junk, folder and files owned by
+/// `uid`, as a pod that may run as any uid makes them (chown: the tests run as root). Newest last.
+inline void make_flooded_folder(const std::filesystem::path& root, uid_t uid, int files) {
+  const auto folder = root / std::to_string(uid);
+  std::filesystem::create_directory(folder);
+  for (int i = 0; i < files; ++i) {
+    const auto path = folder / ("rank" + std::to_string(i) + "-pid" + std::to_string(100 + i) + ".fsr");
+    std::ofstream(path) << "junk";
+    ASSERT_EQ(::chown(path.c_str(), uid, uid), 0);
+  }
+  ASSERT_EQ(::chown(folder.c_str(), uid, uid), 0);
+}
+
 inline std::uint64_t unix_ns_now() {
   return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                         std::chrono::system_clock::now().time_since_epoch())
