@@ -73,6 +73,17 @@ class CachingAllocator final : public AllocatorModel {
   /// pages (release_cached_blocks with no private pool freeable).
   void empty_cache() override;
 
+  /// @brief Everything that decides how later calls are served, as words to compare
+  /// (caching_allocator_state.cpp): each segment in address order with its pool (and page and
+  /// range when expandable), its blocks in address order (size, allocated, mapped, pending; an
+  /// allocated block's requested size and its label from `labels`, 0 when absent; a free block's
+  /// age when garbage collection runs). Free lists follow from the blocks (free neighbours merge);
+  /// statistics that only count or keep a maximum are left out. Addresses enter only as the
+  /// segments' order, which is all malloc compares: two models with equal states serve the same
+  /// calls alike, blocks in corresponding places, while new segments get addresses below the
+  /// live ones (DeviceMemory's fresh addresses: no hints).
+  std::vector<std::uint64_t> state(const absl::flat_hash_map<BlockHandle, std::uint64_t>& labels) const;
+
  private:
   static constexpr std::uint32_t kNone = 0xffffffffu;
 

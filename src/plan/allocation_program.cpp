@@ -72,6 +72,22 @@ void AllocationTape::retag(Tensor tensor, MemoryRole role) {
   program_.events.push_back({ProgramEvent::Kind::kRetag, role, 0, tensor, sizes_[tensor]});
 }
 
+void AllocationTape::take_written(std::vector<ProgramEvent>& events, std::vector<ProgramMark>& marks) {
+  events.clear();
+  marks.clear();
+  events.swap(program_.events);  // the caller's buffers come back empty: no reallocation per piece
+  marks.swap(program_.marks);
+}
+
+bool AllocationTape::reuse_ids_from(Tensor first) {
+  for (Tensor t = first; t < program_.tensors; ++t)
+    if (live_[t]) return false;
+  program_.tensors = first;
+  sizes_.resize(first);
+  live_.resize(first);
+  return true;
+}
+
 void AllocationTape::mark(ProgramPhase phase, std::uint32_t micro_step) {
   program_.marks.push_back({program_.events.size(), phase, micro_step});
 }

@@ -85,6 +85,16 @@ class AllocationTape {
   bool live(Tensor tensor) const { return tensor != kNone && live_[tensor]; }
 
   AllocationProgram take() { return std::move(program_); }
+  /// @brief Moves the events and marks written so far into `events` and `marks` (marks index into
+  /// them) and forgets them; tensor ids go on. A replay takes a program this way as it is written.
+  void take_written(std::vector<ProgramEvent>& events, std::vector<ProgramMark>& marks);
+  /// @brief The id the next tensor gets.
+  Tensor next_tensor() const { return program_.tensors; }
+  /// @brief Gives the ids from `first` on out again if none of those tensors is live, so a replay
+  /// taking the program piece by piece holds one piece's tensors, not the run's. REQUIRES: their
+  /// events were taken, and the writer never refers to a freed tensor again (it sets a handle
+  /// anew before using it). @return whether it did.
+  bool reuse_ids_from(Tensor first);
 
  private:
   AllocationProgram program_;

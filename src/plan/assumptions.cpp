@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "alloc/alloc_config.h"
-#include "plan/training_program.h"
+#include "plan/training_schedule.h"
 
 namespace fragscope::plan {
 
@@ -118,12 +118,12 @@ std::vector<Assumption> assumptions(const JobSpec& spec) {
                      "that reserves the most is the estimate",
                      t.median_seq_len.value_or(std::max<std::uint64_t>(1, t.seq_len / 4)), t.length_sigma.value_or(0.6),
                      t.min_seq_len.value_or(std::max<std::uint64_t>(1, t.seq_len / 16)), t.seq_len, schedules.size(),
-                     schedule.seq_lens.size(), t.seq_len)});
+                     schedule.lengths.count(), t.seq_len)});
   } else {
     out.push_back({"sequence_lengths", "fixed",
                    fmt::format("every micro-step {} × {} tokens; {} micro-steps ({} optimizer steps) replayed",
-                               t.micro_batch_size, t.seq_len, schedule.seq_lens.size(),
-                               schedule.seq_lens.size() / t.grad_accum)});
+                               t.micro_batch_size, t.seq_len, schedule.lengths.count(),
+                               schedule.lengths.count() / t.grad_accum)});
   }
   out.push_back({"eval", spec.eval ? "[eval]" : "none",
                  spec.eval ? fmt::format("model.eval() under no_grad and autocast, {} × {} tokens, logits upcast and "

@@ -2,11 +2,12 @@
 
 #include <algorithm>
 
+#include <absl/container/flat_hash_map.h>
 #include <fmt/format.h>
 
 #include "plan/assumptions.h"
 #include "plan/throughput_model.h"
-#include "plan/training_program.h"
+#include "plan/training_schedule.h"
 #include "util/bytes.h"
 #include "util/quantiles.h"
 
@@ -18,22 +19,35 @@ namespace {
 constexpr std::uint64_t kMinOptimizerSteps = 10;
 constexpr std::uint64_t kMinMicroSteps = 50;
 constexpr std::uint64_t kSpreadSeed = 2024;
+// Every micro-step of the spread's optimizer steps is drawn: at grad_accum 2^20, 4096 steps
+// would be 2^32 draws. Past 2^23 micro-steps (grad_accum above 2048) fewer steps are drawn, at
+// least 8: each then sums thousands of lengths, and its spread is a few percent at most.
+constexpr std::uint64_t kMaxSpreadMicroSteps = 1ull << 23;
+constexpr std::uint64_t kMinSpreadSteps = 8;
 
 }  // namespace
 
 std::pair<double, double> length_spreads(const JobSpec& spec, std::size_t optimizer_steps) {
   if (!spec.training.variable_length) return {0.0, 0.0};
   const std::uint64_t ga = spec.training.grad_accum;
-  const std::vector<std::uint64_t> lengths = draw_lengths(spec, optimizer_steps * ga, kSpreadSeed);
-  std::vector<double> times, rates;
-  for (std::size_t k = 0; k < optimizer_steps; ++k) {
-    double time = 0;
-    for (std::uint64_t m = 0; m < ga; ++m) {
+  const std::uint64_t steps =
+      std::min<std::uint64_t>(optimizer_steps, std::max(kMinSpreadSteps, kMaxSpreadMicroSteps / ga));
+  LengthDraws lengths(length_distribution(spec), kSpreadSeed);
+  absl::flat_hash_map<std::uint64_t, double> seconds_of_length;  // one micro-step's: few lengths recur
+  auto micro_step_seconds = [&](std::uint64_t seq_len) {
+    auto [it, fresh] = seconds_of_length.try_emplace(seq_len, 0.0);
+    if (fresh) {
       JobSpec step = spec;
-      step.training.seq_len = lengths[k * ga + m];
+      step.training.seq_len = seq_len;
       step.training.variable_length = false;
-      time += seconds_per_token(step) * static_cast<double>(spec.training.micro_batch_size * step.training.seq_len);
+      it->second = seconds_per_token(step) * static_cast<double>(spec.training.micro_batch_size * seq_len);
     }
+    return it->second;
+  };
+  std::vector<double> times, rates;
+  for (std::uint64_t k = 0; k < steps; ++k) {
+    double time = 0;
+    for (std::uint64_t m = 0; m < ga; ++m) time += micro_step_seconds(lengths.next());
     times.push_back(time);
     rates.push_back(static_cast<double>(spec.training.micro_batch_size * ga) / time);
   }

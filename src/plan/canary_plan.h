@@ -55,7 +55,8 @@ CanaryPlan canary_plan(const JobSpec& spec, const MemoryEstimate& estimate, cons
                        const std::string& change = {});
 
 /// @brief (p90 − p10) / median of the step time and of samples/s over `optimizer_steps` drawn
-/// optimizer steps of `spec` (0, 0 for fixed lengths).
+/// optimizer steps of `spec` (0, 0 for fixed lengths); fewer, at least 8, where they would pass
+/// 2^23 micro-steps (grad_accum above 2048).
 std::pair<double, double> length_spreads(const JobSpec& spec, std::size_t optimizer_steps = 4096);
 
 }  // namespace fragscope::plan

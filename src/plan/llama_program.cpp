@@ -164,10 +164,9 @@ void Impl::release_autocast_cache() {
 }
 
 void Impl::train_micro_step(std::uint64_t seq_len, std::uint32_t index) {
-  micro_step = index;
   seq = seq_len;
   tokens = batch * seq;
-  tape.mark(ProgramPhase::kForward, micro_step);
+  tape.mark(ProgramPhase::kForward, index);
   const Tensor ids = alloc(8 * tokens, MemoryRole::kBatch);  // input_ids, also the labels
   unshard(0);
   Norm final;
@@ -178,7 +177,7 @@ void Impl::train_micro_step(std::uint64_t seq_len, std::uint32_t index) {
   release_autocast_cache();
 
   // backward: the loss head, the final norm, the blocks, the embedding
-  tape.mark(ProgramPhase::kBackward, micro_step);
+  tape.mark(ProgramPhase::kBackward, index);
   backward_thread = true;
   GradSlot out_slot;
   deliver(out_slot, loss_backward(loss, final));
@@ -207,9 +206,9 @@ void Impl::drop_model_output(Tensor logits) {
   for (auto& b : blocks) drop(b.k_cache), drop(b.v_cache);
 }
 
-void Impl::eval_pass(std::uint64_t eval_batch, std::uint64_t eval_seq) {
+void Impl::eval_pass(std::uint64_t eval_batch, std::uint64_t eval_seq, std::uint32_t after) {
   const std::uint64_t training_batch = batch;
-  tape.mark(ProgramPhase::kEval, micro_step);
+  tape.mark(ProgramPhase::kEval, after);
   batch = eval_batch;
   seq = eval_seq;
   tokens = batch * seq;
@@ -245,7 +244,9 @@ void LlamaProgram::construct() { impl_->construct(); }
 void LlamaProgram::train_micro_step(std::uint64_t seq_len, std::uint32_t index) {
   impl_->train_micro_step(seq_len, index);
 }
-void LlamaProgram::eval_pass(std::uint64_t batch, std::uint64_t seq_len) { impl_->eval_pass(batch, seq_len); }
+void LlamaProgram::eval_pass(std::uint64_t batch, std::uint64_t seq_len, std::uint32_t after) {
+  impl_->eval_pass(batch, seq_len, after);
+}
 std::vector<LlamaProgram::OptimizedTensor> LlamaProgram::optimized_tensors() const {
   return impl_->optimized_tensors();
 }

@@ -47,8 +47,8 @@ class LlamaProgram {
   /// (marked on the tape); gradients accumulate until release_gradients().
   void train_micro_step(std::uint64_t seq_len, std::uint32_t index);
   /// @brief model.eval(), one no-grad forward of `batch` × `seq_len` with the logits upcast
-  /// and log_softmax'd (an evaluation loss), model.train().
-  void eval_pass(std::uint64_t batch, std::uint64_t seq_len);
+  /// and log_softmax'd (an evaluation loss), model.train(); marked as following micro-step `after`.
+  void eval_pass(std::uint64_t batch, std::uint64_t seq_len, std::uint32_t after);
 
   /// @brief Each tensor the optimizer updates, in model.parameters() order (fp32 master weights
   /// or shards where the regime keeps them).

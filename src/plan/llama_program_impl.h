@@ -117,7 +117,6 @@ struct LlamaProgram::Impl {
   bool backward_thread = false;  // the autograd engine's thread runs the backward and its recomputations
   Tensor rotary_cos = kNone, rotary_sin = kNone;  // kept by the rotary muls for the backward
   std::vector<Block> blocks;
-  std::uint32_t micro_step = 0;
   std::uint64_t tokens = 0, seq = 0;
 
   Impl(const JobSpec& s, AllocationTape& t);
@@ -167,7 +166,7 @@ struct LlamaProgram::Impl {
 
   // --- one micro-step, one eval pass (llama_program.cpp) --------------------------------------
   void train_micro_step(std::uint64_t seq_len, std::uint32_t index);
-  void eval_pass(std::uint64_t eval_batch, std::uint64_t eval_seq);
+  void eval_pass(std::uint64_t eval_batch, std::uint64_t eval_seq, std::uint32_t after);
   void drop_model_output(Tensor logits);
 
   // --- data parallelism (llama_data_parallel.cpp) ---------------------------------------------

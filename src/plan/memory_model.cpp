@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "plan/training_replay.h"
 #include "util/bytes.h"
 #include "util/gpu_catalog.h"
 
@@ -53,14 +54,15 @@ MemoryEstimate estimate_memory(const JobSpec& spec, const TrainingSchedule& sche
   // cudaMemGetInfo's total sizes the expandable segments' virtual ranges
   const std::uint64_t device_total = e.device_bytes - std::min(e.device_bytes, gpu.context_reserve_bytes);
 
-  const AllocationProgram program = build_training_program(spec, schedule);
-  const ReplayedRun needed = replay_program(program, spec.hardware.alloc_config, std::nullopt, device_total);
+  const TrainingReplay replayed =
+      replay_training(spec, schedule, spec.hardware.alloc_config, std::nullopt, device_total);
+  const ReplayedRun& needed = replayed.run;
   e.peak_allocated_bytes = needed.peak_allocated_bytes;
   e.peak_reserved_bytes = needed.peak_reserved_bytes;
   e.peak_allocated_at = needed.peak_allocated_at;
   e.peak_reserved_at = needed.peak_reserved_at;
   e.unallocated_at_peak_bytes = needed.unallocated_at_peak_bytes;
-  e.block_activation_bytes = program.block_activation_bytes;
+  e.block_activation_bytes = replayed.block_activation_bytes;
   std::uint64_t requested = 0;
   for (int r = 0; r < kMemoryRoles; ++r) {
     if (!needed.breakdown[r]) continue;
@@ -70,16 +72,17 @@ MemoryEstimate estimate_memory(const JobSpec& spec, const TrainingSchedule& sche
   std::stable_sort(e.breakdown.begin(), e.breakdown.end(),
                    [](const MemoryItem& a, const MemoryItem& b) { return a.bytes > b.bytes; });
   e.breakdown.push_back({"allocator_rounding", e.peak_allocated_bytes - std::min(requested, e.peak_allocated_bytes)});
-  e.micro_steps = schedule.seq_lens.size();
+  e.micro_steps = schedule.lengths.count();
   e.optimizer_steps = e.micro_steps / spec.training.grad_accum;
   e.eval_passes = schedule.eval_after.size();
-  for (auto len : schedule.seq_lens) e.longest_seq_len = std::max(e.longest_seq_len, len);
+  e.longest_seq_len = schedule.lengths.longest();
 
   e.unconstrained_reserved_bytes = e.peak_reserved_bytes;
   if (e.peak_reserved_bytes <= e.usable_bytes) {
     e.fits = true;  // no cudaMalloc ever fails below the usable memory: nothing to free or retry
   } else {
-    const ReplayedRun limited = replay_program(program, spec.hardware.alloc_config, e.usable_bytes, device_total);
+    const ReplayedRun limited =
+        replay_training(spec, schedule, spec.hardware.alloc_config, e.usable_bytes, device_total).run;
     e.fits = !limited.oom;
     e.cache_trimmed = e.fits;
     e.num_alloc_retries = limited.num_alloc_retries;

@@ -1,7 +1,7 @@
 #pragma once
 /// @file memory_model.h
 /// @brief Per-GPU memory of a training job: its allocation program (training_program.h)
-/// replayed through the caching-allocator model (reserved_model.h), set against the device.
+/// replayed through the caching-allocator model (training_replay.h), set against the device.
 ///
 /// Peak allocated, the fragmentation at the reserved peak and the breakdown come from the
 /// replay without a memory limit (what the job needs). When that replay reserves more than the
@@ -18,7 +18,7 @@
 
 #include "plan/job_spec.h"
 #include "plan/reserved_model.h"
-#include "plan/training_program.h"
+#include "plan/training_schedule.h"
 
 namespace fragscope::plan {
 

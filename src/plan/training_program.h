@@ -2,47 +2,69 @@
 /// @file training_program.h
 /// @brief A whole training run as an allocation program: model construction, then every
 /// micro-step's forward and backward (llama_program.h), an optimizer step and zero_grad after
-/// every grad_accum micro-steps (optimizer_program.h), and eval passes where scheduled.
+/// every grad_accum micro-steps (optimizer_program.h), and eval passes where scheduled
+/// (training_schedule.h says which micro-steps a plan runs).
 ///
-/// The planning schedules: fixed-length jobs run three optimizer steps (the first creates the
-/// optimizer state; the allocator's cache is steady from the second on: replaying 2 to 10 steps
-/// of every recorded shape gives the same peaks). Variable-length jobs run kLengthDraws seeded
-/// draws of lengths from the spec's distribution (log-normal around median_seq_len with
-/// length_sigma, clipped to [min_seq_len, seq_len], multiples of 8, as the fixtures' recorder
-/// draws them), each kVariableLengthMicroSteps long in whole optimizer steps, the last
-/// micro-step forced to seq_len: the longest sequence arriving with gradients and optimizer
-/// state present. Reserved memory then depends on the order of the lengths (which blocks the
-/// cache holds when a long one arrives): the plan keeps the draw that reserves the most. An
-/// [eval] table adds an eval pass after every `every` optimizer steps.
-/// Thread-safety: pure functions.
+/// TrainingProgramWriter writes it piece by piece onto a tape, so a replay can take each piece
+/// as it comes and pass over micro-steps whose effect it already knows (training_replay.h);
+/// build_training_program writes it whole.
+/// Thread-safety: pure functions; one writer per thread.
 
 #include <cstdint>
-#include <span>
+#include <optional>
 #include <vector>
 
 #include "plan/allocation_program.h"
 #include "plan/job_spec.h"
+#include "plan/llama_program.h"
+#include "plan/optimizer_program.h"
+#include "plan/training_schedule.h"
 
 namespace fragscope::plan {
 
-inline constexpr std::uint64_t kFixedLengthOptimizerSteps = 3;
-inline constexpr std::uint64_t kVariableLengthMicroSteps = 128;  ///< at least 8 optimizer steps
-inline constexpr std::uint64_t kLengthDraws = 4;
-inline constexpr std::uint64_t kLengthSeed = 1234;  ///< draw k uses kLengthSeed + k
+class TrainingProgramWriter {
+ public:
+  /// @brief One piece of the run: a micro-step's forward and backward, the optimizer step (with
+  /// zero_grad) that ends an accumulation, or an eval pass.
+  struct Piece {
+    enum class Kind : std::uint8_t { kMicroStep, kOptimizerStep, kEval };
+    Kind kind = Kind::kMicroStep;
+    std::uint32_t micro_step = 0;      ///< the micro-step, or the one the optimizer step or eval follows
+    std::uint64_t seq_len = 0;         ///< kMicroStep: tokens per sequence
+    bool starts_accumulation = false;  ///< kMicroStep: the first of its optimizer step (no .grad yet)
+  };
 
-struct TrainingSchedule {
-  std::vector<std::uint64_t> seq_lens;    ///< tokens per sequence, one per micro-step
-  std::vector<std::uint32_t> eval_after;  ///< micro-steps (ending an optimizer step) followed by an eval pass
+  /// @brief Writes the model's construction onto `tape`. REQUIRES: validate(spec) passed; spec,
+  /// schedule and tape outlive the writer.
+  TrainingProgramWriter(const JobSpec& spec, const TrainingSchedule& schedule, AllocationTape& tape);
+
+  bool done() const { return !next_; }
+  /// @brief The piece write() or pass_over() takes next. REQUIRES: !done().
+  const Piece& next() const { return *next_; }
+  /// @brief Writes the next piece onto the tape.
+  void write();
+  /// @brief Moves past the next piece, a micro-step, without writing it. REQUIRES: writing it would
+  /// leave the program's state as it is (the same tensors live): later pieces are then written as
+  /// if it had been.
+  void pass_over();
+  /// @brief What one decoder block keeps for its backward, the largest of the written micro-steps.
+  std::uint64_t block_activation_bytes() const { return model_.block_activation_bytes(); }
+
+ private:
+  void advance();
+
+  const JobSpec& spec_;
+  const TrainingSchedule& schedule_;
+  AllocationTape& tape_;
+  LlamaProgram model_;
+  OptimizerProgram optimizer_;
+  std::vector<LlamaProgram::OptimizedTensor> tensors_;
+  MicroStepLengths::Reader lengths_;
+  std::optional<Piece> next_;
+  std::size_t next_eval_ = 0;
 };
 
-/// @brief The schedules `plan` replays for `spec` (see the file comment): one for fixed lengths,
-/// kLengthDraws for variable lengths.
-std::vector<TrainingSchedule> planning_schedules(const JobSpec& spec);
-
-/// @brief `count` lengths drawn from the spec's distribution with `seed`.
-std::vector<std::uint64_t> draw_lengths(const JobSpec& spec, std::size_t count, std::uint64_t seed);
-
-/// @brief The run's allocation program. REQUIRES: validate(spec) passed.
+/// @brief The run's allocation program, whole. REQUIRES: validate(spec) passed.
 AllocationProgram build_training_program(const JobSpec& spec, const TrainingSchedule& schedule);
 
 }  // namespace fragscope::plan

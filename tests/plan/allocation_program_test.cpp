@@ -1,6 +1,7 @@
 #include "plan/allocation_program.h"
 
 #include <stdexcept>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -44,6 +45,28 @@ TEST(AllocationProgram, RolesAndPhasesHaveTheirReportNames) {
   EXPECT_EQ(role_key(MemoryRole::kWorkspaces), "cublas_workspace");
   EXPECT_EQ(program_phase_name(ProgramPhase::kOptimizerStep), "optimizer step");
   for (int r = 0; r < kMemoryRoles; ++r) EXPECT_NE(role_key(static_cast<MemoryRole>(r)), "?");
+}
+
+TEST(AllocationProgram, APieceIsTakenAsWrittenAndItsFreedIdsGivenOutAgain) {
+  AllocationTape tape;
+  std::vector<ProgramEvent> events;
+  std::vector<ProgramMark> marks;
+  const auto kept = tape.alloc(4096, MemoryRole::kParameters);
+  tape.take_written(events, marks);
+  EXPECT_EQ(events.size(), 1u);
+  const auto first = tape.next_tensor();
+  tape.mark(ProgramPhase::kForward, 0);
+  const auto a = tape.alloc(1000, MemoryRole::kActivations);
+  tape.free(a);
+  tape.take_written(events, marks);
+  ASSERT_EQ(events.size(), 2u);  // the piece's own, the marks indexing them
+  ASSERT_EQ(marks.size(), 1u);
+  EXPECT_EQ(marks[0].event, 0u);
+  EXPECT_TRUE(tape.reuse_ids_from(first));
+  EXPECT_EQ(tape.alloc(2000, MemoryRole::kActivations), a);  // the freed id again
+  EXPECT_FALSE(tape.reuse_ids_from(first));                  // live: kept
+  EXPECT_TRUE(tape.live(kept));
+  EXPECT_EQ(tape.next_tensor(), a + 1);
 }
 
 }  // namespace

@@ -103,5 +103,18 @@ TEST(CanaryPlan, VariableLengthsForceTheLongestSequenceEarly) {
   EXPECT_EQ(plan.criteria.device_memory_bytes, 143771ull * kMiB / 2);  // the 3g.71gb slice
 }
 
+TEST(CanaryPlan, AtTheGradAccumLimitTheSpreadDrawsEightOptimizerSteps) {
+  // 4096 steps of 2^20 micro-steps would be 2^32 draws; past 2^23 micro-steps fewer steps are
+  // drawn, and a step's time, a sum of a million lengths, hardly varies.
+  JobSpec variable = read_job_spec(kExamples / "plan_p1.toml");
+  variable.training.variable_length = true;
+  variable.training.grad_accum = 1u << 20;
+  const auto [time_spread, rate_spread] = length_spreads(variable);
+  const auto eight = length_spreads(variable, 8);
+  EXPECT_EQ(time_spread, eight.first);
+  EXPECT_EQ(rate_spread, eight.second);
+  EXPECT_LT(time_spread, 0.01);
+}
+
 }  // namespace
 }  // namespace fragscope::plan

@@ -76,7 +76,7 @@ TEST(LlamaProgram, TheEvalPassKeepsNothingForABackwardAndUpcastsTheLogits) {
   const JobSpec s = tiny_llama();
   const Ran r = run(s, [](LlamaProgram& m) {
     m.train_micro_step(64, 0);
-    m.eval_pass(4, 64);
+    m.eval_pass(4, 64, 0);
   });
   ASSERT_EQ(r.program.marks.size(), 4u);
   EXPECT_EQ(r.program.marks[3].phase, ProgramPhase::kEval);

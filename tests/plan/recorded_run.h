@@ -13,7 +13,7 @@
 
 #include "inputs/oom_message_parser.h"
 #include "plan/job_spec.h"
-#include "plan/training_program.h"
+#include "plan/training_schedule.h"
 
 namespace fragscope::plan::testing {
 
@@ -101,7 +101,7 @@ inline RecordedRun load_recorded_run(const std::filesystem::path& dir) {
   const nlohmann::json meta = read_json(dir / "meta.json");
   run.alloc_conf = meta.value("alloc_conf", "");
   if (truth) run.num_alloc_retries = doc.value("num_alloc_retries", 0);
-  run.schedule.seq_lens = run.seq_lens;
+  std::vector<std::uint64_t> schedule_lens = run.seq_lens;
   const std::uint64_t eval_every = w.value("eval_every", 0);
   if (eval_every) {
     s.eval = EvalConfig{w.at("eval_batch").get<std::uint64_t>(), w.at("eval_len").get<std::uint64_t>(), 1};
@@ -113,12 +113,13 @@ inline RecordedRun load_recorded_run(const std::filesystem::path& dir) {
     run.oom_step = meta.at("oom_step").get<std::uint32_t>();
     run.oom_phase = meta.at("oom_phase").get<std::string>();
     if (run.seq_lens.size() == run.oom_step && meta.contains("oom_seq_len") && !meta["oom_seq_len"].is_null())
-      run.schedule.seq_lens.push_back(meta["oom_seq_len"].get<std::uint64_t>());
+      schedule_lens.push_back(meta["oom_seq_len"].get<std::uint64_t>());
     if (const auto m = inputs::parse_oom_message(meta.at("oom_message").get<std::string>())) {
       run.oom_request = m->tried_to_allocate.value_or(0);
       if (m->reserved_by_pytorch && m->free) run.capacity = *m->reserved_by_pytorch + *m->free;
     }
   }
+  run.schedule.lengths = MicroStepLengths::listed(std::move(schedule_lens));
   return run;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <map>
+#include <tuple>
 
 #include <gtest/gtest.h>
 
@@ -74,7 +75,7 @@ TEST(TrainingProgram, EveryRegimeBuildsAndLeavesOnlyWhatOutlivesAStep) {
             if (built % 7 == 0) s.eval = EvalConfig{4, 32, 1};
             ++built;
             TrainingSchedule schedule;
-            schedule.seq_lens = {64, 48, 64, 32};
+            schedule.lengths = MicroStepLengths::listed({64, 48, 64, 32});
             if (s.eval) schedule.eval_after = {1, 3};
             const std::string what = std::string(to_string(precision)) + " " + std::string(to_string(strategy)) + " " +
                                      std::string(to_string(ckpt)) + " " + std::string(to_string(attention)) +
@@ -104,46 +105,10 @@ TEST(TrainingProgram, EveryRegimeBuildsAndLeavesOnlyWhatOutlivesAStep) {
   EXPECT_GT(built, 200);
 }
 
-TEST(TrainingProgram, FixedLengthsRunThreeOptimizerSteps) {
-  JobSpec s = tiny_spec();
-  s.training.grad_accum = 4;
-  const std::vector<TrainingSchedule> schedules = planning_schedules(s);
-  ASSERT_EQ(schedules.size(), 1u);
-  EXPECT_EQ(schedules[0].seq_lens, std::vector<std::uint64_t>(12, 64));
-  EXPECT_TRUE(schedules[0].eval_after.empty());
-  s.eval = EvalConfig{8, 128, 2};
-  EXPECT_EQ(planning_schedules(s)[0].eval_after, (std::vector<std::uint32_t>{7, 11}));  // every 2 steps, and the last
-}
-
-TEST(TrainingProgram, VariableLengthsAreSeededDrawsEndingOnTheLongest) {
-  JobSpec s = tiny_spec();
-  s.training.seq_len = 4096;
-  s.training.variable_length = true;
-  s.training.min_seq_len = 256;
-  s.training.median_seq_len = 1097;
-  const std::vector<TrainingSchedule> draws = planning_schedules(s);
-  ASSERT_EQ(draws.size(), kLengthDraws);
-  EXPECT_EQ(draws[0].seq_lens, planning_schedules(s)[0].seq_lens);  // seeded: the same every time
-  EXPECT_NE(draws[0].seq_lens, draws[1].seq_lens);
-  for (const auto& a : draws) {
-    EXPECT_EQ(a.seq_lens.size(), 128u);  // whole optimizer steps, at least 8
-    EXPECT_EQ(a.seq_lens.back(), 4096u);
-    for (auto len : a.seq_lens) {
-      EXPECT_GE(len, 256u);
-      EXPECT_LE(len, 4096u);
-      EXPECT_EQ(len % 8, 0u);
-    }
-  }
-  // The recorder's distribution: median e^7 ≈ 1097, σ 0.6.
-  std::vector<std::uint64_t> many = draw_lengths(s, 4001, 7);
-  std::nth_element(many.begin(), many.begin() + 2000, many.end());
-  EXPECT_NEAR(static_cast<double>(many[2000]), 1097.0, 40.0);
-}
-
 TEST(TrainingProgram, MarksNameEveryPhaseOfEveryMicroStep) {
   JobSpec s = tiny_spec();
   TrainingSchedule schedule;
-  schedule.seq_lens = {64, 64};
+  schedule.lengths = MicroStepLengths::repeated(64, 2);
   const AllocationProgram p = build_training_program(s, schedule);
   std::vector<std::pair<ProgramPhase, std::uint32_t>> marks;
   for (const auto& m : p.marks) marks.emplace_back(m.phase, m.micro_step);
@@ -153,6 +118,40 @@ TEST(TrainingProgram, MarksNameEveryPhaseOfEveryMicroStep) {
                                                                         {ProgramPhase::kForward, 1},
                                                                         {ProgramPhase::kBackward, 1},
                                                                         {ProgramPhase::kOptimizerStep, 1}}));
+}
+
+TEST(TrainingProgram, TheWriterGivesThePiecesInRunOrderAndMayPassOverMicroSteps) {
+  JobSpec s = tiny_spec();
+  s.eval = EvalConfig{2, 32, 1};
+  TrainingSchedule schedule;
+  schedule.lengths = MicroStepLengths::listed({64, 48, 64, 32});
+  schedule.eval_after = {1, 3};
+  AllocationTape tape;
+  TrainingProgramWriter writer(s, schedule, tape);
+  using Kind = TrainingProgramWriter::Piece::Kind;
+  using Pieces = std::vector<std::tuple<Kind, std::uint32_t, std::uint64_t, bool>>;  // kind, micro-step, length, first
+  Pieces pieces;
+  while (!writer.done()) {
+    const TrainingProgramWriter::Piece p = writer.next();
+    pieces.emplace_back(p.kind, p.micro_step, p.seq_len, p.starts_accumulation);
+    if (p.micro_step == 1 && p.kind == Kind::kMicroStep)
+      writer.pass_over();
+    else
+      writer.write();
+  }
+  EXPECT_EQ(pieces, (Pieces{{Kind::kMicroStep, 0, 64, true},
+                            {Kind::kMicroStep, 1, 48, false},
+                            {Kind::kOptimizerStep, 1, 0, false},
+                            {Kind::kEval, 1, 0, false},
+                            {Kind::kMicroStep, 2, 64, true},
+                            {Kind::kMicroStep, 3, 32, false},
+                            {Kind::kOptimizerStep, 3, 0, false},
+                            {Kind::kEval, 3, 0, false}}));
+  std::vector<std::pair<ProgramPhase, std::uint32_t>> marks;
+  for (const auto& m : tape.take().marks) marks.emplace_back(m.phase, m.micro_step);
+  EXPECT_EQ(std::count(marks.begin(), marks.end(), std::pair{ProgramPhase::kForward, 1u}), 0);  // passed over
+  EXPECT_EQ(std::count(marks.begin(), marks.end(), std::pair{ProgramPhase::kForward, 3u}), 1);
+  EXPECT_EQ(std::count(marks.begin(), marks.end(), std::pair{ProgramPhase::kEval, 3u}), 1);
 }
 
 }  // namespace
