@@ -111,14 +111,14 @@ std::vector<Assumption> assumptions(const JobSpec& spec) {
   const std::vector<TrainingSchedule> schedules = planning_schedules(spec);
   const TrainingSchedule& schedule = schedules.front();
   if (t.variable_length) {
+    const LengthDistribution lengths = length_distribution(spec);  // the defaults the draws fill in
     out.push_back(
         {"sequence_lengths", "variable",
          fmt::format("log-normal, median {}, σ {}, clipped to [{}, {}], multiples of 8; {} seeded draws of {} "
                      "micro-steps, each ending on {} with gradients and optimizer state present; the draw "
                      "that reserves the most is the estimate",
-                     t.median_seq_len.value_or(std::max<std::uint64_t>(1, t.seq_len / 4)), t.length_sigma.value_or(0.6),
-                     t.min_seq_len.value_or(std::max<std::uint64_t>(1, t.seq_len / 16)), t.seq_len, schedules.size(),
-                     schedule.lengths.count(), t.seq_len)});
+                     static_cast<std::uint64_t>(lengths.median), lengths.sigma, lengths.shortest, lengths.longest,
+                     schedules.size(), schedule.lengths.count(), lengths.longest)});
   } else {
     out.push_back({"sequence_lengths", "fixed",
                    fmt::format("every micro-step {} × {} tokens; {} micro-steps ({} optimizer steps) replayed",

@@ -31,13 +31,6 @@ std::uint64_t LengthDraws::next() {
   return std::max<std::uint64_t>(clipped / 8 * 8, std::min<std::uint64_t>(d.shortest, 8));
 }
 
-std::vector<std::uint64_t> draw_lengths(const JobSpec& spec, std::size_t count, std::uint64_t seed) {
-  LengthDraws draws(length_distribution(spec), seed);
-  std::vector<std::uint64_t> out;
-  for (std::size_t i = 0; i < count; ++i) out.push_back(draws.next());
-  return out;
-}
-
 MicroStepLengths MicroStepLengths::repeated(std::uint64_t seq_len, std::uint64_t count) {
   MicroStepLengths l;
   l.kind_ = Kind::kRepeated;

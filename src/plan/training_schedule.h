@@ -52,9 +52,6 @@ class LengthDraws {
   std::mt19937_64 rng_;
 };
 
-/// @brief `count` lengths drawn from the spec's distribution with `seed`.
-std::vector<std::uint64_t> draw_lengths(const JobSpec& spec, std::size_t count, std::uint64_t seed);
-
 /// @brief The tokens per sequence of each micro-step: one length repeated, seeded draws, or a
 /// list (none by default).
 class MicroStepLengths {

@@ -18,6 +18,14 @@ std::vector<std::uint64_t> read_all(const MicroStepLengths& lengths) {
   return out;
 }
 
+// `count` lengths drawn one by one from the spec's distribution with `seed`.
+std::vector<std::uint64_t> draw_lengths(const JobSpec& spec, std::size_t count, std::uint64_t seed) {
+  LengthDraws draws(length_distribution(spec), seed);
+  std::vector<std::uint64_t> out;
+  for (std::size_t i = 0; i < count; ++i) out.push_back(draws.next());
+  return out;
+}
+
 JobSpec variable_length_spec() {
   JobSpec s = tiny_llama();
   s.training.seq_len = 4096;
