@@ -397,27 +397,25 @@ std::size_t read_top_level(const RankFolder& root, const std::vector<Candidate>&
   for (const auto& reading : kept) ++wanted[reading.owner_uid];
   std::map<uid_t, std::size_t> shares = fair_shares(wanted, room);
   std::size_t left_out = 0;
-  std::map<uid_t, std::size_t> ok_by_owner;
-  for (const auto& candidate : candidates) {
-    std::size_t& share = shares[candidate.owner];
+  const auto take_share = [&](uid_t owner) {  // false, counted left out, once the owner's share is spent
+    std::size_t& share = shares[owner];
     if (share == 0) {
       ++left_out;
-      continue;
+      return false;
     }
     --share;
+    return true;
+  };
+  std::map<uid_t, std::size_t> ok_by_owner;
+  for (const auto& candidate : candidates) {
+    if (!take_share(candidate.owner)) continue;
     // Counted by the owner read, not the one listed: the file may have been replaced since.
     const auto& reading = read_candidate(root, candidate.leaf, context, scan);
     if (reading.state == RankFileState::kOk) ++ok_by_owner[reading.owner_uid];
   }
   for (auto& reading : kept) {
     std::size_t& ok = ok_by_owner[reading.owner_uid];
-    if (ok >= kMaxRankFiles) continue;
-    std::size_t& share = shares[reading.owner_uid];
-    if (share == 0) {
-      ++left_out;
-      continue;
-    }
-    --share;
+    if (ok >= kMaxRankFiles || !take_share(reading.owner_uid)) continue;
     ++ok;
     scan.readings.push_back(std::move(reading));
   }
