@@ -87,7 +87,7 @@ torch.cuda.memory._record_memory_history(max_entries=args.max_entries)
 torch.manual_seed(0)
 G, D = Generator().cuda(), Discriminator().cuda()
 ratio = args.r1_every / (args.r1_every + 1)
-opt_g = torch.optim.Adam(G.parameters(), lr=0.002, betas=(0, 0.99))
+opt_g = torch.optim.Adam(G.parameters(), lr=0.002, betas=(0.0, 0.99))
 opt_d = torch.optim.Adam(D.parameters(), lr=0.002 * ratio, betas=(0, 0.99 ** ratio))
 try:
     for step in range(args.steps):
