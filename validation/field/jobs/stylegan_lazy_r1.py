@@ -88,7 +88,7 @@ torch.manual_seed(0)
 G, D = Generator().cuda(), Discriminator().cuda()
 ratio = args.r1_every / (args.r1_every + 1)
 opt_g = torch.optim.Adam(G.parameters(), lr=0.002, betas=(0.0, 0.99))
-opt_d = torch.optim.Adam(D.parameters(), lr=0.002 * ratio, betas=(0, 0.99 ** ratio))
+opt_d = torch.optim.Adam(D.parameters(), lr=0.002 * ratio, betas=(0.0, 0.99 ** ratio))
 try:
     for step in range(args.steps):
         real = torch.rand(args.batch, 3, args.size, args.size, device="cuda") * 2 - 1
