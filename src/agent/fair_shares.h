@@ -1,8 +1,8 @@
 #pragma once
 /// @file fair_shares.h
 /// @brief Max-min fair shares: how the agent's caps split what they allow between those who want
-/// it (owners for the ranks tracked, rank_selection.h; folders and owners for a poll's readings,
-/// rank_file_reader.h), so that one who wants a lot cannot take what another needs.
+/// it (owners for the ranks tracked, rank_selection.h; folders and owners for a poll's readings and
+/// folders for its listing, rank_file_reader.h), so that one who wants a lot cannot take what another needs.
 
 #include <algorithm>
 #include <cstddef>
@@ -29,5 +29,27 @@ std::map<Key, std::size_t> fair_shares(const std::map<Key, std::size_t>& wanted,
   }
   return shares;
 }
+
+/// @brief fair_shares for takers who learn what they need only by taking it (a folder's listing):
+/// each in turn is offered an equal share of what is left, and what it leaves stays for those after it.
+/// Every taker is offered at least room / takers, so one that needs no more gets all it needs whatever
+/// the others do; taken in increasing order of need, the shares are fair_shares'.
+class SharesInTurn {
+ public:
+  SharesInTurn(std::size_t room, std::size_t takers) : left_(room), takers_(takers) {}
+
+  /// What the next taker may use.
+  std::size_t offer() const { return takers_ > 1 ? left_ / takers_ : left_; }
+
+  /// The next taker used `used` of its offer; the turn passes.
+  void take(std::size_t used) {
+    left_ -= std::min(used, left_);
+    if (takers_ > 0) --takers_;
+  }
+
+ private:
+  std::size_t left_;
+  std::size_t takers_;
+};
 
 }  // namespace fragscope::agent

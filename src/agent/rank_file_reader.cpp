@@ -12,7 +12,6 @@
 #include <cstring>
 #include <iterator>
 #include <map>
-#include <memory>
 #include <optional>
 #include <set>
 #include <thread>
@@ -20,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "agent/fair_shares.h"
+#include "agent/folder_entries.h"
 #include "agent/rank_file_layout.h"
 #include "agent/rank_folder.h"
 #include "agent/rank_selection.h"
@@ -206,33 +206,34 @@ std::string folder_label(const std::filesystem::path& directory, const RankFolde
 
 // A per-user folder must be a folder; where the listing says what an entry is, a name that is
 // not one costs no stat (DT_UNKNOWN: the file system does not say, so it is asked).
-bool may_be_folder(const dirent& entry) { return entry.d_type == DT_DIR || entry.d_type == DT_UNKNOWN; }
+bool may_be_folder(unsigned char type) { return type == DT_DIR || type == DT_UNKNOWN; }
 
-/// Lists the candidate rank files of one folder (each owner's newest, newest first), within
-/// `budget`, from the listing position `resume_at` (0: the start), which it leaves where the budget
-/// ran out (0 when the listing was read to its end); at the root, collects the names of per-user
-/// folders into `user_folders`. Reads no file: the scan's readings are shared out once every folder
-/// is listed.
-std::vector<Candidate> list_folder(const std::filesystem::path& directory, const RankFolder& folder,
-                                   const FolderBudget& budget, long& resume_at, RankScan& scan,
-                                   std::vector<std::string>* user_folders) {
-  // A copy for fdopendir to take over (closedir closes it); close-on-exec, as all of the agent's.
-  const int listing_fd = ::fcntl(folder.fd.get(), F_DUPFD_CLOEXEC, 0);
-  struct CloseDir {
-    void operator()(DIR* dir) const { ::closedir(dir); }
-  };
-  std::unique_ptr<DIR, CloseDir> listing(listing_fd >= 0 ? ::fdopendir(listing_fd) : nullptr);
-  if (!listing) {
-    if (listing_fd >= 0) ::close(listing_fd);
-    scan.warnings.push_back(fmt::format("{}: cannot list: {}", folder_label(directory, folder), std::strerror(errno)));
-    return {};
-  }
-  ::rewinddir(listing.get());
+/// What a listing may spend on one folder.
+struct ListingCaps {
+  std::size_t entries;
+  std::size_t stats;
+};
+
+/// One folder's listing: its candidate rank files (each owner's newest, newest first), what it cost,
+/// and whether a cap stopped it before the end.
+struct FolderListing {
+  std::vector<Candidate> newest_first;
+  std::size_t entries = 0;  ///< examined
+  std::size_t stats = 0;    ///< lstat calls
+  bool past_entries = false;
+  bool past_stats = false;
+};
+
+/// Lists one folder within `caps`, from the listing position `resume_at` (0: the start), which it
+/// leaves where a cap stopped it (0 when the listing was read to its end); at the root, collects the
+/// names of per-user folders into `user_folders`. Reads no file: the scan's readings are shared out
+/// once every folder is listed.
+FolderListing list_folder(const std::filesystem::path& directory, const RankFolder& folder, ListingCaps caps,
+                          off_t& resume_at, RankScan& scan, std::vector<std::string>* user_folders) {
+  FolderListing listing;
   const bool from_start = resume_at == 0;
-  if (!from_start) ::seekdir(listing.get(), resume_at);
+  FolderEntries entries(folder.fd.get(), resume_at);
   NewestPerOwner candidates(kMaxRankFiles);
-  std::size_t entries = 0;
-  std::size_t stats = 0;
   std::size_t checkpoint_files = 0;
   std::size_t refused_folders = 0;
   std::string first_refused;
@@ -240,19 +241,23 @@ std::vector<Candidate> list_folder(const std::filesystem::path& directory, const
     if (refused_folders++ == 0 || name < first_refused) first_refused = name;
   };
   for (;;) {
-    const long position = ::telldir(listing.get());
-    const dirent* entry = ::readdir(listing.get());
-    if (entry == nullptr) {
+    // Enough for what the caps may still examine, and the entry that would pass them.
+    const auto entry = entries.next(std::min(caps.entries - listing.entries, caps.stats - listing.stats) + 1);
+    if (!entry) {
       resume_at = 0;
+      if (entries.error() != 0) {
+        scan.warnings.push_back(
+            fmt::format("{}: cannot list: {}", folder_label(directory, folder), std::strerror(entries.error())));
+      }
       break;
     }
-    if (++entries > budget.entries) {
-      resume_at = position;
-      scan.warnings.push_back(fmt::format("{}: more than {} entries, each poll examines the next {}",
-                                          folder_label(directory, folder), budget.entries, budget.entries));
+    if (listing.entries == caps.entries) {
+      listing.past_entries = true;
+      resume_at = entry->position;
       break;
     }
-    const std::string_view name = entry->d_name;
+    ++listing.entries;
+    const std::string_view name = entry->name;
     const bool rank_file = is_rank_file_name(name);
     const auto uid = !rank_file && user_folders != nullptr ? user_folder_uid(name) : std::nullopt;
     if (!rank_file && !uid) {
@@ -261,19 +266,19 @@ std::vector<Candidate> list_folder(const std::filesystem::path& directory, const
       }
       continue;
     }
-    if (uid && !may_be_folder(*entry)) {
+    if (uid && !may_be_folder(entry->type)) {
       refuse_folder(name);
       continue;
     }
-    if (++stats > budget.stats) {
-      resume_at = position;
-      scan.warnings.push_back(fmt::format("{}: more than {} rank files and folders to check, each poll checks the "
-                                          "next {}",
-                                          folder_label(directory, folder), budget.stats, budget.stats));
+    if (listing.stats == caps.stats) {
+      listing.past_stats = true;
+      --listing.entries;  // examined again at the next scan
+      resume_at = entry->position;
       break;
     }
+    ++listing.stats;
     struct stat info {};
-    if (::fstatat(folder.fd.get(), entry->d_name, &info, AT_SYMLINK_NOFOLLOW) != 0) continue;  // gone since
+    if (::fstatat(folder.fd.get(), name.data(), &info, AT_SYMLINK_NOFOLLOW) != 0) continue;  // gone since
     if (rank_file) {
       candidates.add(info.st_uid, std::int64_t{info.st_mtim.tv_sec} * 1'000'000'000 + info.st_mtim.tv_nsec,
                      std::string(name));
@@ -284,19 +289,21 @@ std::vector<Candidate> list_folder(const std::filesystem::path& directory, const
       refuse_folder(name);
     }
   }
+  scan.listing_entries += listing.entries;
+  scan.listing_stats += listing.stats;
   // Counted over a whole listing only: a flood listed part by part would word it anew at every poll.
   if (refused_folders > 0 && from_start && resume_at == 0) {
     scan.warnings.push_back(
         fmt::format("{}: {} per-user folder names skipped, not a folder of that uid (first by name: {})",
                     directory.string(), refused_folders, first_refused));
   }
-  auto kept = candidates.take();
+  listing.newest_first = candidates.take();
   scan.files_unread += candidates.dropped();
   for (const uid_t owner : candidates.owners_over_cap()) {
     scan.warnings.push_back(fmt::format("{}: uid {} has more than {} rank files here, only the newest read",
                                         folder_label(directory, folder), owner, kMaxRankFiles));
   }
-  return kept;
+  return listing;
 }
 
 void mark_stale_or_future(RankFileReading& reading, std::uint64_t now_unix_ns, std::chrono::nanoseconds stale_after) {
@@ -517,7 +524,7 @@ RankFileReading read_rank_file(const std::filesystem::path& path, int attempts) 
   return reading;
 }
 
-RankDirectoryScanner::RankDirectoryScanner(std::filesystem::path directory, FolderBudget budget)
+RankDirectoryScanner::RankDirectoryScanner(std::filesystem::path directory, ScanBudget budget)
     : directory_(std::move(directory)), budget_(budget) {}
 
 RankScan RankDirectoryScanner::scan(std::uint64_t now_unix_ns, std::chrono::nanoseconds stale_after) {
@@ -525,9 +532,21 @@ RankScan RankDirectoryScanner::scan(std::uint64_t now_unix_ns, std::chrono::nano
   const auto root = open_rank_root(directory_, scan.problem);
   if (!root) return scan;
   std::vector<std::string> listed;
-  const bool root_from_start = resume_at_[""] == 0;
-  const std::vector<Candidate> top_level = list_folder(directory_, *root, budget_, resume_at_[""], scan, &listed);
-  const bool root_listed_whole = root_from_start && resume_at_[""] == 0;
+  off_t& root_resume_at = progress_[""].resume_at;
+  const bool root_from_start = root_resume_at == 0;
+  const FolderListing root_listing =
+      list_folder(directory_, *root, {budget_.entries, budget_.stats}, root_resume_at, scan, &listed);
+  if (root_listing.past_entries) {
+    scan.warnings.push_back(fmt::format("{}: more than {} entries, each poll examines the next {}", directory_.string(),
+                                        budget_.entries, budget_.entries));
+  }
+  if (root_listing.past_stats) {
+    scan.warnings.push_back(
+        fmt::format("{}: more than {} rank files and folders to check, each poll checks the next {}",
+                    directory_.string(), budget_.stats, budget_.stats));
+  }
+  const std::vector<Candidate>& top_level = root_listing.newest_first;
+  const bool root_listed_whole = root_from_start && root_resume_at == 0;
   std::set<std::string> user_folders(listed.begin(), listed.end());
   user_folders.insert(user_folders_.begin(), user_folders_.end());
   if (user_folders.size() > kMaxUserFolders) {
@@ -535,34 +554,61 @@ RankScan RankDirectoryScanner::scan(std::uint64_t now_unix_ns, std::chrono::nano
                                         user_folders.size() - kMaxUserFolders, kMaxUserFolders));
     user_folders.erase(std::next(user_folders.begin(), kMaxUserFolders), user_folders.end());
   }
+  std::erase_if(progress_, [&](const auto& entry) {
+    return !entry.first.empty() && !user_folders.contains(entry.first.substr(0, entry.first.size() - 1));
+  });
+  // Smallest first by their last whole listing's cost, so that what small folders leave goes to large ones.
+  std::vector<std::string> order(user_folders.begin(), user_folders.end());
+  const auto whole_cost = [this](const std::string& name) {
+    const auto found = progress_.find(name + "/");
+    return found != progress_.end() ? found->second.whole_cost : ListingProgress{}.whole_cost;
+  };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](const std::string& a, const std::string& b) { return whole_cost(a) < whole_cost(b); });
   const auto skip = [&](const std::string& problem) {
     scan.warnings.push_back(fmt::format("{}/{} (skipped)", directory_.string(), problem));
   };
   user_folders_.clear();
   std::vector<ListedFolder> user_listings;
+  SharesInTurn entries(budget_.entries, order.size());
+  SharesInTurn stats(budget_.stats, order.size());
+  bool listed_in_part = false;
   std::size_t waiting = 0;  // candidates listed in per-user folders, not cut yet
   std::size_t left_out = 0;
-  for (const auto& name : user_folders) {
+  for (const auto& name : order) {
     std::string problem;
     const auto folder = open_user_folder(root->fd.get(), name, problem);
     if (!folder) {
+      entries.take(0);
+      stats.take(0);
       skip(problem);
       continue;
     }
     user_folders_.insert(name);
-    auto candidates = list_folder(directory_, *folder, budget_, resume_at_[folder->prefix], scan, nullptr);
-    if (candidates.empty()) continue;
-    waiting += candidates.size();
-    user_listings.push_back(ListedFolder{name, std::move(candidates)});
+    ListingProgress& progress = progress_[folder->prefix];
+    const bool from_start = progress.resume_at == 0;
+    auto listing =
+        list_folder(directory_, *folder, {entries.offer(), stats.offer()}, progress.resume_at, scan, nullptr);
+    entries.take(listing.entries);
+    stats.take(listing.stats);
+    listed_in_part |= listing.past_entries || listing.past_stats;
+    progress.whole_cost = from_start && progress.resume_at == 0 ? std::pair{listing.stats, listing.entries}
+                                                                : ListingProgress{}.whole_cost;
+    if (listing.newest_first.empty()) continue;
+    waiting += listing.newest_first.size();
+    user_listings.push_back(ListedFolder{name, std::move(listing.newest_first)});
     // Cut only past twice the readings: cutting after every folder would share 1,024 folders out 1,024 times.
     if (waiting > 2 * budget_.readings) {
       left_out += cut_to_fair_shares(user_listings, budget_.readings);
       waiting = std::min(waiting, budget_.readings);
     }
   }
-  std::erase_if(resume_at_, [this](const auto& entry) {
-    return !entry.first.empty() && !user_folders_.contains(entry.first.substr(0, entry.first.size() - 1));
-  });
+  if (listed_in_part) {
+    scan.warnings.push_back(
+        fmt::format("{}: more than {} entries or {} rank files to check in its per-user folders, "
+                    "each poll lists a fair share of each, on from where it stopped",
+                    directory_.string(), budget_.entries, budget_.stats));
+  }
   left_out += cut_to_fair_shares(user_listings, budget_.readings);
   ReadContext context{directory_, now_unix_ns, stale_after, budget_.torn_retries};
   for (const auto& listing : user_listings) {
@@ -596,7 +642,7 @@ RankScan RankDirectoryScanner::scan(std::uint64_t now_unix_ns, std::chrono::nano
 }
 
 RankScan scan_rank_directory(const std::filesystem::path& directory, std::uint64_t now_unix_ns,
-                             std::chrono::nanoseconds stale_after, const FolderBudget& budget) {
+                             std::chrono::nanoseconds stale_after, const ScanBudget& budget) {
   return RankDirectoryScanner(directory, budget).scan(now_unix_ns, stale_after);
 }
 

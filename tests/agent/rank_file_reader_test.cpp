@@ -387,7 +387,7 @@ TEST_F(RankFileReaderTest, AFolderPastItsBudgetIsListedOnAtTheNextScan) {
   const TempDir tmpfs(testing::shared_memory_dir());
   for (int i = 0; i < 300; ++i) std::ofstream(tmpfs.path() / ("junk" + std::to_string(i)));
   for (int i = 0; i < 20; ++i) std::ofstream(tmpfs.path() / ("rank" + std::to_string(i) + "-pid1.fsr")) << "junk";
-  RankDirectoryScanner scanner(tmpfs.path(), FolderBudget{.entries = 100});
+  RankDirectoryScanner scanner(tmpfs.path(), ScanBudget{.entries = 100});
   std::set<std::string> seen;
   for (int poll = 0; poll < 4; ++poll) {
     const auto scan = scanner.scan(testing::unix_ns_now(), std::chrono::seconds(60));
@@ -398,7 +398,7 @@ TEST_F(RankFileReaderTest, AFolderPastItsBudgetIsListedOnAtTheNextScan) {
     for (const auto& reading : scan.readings) seen.insert(reading.name);
   }
   EXPECT_EQ(seen.size(), 20u);  // 322 entries with "." and "..": all examined in four polls
-  RankDirectoryScanner checked(tmpfs.path(), FolderBudget{.stats = 5});
+  RankDirectoryScanner checked(tmpfs.path(), ScanBudget{.stats = 5});
   const auto scan = checked.scan(testing::unix_ns_now(), std::chrono::seconds(60));
   EXPECT_EQ(scan.readings.size(), 5u);
   EXPECT_EQ(scan.warnings, std::vector<std::string>{tmpfs.path().string() +
@@ -415,7 +415,7 @@ TEST_F(RankFileReaderTest, AFloodedRootCannotHideAPerUserFolder) {
   std::filesystem::create_directory(mine);
   write_ranks(tmpfs, mine, 2);
   for (int i = 0; i < 500; ++i) std::ofstream(tmpfs.path() / ("junk-after" + std::to_string(i)));
-  RankDirectoryScanner scanner(tmpfs.path(), FolderBudget{.entries = 100});
+  RankDirectoryScanner scanner(tmpfs.path(), ScanBudget{.entries = 100});
   int first_seen = -1;
   for (int poll = 0; poll < 20; ++poll) {
     const auto scan = scanner.scan(testing::unix_ns_now(), std::chrono::seconds(60));
@@ -445,7 +445,7 @@ TEST_F(RankFileReaderTest, TopLevelRanksOfAFloodedRootAreOnEveryPollUntilRemoved
     const uid_t owner = r < 3 ? 1000 : 1001;
     ASSERT_EQ(::chown((tmpfs.path() / name).c_str(), owner, owner), 0);
   }
-  RankDirectoryScanner scanner(tmpfs.path(), FolderBudget{.entries = 50});
+  RankDirectoryScanner scanner(tmpfs.path(), ScanBudget{.entries = 50});
   const auto ok_ranks = [&](const RankScan& scan) {
     std::set<std::string> names;
     for (const auto& reading : scan.readings) {
@@ -509,6 +509,13 @@ std::string over_the_scans_readings(const std::filesystem::path& root) {
          ": more than 2048 rank files in all its folders, each poll reads a fair share of each folder's newest";
 }
 
+std::string over_the_listing(const std::filesystem::path& root, const ScanBudget& budget = {}) {
+  return fmt::format(
+      "{}: more than {} entries or {} rank files to check in its per-user folders, each poll lists a "
+      "fair share of each, on from where it stopped",
+      root.string(), budget.entries, budget.stats);
+}
+
 // Review: the budgets were per folder and up to 1,024 per-user folders are read, so 64 folders of 1,024 rank files
 // (a pod that may run as any uid) were all read: 139 MB of agent and a 1.9 s poll. A scan's readings are shared
 // between folders, so however many there are, a small folder is read whole.
@@ -537,12 +544,65 @@ TEST_F(RankFileReaderTest, ManyFloodedFoldersCannotPushASmallFoldersRanksOutOfTh
     }
   }
   EXPECT_EQ(scan.warnings, std::vector<std::string>{over_the_scans_readings(tmpfs.path())});
-  // Worded without counts: a flood that grows is still the one warning, logged once.
+  // Worded without counts: a flood that grows is still the one warning, logged once (its 8,194 files are past the
+  // per-user folders' 8,192 lstat calls too, which says so once).
   for (uid_t uid = 5064; uid < 5128; ++uid) make_flooded_folder(tmpfs.path(), uid, 64);
-  const auto grown = scanner.scan(testing::unix_ns_now(), std::chrono::seconds(60));
-  EXPECT_EQ(count_ok(grown), 2u);
-  EXPECT_EQ(grown.readings.size(), kMaxReadingsPerScan);
-  EXPECT_EQ(grown.warnings, scan.warnings);
+  for (int poll = 0; poll < 2; ++poll) {
+    const auto grown = scanner.scan(testing::unix_ns_now(), std::chrono::seconds(60));
+    EXPECT_EQ(count_ok(grown), 2u);
+    EXPECT_EQ(grown.readings.size(), kMaxReadingsPerScan);
+    EXPECT_EQ(grown.warnings,
+              (std::vector<std::string>{over_the_listing(tmpfs.path()), over_the_scans_readings(tmpfs.path())}));
+  }
+}
+
+// Review: the listing budgets were per folder, so 256 per-user folders of 1,024 rank files still cost an lstat each
+// (262,144 a poll: 1.2 s). The per-user folders share one budget: a poll's listing costs the top level's and that one
+// however many folders there are, a small folder is listed whole and read at every poll, and the others are listed on
+// from where they stopped, so every file is read within a few polls.
+TEST_F(RankFileReaderTest, ManyFoldersShareOneListingBudget) {
+  const TempDir tmpfs(testing::shared_memory_dir());
+  const auto honest = tmpfs.path() / "9000";  // listed after the flood's folders until its cost is known
+  std::filesystem::create_directory(honest);
+  write_ranks(tmpfs, honest, 2);
+  for (const auto& entry : std::filesystem::directory_iterator(honest))
+    ASSERT_EQ(::chown(entry.path().c_str(), 9000, 9000), 0);
+  ASSERT_EQ(::chown(honest.c_str(), 9000, 9000), 0);
+  for (uid_t uid = 5000; uid < 5096; ++uid) make_flooded_folder(tmpfs.path(), uid, 64);
+  // Per folder, each poll would make 97 + 96 x 64 + 2 = 6,243 lstat calls here.
+  const ScanBudget budget{.entries = 2000, .stats = 1000};
+  RankDirectoryScanner scanner(tmpfs.path(), budget);
+  std::set<std::string> read;
+  for (int poll = 0; poll < 10; ++poll) {
+    const auto scan = scanner.scan(testing::unix_ns_now(), std::chrono::seconds(60));
+    EXPECT_EQ(count_ok(scan), 2u) << "poll " << poll;
+    // The top level's 97 folders (100 entries with ".", ".." and the writer's script), then the per-user folders'.
+    EXPECT_LE(scan.listing_stats, 97 + budget.stats) << "poll " << poll;
+    EXPECT_LE(scan.listing_entries, 100 + budget.entries) << "poll " << poll;
+    EXPECT_EQ(scan.files_unread, 0u) << "names not reached are listed at the next poll, not counted";
+    EXPECT_EQ(scan.warnings, std::vector<std::string>{over_the_listing(tmpfs.path(), budget)}) << "poll " << poll;
+    for (const auto& reading : scan.readings) read.insert(reading.name);
+  }
+  EXPECT_EQ(read.size(), 96u * 64 + 2);  // ~10 names of each folder a poll
+}
+
+// The per-user folders are listed smallest first by what they cost when last listed whole, so that what the small
+// ones leave goes to the large ones: one large folder beside ten small ones is listed 400 names a poll, not 45.
+TEST_F(RankFileReaderTest, WhatSmallFoldersLeaveOfTheListingGoesToTheLargeOnes) {
+  const TempDir tmpfs(testing::shared_memory_dir());
+  make_flooded_folder(tmpfs.path(), 4000, 2000);  // first by name
+  for (uid_t uid = 6000; uid < 6010; ++uid) make_flooded_folder(tmpfs.path(), uid, 10);
+  RankDirectoryScanner scanner(tmpfs.path(), ScanBudget{.stats = 500});
+  for (int poll = 0; poll < 5; ++poll) {
+    const auto scan = scanner.scan(testing::unix_ns_now(), std::chrono::seconds(60));
+    const auto counts = readings_by_folder_and_owner(scan);
+    // At the first poll nothing is known yet: the large folder, listed first, is offered an equal share.
+    EXPECT_EQ(counts.at({"4000", 4000}), poll == 0 ? 500u / 11 : 500u - 10 * 10) << "poll " << poll;
+    for (uid_t uid = 6000; uid < 6010; ++uid) EXPECT_EQ(counts.at({std::to_string(uid), uid}), 10u) << uid;
+    if (poll > 0) {
+      EXPECT_EQ(scan.listing_stats, 11u + 500) << "poll " << poll;
+    }
+  }
 }
 
 // Per-user folders are read first, as select_ranks tracks their ranks first; the top level gets what they leave,
@@ -584,7 +644,7 @@ TEST_F(RankFileReaderTest, ReadingsKeptFromEarlierPollsStayWithinTheScansReading
     const uid_t owner = r < 3 ? 1000 : 1001;
     ASSERT_EQ(::chown(path.c_str(), owner, owner), 0);
   }
-  RankDirectoryScanner scanner(tmpfs.path(), FolderBudget{.entries = 50, .readings = 4});
+  RankDirectoryScanner scanner(tmpfs.path(), ScanBudget{.entries = 50, .readings = 4});
   // 608 entries, 50 a poll: every rank is reached within 13 polls; from then on the four readings are two of each
   // owner's, whichever rank this poll's part of the listing holds.
   for (int poll = 0; poll < 30; ++poll) {
@@ -607,8 +667,8 @@ TEST_F(RankFileReaderTest, DigitNamesThatAreNoFoldersCostNoStat) {
   const auto mine = tmpfs.path() / std::to_string(::geteuid());
   std::filesystem::create_directory(mine);
   write_ranks(tmpfs, mine, 2);
-  const auto scan = scan_rank_directory(tmpfs.path(), testing::unix_ns_now(), std::chrono::seconds(60),
-                                        FolderBudget{.stats = 3});
+  const auto scan =
+      scan_rank_directory(tmpfs.path(), testing::unix_ns_now(), std::chrono::seconds(60), ScanBudget{.stats = 3});
   EXPECT_EQ(count_ok(scan), 2u);
 }
 
