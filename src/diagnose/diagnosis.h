@@ -97,6 +97,9 @@ struct ProjectedRun {
   /// Fails even at the capacity plus margin_to_fail, with its elastic mallocs refused where they do not fit
   /// (replay::ElasticAllocs::kRefuseWhenFull: ATen would run a plan with less workspace).
   bool fails_with_margin = false;
+  /// When it does not run: completes the projected step at the capacity plus kProjectionFloor (projected_runs.h),
+  /// its elastic mallocs refused where they do not fit.
+  bool runs_above_capacity = false;
   /// Replayed from a mid-run trace's live blocks re-laid as this setting holds them
   /// (replay::relays_initial_state): it must leave relaid_start_margin more.
   bool relaid_start = false;
@@ -230,6 +233,10 @@ struct TraceStepProjection {
   double margin_to_fail = 0;  ///< fraction the step must exceed it by: fit_margin + over
   double relaid_start_margin = 0;  ///< what a run from a re-laid start leaves beyond margin_to_fit
   std::uint64_t start_level_bytes = 0;     ///< live when the failing unit began
+  /// Of start_level_bytes, what its own iteration made before it began (a backward unit's forward activations);
+  /// reference_head_bytes the same for the reference.
+  std::uint64_t head_bytes = 0;
+  std::uint64_t reference_head_bytes = 0;
   std::uint64_t live_at_oom_bytes = 0;     ///< live + the failing request
   std::uint64_t projected_peak_bytes = 0;  ///< the ideal packer's peak over the projected step
   /// The same without its elastic mallocs (replay::Op::elastic: cuDNN workspaces, which ATen replaces by a plan

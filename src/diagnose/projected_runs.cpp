@@ -10,7 +10,8 @@ namespace fragscope::diagnose {
 namespace {
 
 /// True when the replay served every malloc of the projection; `memory_bytes` grows to the most
-/// the replay held. `factor` scales the device: its cudaMalloc limit and any memory-fraction cap.
+/// the replay held. `factor` scales the device: its cudaMalloc limit (each of its steps over time, which
+/// would otherwise hold the projected step at the recorded capacity) and any memory-fraction cap.
 bool runs_at(const replay::PreparedTrace& trace, const replay::WhatIfConfig& config, const replay::Capacity& capacity,
              double factor, std::uint64_t& memory_bytes,
              replay::ElasticAllocs elastic = replay::ElasticAllocs::kServe, std::uint64_t* peak_reserved = nullptr) {
@@ -20,6 +21,7 @@ bool runs_at(const replay::PreparedTrace& trace, const replay::WhatIfConfig& con
     return static_cast<std::uint64_t>(static_cast<double>(bytes) * factor);
   };
   if (options.capacity) options.capacity = scaled(*options.capacity);
+  for (replay::CapacityStep& step : options.capacity_steps) step.bytes = scaled(step.bytes);
   if (options.allowed_memory_maximum) options.allowed_memory_maximum = scaled(*options.allowed_memory_maximum);
   options.timeline_points = 0;
   options.elastic = elastic;
@@ -36,6 +38,7 @@ void replay_projected_step(ProjectedStep& step, const std::vector<replay::WhatIf
   TraceStepProjection& p = step.figures;
   replay::ReplayOptions unlimited = replay::replay_options_for(capacity);
   unlimited.capacity = std::nullopt;
+  unlimited.capacity_steps.clear();
   unlimited.timeline_points = 0;
   p.runs.assign(configs.size(), {});
   // The settings' replays first: the first runs alone and sets how many run at once (replay_memory.h).
@@ -53,9 +56,13 @@ void replay_projected_step(ProjectedStep& step, const std::vector<replay::WhatIf
       if (run.runs)
         run.runs_with_margin = runs_at(step.trace, configs[i], capacity,
                                        1 - p.margin_to_fit - (run.relaid_start ? p.relaid_start_margin : 0), held);
-      else
-        run.fails_with_margin = !runs_at(step.trace, configs[i], capacity, 1 + p.margin_to_fail, held,
+      else {
+        run.runs_above_capacity = runs_at(step.trace, configs[i], capacity, 1 + kProjectionFloor, held,
                                          replay::ElasticAllocs::kRefuseWhenFull);
+        run.fails_with_margin = !(run.runs_above_capacity && p.margin_to_fail >= kProjectionFloor) &&
+                                !runs_at(step.trace, configs[i], capacity, 1 + p.margin_to_fail, held,
+                                         replay::ElasticAllocs::kRefuseWhenFull);
+      }
       return held;
     });
   }

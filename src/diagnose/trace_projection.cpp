@@ -460,7 +460,16 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
     const double off = share_off_scale(*pairs, [&](std::size_t i) { return trace[candidate.allocs[i]].size; },
                                        [&](std::size_t j) { return trace[failing.allocs[j]].size; }, scale, 0.02);
     p.off_scale_share = std::max(p.off_scale_share, off);
-    if (std::abs(std::log(scale)) > std::log(1.02) || off > kVaryingPartShare) ++p.varying_units;
+    // At the failing unit's scale, an iteration's head of another size (a backward unit's forward) is a batch of
+    // another size all the same, in what the prefix does not show: field txl_edge (a Transformer-XL, the failing
+    // unit's prefix one logits block of the same size in every step, its forward over memories 18% longer than the
+    // step before's) was called fragmentation; its rerun under expandable segments ran that step and failed at
+    // the next, whose memories were longer still.
+    const bool head_differs = candidate.head_bytes > 0 && failing.head_bytes > 0 &&
+                              std::abs(std::log(static_cast<double>(failing.head_bytes) /
+                                                static_cast<double>(candidate.head_bytes))) >
+                                  std::log(1 + kVaryingPartShare);
+    if (std::abs(std::log(scale)) > std::log(1.02) || off > kVaryingPartShare || head_differs) ++p.varying_units;
     if (scale > 1.02) ++p.smaller_units;
     growing = growing && scale > after_scale * 1.02;
     if (growing) {
@@ -526,6 +535,8 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
     p.kind_difference_bytes =
         std::max(ref.start_level, failing.start_level) - std::min(ref.start_level, failing.start_level);
   p.reference_unit = first_unit + *reference + 1;
+  p.head_bytes = failing.head_bytes;
+  p.reference_head_bytes = ref.head_bytes;
   p.reference_first_event = ref.first;
   p.reference_end_event = ref.end;
   p.aligned_event = ref.allocs[aligned_position];

@@ -45,6 +45,7 @@ json trace_projection_json(const diagnose::TraceStepProjection& p) {
                     {"runs", r.runs},
                     {"runs_with_margin", r.runs_with_margin},
                     {"fails_with_margin", r.fails_with_margin},
+                    {"runs_above_capacity", r.runs_above_capacity},
                     {"relaid_start", r.relaid_start},
                     {"peak_reserved_bytes", r.runs ? json(r.peak_reserved_bytes) : json(nullptr)}});
   return {{"available", true},
@@ -100,6 +101,8 @@ json trace_projection_json(const diagnose::TraceStepProjection& p) {
           {"margin_to_fit", p.margin_to_fit},
           {"margin_to_fail", p.margin_to_fail},
           {"start_level_bytes", p.start_level_bytes},
+          {"head_bytes", p.head_bytes},
+          {"reference_head_bytes", p.reference_head_bytes},
           {"live_at_oom_bytes", p.live_at_oom_bytes},
           {"projected_peak_bytes", p.projected_peak_bytes},
           {"inelastic_peak_bytes", p.inelastic_peak_bytes},

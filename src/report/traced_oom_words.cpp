@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "diagnose/projected_runs.h"
 #include "util/bytes.h"
 #include "util/counted.h"
 #include "util/job_phase.h"
@@ -694,10 +695,11 @@ void word_projected_step(const TracedOomFindings& f, TracedOomWords& w) {
     case TracedOomRule::kNoSettingRunsAtCapacity:
       add(w, "projection_vs_capacity",
           fmt::format("the projected step needs {} live with perfect packing, and no allocator setting of the sweep "
-                      "runs it at the {} the device gives. The projection may be up to {} high, and a step that "
-                      "much smaller might run; but fragmentation needs it and every later step to run where no "
-                      "setting runs the projection, capacity one step that fails",
-                      format_bytes(p.projected_peak_bytes), format_bytes(cap), pct(p.margin_to_fail)));
+                      "runs it at the {} the device gives, nor with {} more. The projection may be up to {} high, "
+                      "and a step that much smaller might run; but fragmentation needs it and every later step to run "
+                      "where no setting runs the projection, capacity one step that fails",
+                      format_bytes(p.projected_peak_bytes), format_bytes(cap), pct(diagnose::kProjectionFloor),
+                      pct(p.margin_to_fail)));
       return;
     default:
       break;

@@ -451,8 +451,12 @@ TEST_F(ActionDispatcherTest, DrainRunsWithTheDefaultSignalsAShellWouldGiveIt) {
   std::istringstream lines(read_file(status));
   for (std::string line; std::getline(lines, line);) {
     const std::uint64_t mask = std::stoull(line.substr(line.find(':') + 1), nullptr, 16);
-    if (line.starts_with("SigIgn")) EXPECT_EQ(mask & (1ull << (SIGPIPE - 1)), 0u) << line;
-    if (line.starts_with("SigBlk")) EXPECT_EQ(mask, 0u) << line;
+    if (line.starts_with("SigIgn")) {
+      EXPECT_EQ(mask & (1ull << (SIGPIPE - 1)), 0u) << line;
+    }
+    if (line.starts_with("SigBlk")) {
+      EXPECT_EQ(mask, 0u) << line;
+    }
   }
   EXPECT_NE(read_file(status).find("SigBlk"), std::string::npos);
 }

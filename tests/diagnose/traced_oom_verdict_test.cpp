@@ -133,7 +133,7 @@ INSTANTIATE_TEST_SUITE_P(
                       // rule's case again, and its rerun failed at a later batch too.
                       Expected{"acc4_edge", Verdict::kCapacity, "train"},
                       Expected{"acc4_lo", Verdict::kCapacity, "train"},
-                      Expected{"hfg_edge", Verdict::kCapacity, "train"},
+                      Expected{"hfg_edge", Verdict::kUndetermined, "train"},
                       Expected{"hfg_lo", Verdict::kCapacity, "train"},
                       Expected{"ret_edge", Verdict::kFragmentation, "train"},
                       Expected{"ret_lo", Verdict::kUndetermined, "train"},
@@ -264,13 +264,13 @@ INSTANTIATE_TEST_SUITE_P(
                       Expected{"dlrm_lo", Verdict::kCapacity, "optimizer"},
                       Expected{"dlrm2_edge", Verdict::kCapacity, "optimizer"},
                       // Batch 39 (predictions at e3332a5's src, before the labels): 4 undetermined.
-                      Expected{"dino_edge", Verdict::kCapacity, "train"},
+                      Expected{"dino_edge", Verdict::kUndetermined, "train"},
                       Expected{"dino_lo", Verdict::kUndetermined, "unknown"},
                       Expected{"tst_edge", Verdict::kUndetermined, "unknown"},
                       Expected{"tst_lo", Verdict::kUndetermined, "unknown"},
                       // Batches 40-41 (predictions at 2bc416d's src, before the labels): 5 undetermined.
                       Expected{"sb_lo", Verdict::kUndetermined, "unknown"},
-                      Expected{"dit_edge", Verdict::kCapacity, "train"},
+                      Expected{"dit_edge", Verdict::kUndetermined, "train"},
                       Expected{"dit_lo", Verdict::kUndetermined, "unknown"},
                       Expected{"ditn_edge", Verdict::kUndetermined, "train"},
                       Expected{"ditn_lo", Verdict::kUndetermined, "unknown"},
@@ -507,7 +507,31 @@ INSTANTIATE_TEST_SUITE_P(
                       Expected{"node_edge", Verdict::kUndetermined, "unknown"},
                       Expected{"node_lo", Verdict::kUndetermined, "unknown"},
                       Expected{"kge_edge", Verdict::kUndetermined, "eval"},
-                      Expected{"kge_lo", Verdict::kUndetermined, "unknown"}),
+                      Expected{"kge_lo", Verdict::kUndetermined, "unknown"},
+                      // Batches 87 to 90 (predictions at c4cee65, before the labels; an H100): 5 right, 2 wrong, 8
+                      // undetermined then; 5 right, 10 undetermined now. txl_edge (a Transformer-XL, its memories
+                      // growing a segment a step, the failing unit's prefix one logits block of every step's size) was
+                      // fragmentation: its rerun ran the step and failed at the next; its forward, 18% larger than the
+                      // step before's, now counts as a batch of another size. qat_lo (a QAT ResNet-50 projected from
+                      // its first step to 0.2% under the capacity) was capacity: its rerun completed; a capacity
+                      // verdict now needs every setting to fail at 0.5% above the capacity too. VideoMAE (HF Trainer),
+                      // a sliding-window 3D U-Net, a Graphormer, a PINN with residual-based refinement, a GPT under
+                      // selective activation checkpointing, StyleGAN2 with lazy R1.
+                      Expected{"txl_edge", Verdict::kUndetermined, "train"},
+                      Expected{"txl_lo", Verdict::kUndetermined, "train"},
+                      Expected{"vmae_edge", Verdict::kCapacity, "train"},
+                      Expected{"vmae_lo", Verdict::kUndetermined, "train"},
+                      Expected{"swseg_edge", Verdict::kUndetermined, "train"},
+                      Expected{"swseg_lo", Verdict::kUndetermined, "unknown"},
+                      Expected{"gfm_edge", Verdict::kUndetermined, "train"},
+                      Expected{"gfm_lo", Verdict::kUndetermined, "unknown"},
+                      Expected{"pinn_edge", Verdict::kCapacity, "train"},
+                      Expected{"pinn_lo", Verdict::kCapacity, "train"},
+                      Expected{"sac_edge", Verdict::kUndetermined, "train"},
+                      Expected{"sac_lo", Verdict::kCapacity, "train"},
+                      Expected{"sg2_edge", Verdict::kFragmentation, "train"},
+                      Expected{"sg2_lo", Verdict::kUndetermined, "unknown"},
+                      Expected{"qat_lo", Verdict::kUndetermined, "train"}),
     [](const auto& info) { return info.param.name; });
 
 // torchvision's detection reference with images of random sizes, at 0.92 × its peak allocated: the
@@ -712,7 +736,7 @@ TEST(FieldVerdicts, AStepThatFitsWithTheStepBeforesGradientsFreedAtItsBackwardIs
         << d.decide_with.front();
   }
   ASSERT_EQ(label_of("bt_edge"), "fragmentation");
-  for (const std::string name : {"fno_edge", "hfg_edge", "vit_edge"}) {
+  for (const std::string name : {"fno_edge", "vit_edge"}) {
     const Diagnosis d = diagnose(name);
     EXPECT_EQ(d.verdict, Verdict::kCapacity) << name << ": " << d.headline;
     EXPECT_GT(d.trace_projection.held_freed_saving_bytes, 0u) << name;
@@ -741,9 +765,9 @@ TEST(FieldVerdicts, AFirstStepAlikeTheFailingOneKeepsTheLaterStepsMargin) {
   EXPECT_EQ(unlike.trace_projection.reference_unit, 1u);
   EXPECT_GT(unlike.trace_projection.reference_unmatched_bytes, *unlike.capacity_bytes / 10);
   EXPECT_DOUBLE_EQ(unlike.trace_projection.fit_margin, 0.12);
-  // Within that margin; capacity (its label) only because no setting runs it at the capacity.
-  EXPECT_EQ(unlike.verdict, Verdict::kCapacity);
-  EXPECT_TRUE(has_evidence(unlike, "projection_vs_capacity", "a step that much smaller might run"));
+  // Within that margin, 0.5% under the capacity with perfect packing: no setting runs it at the capacity, but one
+  // does at the projection's floor above it, so nothing decides it (capacity, its label, before that floor).
+  EXPECT_EQ(unlike.verdict, Verdict::kUndetermined);
 }
 
 // Whisper fine-tuned with the Seq2SeqTrainer (field batch 24): every step encodes 30 s of audio, a fixed size, and
@@ -1014,11 +1038,12 @@ TEST(FieldVerdicts, WithoutStacksTheVerdictIsTheLabelOrUndetermined) {
 // its own history by 40.6% (undetermined); the tail is not checked, the validation ends the step,
 // the fit matches 3 units to 0.0%, and expandable segments ran the step with the 1% a re-laid start
 // kept (fragmentation, its label, until the rule on batches seen asked for four earlier ones: the
-// cut leaves three smaller); with the 1.3% it kept from batch 17 (2.25% from batch 36), the step is too close.
+// cut leaves three smaller); with the 1.3% it kept from batch 17 (2.25% from batch 36, 4.3% from batch 87), the step
+// is too close.
 TEST(FieldVerdicts, AHeadlessFirstUnitIsNotCheckedAndAValidationEndsTheStep) {
   const Diagnosis d = diagnose_cut("lit_edge", 0.5);
   EXPECT_EQ(d.verdict, Verdict::kUndetermined);
-  EXPECT_TRUE(has_evidence(d, "too_close", "must leave 2.2% more"));
+  EXPECT_TRUE(has_evidence(d, "too_close", "must leave 4.3% more"));
   EXPECT_EQ(d.trace_projection.smaller_units, 3u);
   ASSERT_TRUE(d.trace_projection.fit_error.has_value());
   EXPECT_LT(*d.trace_projection.fit_error, 0.005);
@@ -1063,9 +1088,9 @@ TEST(FieldVerdicts, ARingShorterThanTwoStepsAsksForALongerHistory) {
 }
 
 // FSDP2 from mid-run: expandable segments replay from the trace's live blocks re-laid and run the
-// failing step with 1.25% of the capacity to spare. A re-laid start was optimistic by up to 1.80%
-// of the capacity in a training step (field dpo_edge cut at 90%; 1.04% before batch 36, 0.49% before
-// batch 10), so such a start keeps 2.25% on top of the fit's 0.5%, and the step stays undetermined,
+// failing step with 1.25% of the capacity to spare. A re-laid start was optimistic by up to 3.43%
+// of the capacity in a training step (field vmae_edge cut at 80%; 1.80% before batch 87, 0.49% before
+// batch 10), so such a start keeps 4.3% on top of the fit's 0.5%, and the step stays undetermined,
 // saying so. (With 0.5% for the re-laid start it was decided fragmentation, its label.)
 TEST(FieldVerdicts, AMidRunTrainingStepKeepsTheMeasuredReLaidMargin) {
   const Diagnosis d = diagnose("fsdp_edge");
@@ -1073,7 +1098,7 @@ TEST(FieldVerdicts, AMidRunTrainingStepKeepsTheMeasuredReLaidMargin) {
   EXPECT_TRUE(d.recommended_conf.empty());
   const TraceStepProjection& p = d.trace_projection;
   ASSERT_TRUE(p.available);
-  EXPECT_DOUBLE_EQ(p.relaid_start_margin, 0.0225);
+  EXPECT_DOUBLE_EQ(p.relaid_start_margin, 0.043);
   EXPECT_DOUBLE_EQ(p.margin_to_fit, 0.005);
   const auto expandable = std::find_if(p.runs.begin(), p.runs.end(),
                                        [](const ProjectedRun& r) { return r.conf == "expandable_segments:True"; });
@@ -1122,7 +1147,7 @@ TEST(FieldVerdicts, ASnapshotWhoseHistoryBeganAfterTheOomSaysSo) {
 // The longest batch seen must fit with the margins the failing step's run kept. Field batch 61's Fabric job
 // (fab61_edge: its rerun met the batches in another order, so it has no label) was called fragmentation: its
 // failing batch fit, and a batch ×1.034 as long, seen earlier, projected to 27.47 of 27.80 GiB with perfect
-// packing, inside the fit's 0.1% but not the re-laid start's 2.25% that the failing step's run kept. The same job
+// packing, inside the fit's 0.1% but not the re-laid start's 4.3% that the failing step's run kept. The same job
 // with a seeded shuffle (fab_edge, batch 62) failed under expandable segments at the run's longest batch.
 TEST(FieldVerdicts, TheLongestBatchSeenKeepsTheFailingStepsMargins) {
   for (const char* name : {"fab61_edge", "fab_edge"}) {
@@ -1171,7 +1196,8 @@ TEST(FieldVerdicts, APassTheLoopHadNotRunIsNotCalledTheFirstStep) {
 // A Muon GPT under a batch warm-up (field batch 75), history from step 2: at 0.92 × its peak (mrm_lo) the step at
 // batch 10 projects to 28.07 GiB of 29.28 and expandable segments run it, but batches 4 to 9 before it each grew on
 // the one before, and one more step grown as much needs more than the device: its rerun ran batch 10 and failed at
-// 11. At the edge (mrm_edge) the warm-up's last batch, 12, fits by less than a longer batch needs; it completed.
+// 11 (since batch 87 a mid-run start keeps 4.3%, and the step, 4.1% under the capacity, is too close already). At
+// the edge (mrm_edge) the warm-up's last batch, 12, fits by less than a longer batch needs; it completed.
 // Variable lengths in random order (lkd_edge, the LLM distillation) are no warm-up: fragmentation, right.
 TEST(FieldVerdicts, ABatchWarmUpLeavesTheStepThatFitsOpen) {
   const Diagnosis d = diagnose("mrm_lo");
@@ -1182,7 +1208,6 @@ TEST(FieldVerdicts, ABatchWarmUpLeavesTheStepThatFitsOpen) {
   EXPECT_EQ(p.growing_units, 6u);
   EXPECT_NEAR(p.last_growth, 10.0 / 9.0, 0.01);
   EXPECT_LT(p.projected_peak_bytes, *d.capacity_bytes);
-  EXPECT_TRUE(has_evidence(d, "batches_grow", "the 6 before it in the trace each smaller than the one after it"));
   EXPECT_TRUE(d.recommended_conf.empty());
   const Diagnosis edge = diagnose("mrm_edge");
   EXPECT_EQ(edge.verdict, Verdict::kUndetermined);
@@ -1261,6 +1286,45 @@ TEST(FieldVerdicts, AValidationThatKeepsEachBatchsOutputsIsNotFragmentation) {
   EXPECT_NE(d.decide_with.front().find("whether the run has another eval batch"), std::string::npos)
       << d.decide_with.front();
   EXPECT_TRUE(d.recommended_conf.empty());
+}
+
+// A Transformer-XL whose memories grow a segment a step (field txl_edge): the failing unit begins at the loss, and
+// its prefix, one fp32 logits block, is the same size in every step, while its forward, made before it, was 18%
+// larger than the step before's. The step fits under expandable segments (its rerun ran it) and the next, larger
+// still, did not: at the failing unit's scale, a head of another size is a batch of another size, and three such
+// batches do not tell how large they get.
+TEST(FieldVerdicts, AForwardOfAnotherSizeBeforeTheUnitIsABatchOfAnotherSize) {
+  const Diagnosis d = diagnose("txl_edge");
+  ASSERT_EQ(label_of("txl_edge"), "capacity");
+  const TraceStepProjection& p = d.trace_projection;
+  ASSERT_TRUE(p.available) << p.unavailable_reason;
+  EXPECT_EQ(p.prefix_allocations, 1u);
+  EXPECT_NEAR(p.scale, 1.0, 0.001);
+  EXPECT_GT(static_cast<double>(p.head_bytes), 1.15 * static_cast<double>(p.reference_head_bytes));
+  EXPECT_GE(p.varying_units, 2u);  // the trace's first unit has no head of its own to compare
+  EXPECT_LT(p.aligned_units, 4u);
+  EXPECT_EQ(d.verdict, Verdict::kUndetermined) << d.headline;
+  EXPECT_TRUE(d.recommended_conf.empty());
+}
+
+// A capacity verdict needs every setting to fail at the capacity plus the projection's floor, as fragmentation needs
+// one to run with that much to spare. Field qat_lo (a QAT ResNet-50, projected from its first step to 0.2% under the
+// capacity with perfect packing; its trace needs two capacities over time, which scale with the replay's margin as
+// the one capacity does) completed under expandable segments at 17.27 of 17.31 GiB, where no setting ran the
+// projection at the capacity itself.
+TEST(FieldVerdicts, NoSettingRunningTheStepAtTheCapacityIsNotEnoughForCapacity) {
+  const Diagnosis d = diagnose("qat_lo");
+  ASSERT_EQ(label_of("qat_lo"), "fragmentation");
+  const TraceStepProjection& p = d.trace_projection;
+  ASSERT_TRUE(p.available) << p.unavailable_reason;
+  EXPECT_TRUE(p.reference_is_first_step);
+  EXPECT_LT(p.projected_peak_bytes, *d.capacity_bytes);
+  EXPECT_GT(static_cast<double>(p.projected_peak_bytes), 0.995 * static_cast<double>(*d.capacity_bytes));
+  EXPECT_TRUE(std::none_of(p.runs.begin(), p.runs.end(), [](const ProjectedRun& r) { return r.runs; }));
+  EXPECT_TRUE(std::any_of(p.runs.begin(), p.runs.end(), [](const ProjectedRun& r) {
+    return r.runs_above_capacity && r.conf == "expandable_segments:True";
+  }));
+  EXPECT_EQ(d.verdict, Verdict::kUndetermined) << d.headline;
 }
 
 }  // namespace

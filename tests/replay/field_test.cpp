@@ -178,9 +178,9 @@ TEST(FieldTest, AReLaidStartNeedsWhatTheJobsStartNeeds) {
 // tests/data/field), cut at 10%, 20%, … 90% of its trace: the least capacity at which expandable
 // segments pass the OOM point from the cut trace's re-laid start against from the job's start,
 // where the moment that decides the latter lies after the cut. The re-laid start is optimistic
-// by at most 1.80% of the capacity when the OOM is in a training step (field dpo_edge cut at 90%,
-// batch 36; 1.04% before it: gan_lo cut at 50%, batch 17), 0.99% in an eval pass (held-out eval cut at
-// 80%): the doctor's kRelaidStartStep keeps 2.25%, kRelaidStartEval 1.3%. The other way, it needed up to
+// by at most 3.43% of the capacity when the OOM is in a training step (field vmae_edge cut at 80%, batch 87;
+// 1.80% before it: dpo_edge cut at 90%, batch 36), 0.99% in an eval pass (held-out eval cut at 80%): the
+// doctor's kRelaidStartStep keeps 4.3%, kRelaidStartEval 1.3%. The other way, it needed up to
 // 3.09% more (eval_spike cut at 90%).
 TEST(FieldTest, AReLaidStartIsOptimisticByLessThanTheDoctorsMargin) {
   const std::filesystem::path data = std::filesystem::path(FRAGSCOPE_SOURCE_DIR) / "tests" / "data";
@@ -248,7 +248,7 @@ TEST(FieldTest, AReLaidStartIsOptimisticByLessThanTheDoctorsMargin) {
             << "% of the capacity in a training step, " << 100 * worst_eval
             << "% in an eval pass; pessimistic by at most " << 100 * worst_pessimism << "%\n";
   EXPECT_GE(cuts, 100u);
-  EXPECT_LE(worst_training, 0.0225);
+  EXPECT_LE(worst_training, 0.043);
   EXPECT_LE(worst_eval, 0.013);
 }
 

@@ -163,11 +163,11 @@ TEST(TracedOomWords, AFitThatMissesTheFailingStepsOwnSizesDecidesNothing) {
   EXPECT_FALSE(words.decide_with.empty());
 }
 
-// A step that fits at the end of batches that grew step after step (field mrm_lo, a batch warm-up): the growth in
-// numbers, what one more step grown as much needs against what a setting runs, and first among what would decide it,
-// where the warm-up stops; then the batch size that would need more.
+// A step that fits at the end of batches that grew step after step (field slin_lo, a sequence-length warm-up): the
+// growth in numbers, what one more step grown as much needs against what a setting runs, and first among what would
+// decide it, where the warm-up stops; then the batch size that would need more.
 TEST(TracedOomWords, ABatchWarmUpSaysWhatOneMoreStepOfItNeeds) {
-  const Worded w = diagnose_worded(fragscope::testing::field_user_files("mrm_lo"));
+  const Worded w = diagnose_worded(fragscope::testing::field_user_files("slin_lo"));
   const TracedOomFindings& f = w.findings;
   ASSERT_EQ(f.rule, TracedOomRule::kBatchesGrow);
   const std::string& text = evidence(w.words, "batches_grow").text;
