@@ -1,5 +1,7 @@
 #include "inputs/step_telemetry.h"
 
+#include <unordered_set>
+
 #include <fmt/format.h>
 
 #include "util/shown_text.h"
@@ -15,6 +17,21 @@ std::optional<double> data_wait_fraction(std::span<const StepRecord> records) {
   }
   if (!(total > 0)) return std::nullopt;
   return wait / total;
+}
+
+std::size_t telemetry_footprint(std::span<const StepRecord> records) {
+  std::size_t bytes = 0;
+  std::unordered_set<const void*> texts;
+  const auto count = [&](const SharedText& text) {
+    if (texts.insert(text.identity()).second) bytes += text.text_bytes();
+  };
+  for (const StepRecord& record : records) {
+    bytes += sizeof(StepRecord) + record.heap_bytes();
+    count(record.phase);
+    for (const auto& field : record.memory_stats) count(field.name);
+    for (const auto& field : record.extra) count(field.name);
+  }
+  return bytes;
 }
 
 bool is_memory_stats_key(std::string_view key) {

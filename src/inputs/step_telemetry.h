@@ -9,16 +9,24 @@
 /// (`phase`, `rank`, `local_rank`, `tokens`, `max_seq_len`, `h2d_ms`, `queue_depth`,
 /// `samples_per_s`, `tokens_per_s`, `step_time_ms`, `device_total_bytes`). Fields nobody here
 /// knows are kept verbatim so a read → write round trip loses nothing.
+///
+/// A record is compact (a long job's steps.jsonl holds millions): its optional numbers take the
+/// number's bytes (packed_optional.h), and the texts its lines repeat (the phase, the fields' names) are
+/// shared by the records of a read (shared_text.h, field_map.h). sizeof(StepRecord) is 192 bytes, a
+/// memory_stats value adds 16, any other field 40 (and its JSON text past 15 bytes): the hook's records
+/// take 352 bytes for lines of ~530 (they took ~1.5 KB: a std::map node and a string per field).
 /// Thread-safety: plain values.
 
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 
+#include "inputs/field_map.h"
+#include "inputs/packed_optional.h"
+#include "inputs/shared_text.h"
 #include "util/job_phase.h"
 
 namespace fragscope::inputs {
@@ -35,30 +43,30 @@ std::string phase_name_problem(std::string_view name);
 
 struct StepRecord {
   std::int64_t step = 0;  ///< micro-step index as the training loop counts it
-  std::optional<std::int64_t> seq_len;
-  std::optional<std::int64_t> mbs;  ///< micro-batch size (samples in this record)
+  PackedOptional<std::int64_t> seq_len;
+  PackedOptional<std::int64_t> mbs;  ///< micro-batch size (samples in this record)
   /// True when this micro-step ended with an optimizer step; absent = every record is one.
   std::optional<bool> optimizer_step;
-  double data_wait_ms = 0;  ///< waiting for the input pipeline (absent = 0)
-  double compute_ms = 0;    ///< forward/backward/optimizer until synchronised (absent = 0)
-  std::optional<double> t;  ///< seconds since the run started, at the end of the record
+  double data_wait_ms = 0;   ///< waiting for the input pipeline (absent = 0)
+  double compute_ms = 0;     ///< forward/backward/optimizer until synchronised (absent = 0)
+  PackedOptional<double> t;  ///< seconds since the run started, at the end of the record
 
-  std::optional<std::string> phase;  ///< a phase_name() or the job's own (absent = train)
-  std::optional<int> rank;
-  std::optional<int> local_rank;
-  std::optional<std::int64_t> tokens;
-  std::optional<std::int64_t> max_seq_len;
-  std::optional<std::int64_t> queue_depth;  ///< batches ready ahead of the GPU
-  std::optional<std::int64_t> device_total_bytes;  ///< HBM of the rank's GPU
-  std::optional<double> h2d_ms;                    ///< host-to-device copy time
-  std::optional<double> samples_per_s;
-  std::optional<double> tokens_per_s;
-  std::optional<double> step_time_ms;
+  SharedText phase;  ///< a phase_name() or the job's own (absent = train)
+  PackedOptional<int> rank;
+  PackedOptional<int> local_rank;
+  PackedOptional<std::int64_t> tokens;
+  PackedOptional<std::int64_t> max_seq_len;
+  PackedOptional<std::int64_t> queue_depth;         ///< batches ready ahead of the GPU
+  PackedOptional<std::int64_t> device_total_bytes;  ///< HBM of the rank's GPU
+  PackedOptional<double> h2d_ms;                    ///< host-to-device copy time
+  PackedOptional<double> samples_per_s;
+  PackedOptional<double> tokens_per_s;
+  PackedOptional<double> step_time_ms;
 
   /// memory_stats keys as written ("reserved_bytes.all.peak" → bytes, "num_ooms" → count).
-  std::map<std::string, std::int64_t, std::less<>> memory_stats;
+  FieldMap<std::int64_t> memory_stats;
   /// Fields this version does not interpret: name → the value's JSON text, unchanged.
-  std::map<std::string, std::string, std::less<>> extra;
+  FieldMap<std::string> extra;
 
   std::size_t line = 0;  ///< 1-based line in its source (0 = not read from a file); not written
 
@@ -70,11 +78,15 @@ struct StepRecord {
   }
   /// @brief A memory_stats value, or nullopt when this record does not carry it.
   std::optional<std::int64_t> memory_stat(std::string_view key) const {
-    const auto it = memory_stats.find(key);
-    if (it == memory_stats.end()) return std::nullopt;
-    return it->second;
+    const std::int64_t* value = memory_stats.find(key);
+    return value ? std::optional<std::int64_t>(*value) : std::nullopt;
   }
+  /// @brief Heap bytes the record holds of its own (its fields' maps); the texts it shares not counted.
+  std::size_t heap_bytes() const { return memory_stats.heap_bytes() + extra.heap_bytes(); }
 };
+
+/// @brief The memory `records` hold: each record, its heap_bytes(), and each text they share once.
+std::size_t telemetry_footprint(std::span<const StepRecord> records);
 
 /// @brief Σ data_wait_ms / Σ (data_wait_ms + compute_ms) over `records`, exactly as the
 /// fixtures' truth.json defines `data_wait_fraction`.

@@ -6,8 +6,8 @@ namespace fragscope::inputs {
 
 namespace {
 
-template <typename T>
-void put(nlohmann::ordered_json& object, const char* key, const std::optional<T>& value) {
+template <typename Optional>
+void put(nlohmann::ordered_json& object, const char* key, const Optional& value) {
   if (value) object[key] = *value;
 }
 
@@ -33,10 +33,10 @@ std::string format_step_record(const StepRecord& record) {
   put(object, "samples_per_s", record.samples_per_s);
   put(object, "tokens_per_s", record.tokens_per_s);
   put(object, "step_time_ms", record.step_time_ms);
-  for (const auto& [key, value] : record.memory_stats) object[key] = value;
+  for (const auto& [key, value] : record.memory_stats) object[*key] = value;
   // Extra values were valid JSON when read (or are documented to be when set by code).
   for (const auto& [key, json_text] : record.extra)
-    object[key] = nlohmann::ordered_json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+    object[*key] = nlohmann::ordered_json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   return object.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 

@@ -227,6 +227,26 @@ TEST(LargeLogs, TheDoctorFindsAnOomPastTheFirstGibInLittleMemory) {
   EXPECT_LT(r.max_rss_kib, 64 * 1000);
 }
 
+// A steps.jsonl of records far smaller in the file than in memory (5 million `{"step":N}` lines, 84 MB, took
+// 4.8 GB and a minute): every command that reads one refuses it with one line naming it, in little memory.
+TEST(TinyRecords, EveryTelemetryReaderRefusesThemInLittleMemory) {
+  const fs::path steps = fs::path(::testing::TempDir()) / "hostile_tiny_steps.jsonl";
+  {
+    std::ofstream out(steps);
+    for (int i = 0; i < 1'000'000; ++i) out << "{\"step\":" << i << "}\n";  // 16.9 MB
+  }
+  for (const std::string command : {"check", "doctor"}) {
+    SCOPED_TRACE(command);
+    const Measured r = run_measured({command, steps.string()});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(lines(r.err), 1u) << r.err;
+    EXPECT_NE(r.err.find(steps.string()), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("lines too short for step telemetry"), std::string::npos) << r.err;
+    EXPECT_LT(r.max_rss_kib, 160 * 1000);
+  }
+  fs::remove(steps);
+}
+
 // Names in a snapshot are whoever wrote it's: a terminal's escapes, a carriage return, a forged line, a
 // right-to-left override and a line separator are shown as '?' in every text report; names of 8 MiB are quoted cut
 // (a 9 KB file took doctor --html to 1.44 GB and 336 MB of HTML).

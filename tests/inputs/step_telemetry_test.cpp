@@ -81,5 +81,23 @@ TEST(IsMemoryStatsKey, SeparatesARecordedLinesKeys) {
   EXPECT_FALSE(is_memory_stats_key("numel")) << "a counter is num_*";
 }
 
+// A record's optional numbers take the number's bytes, its texts are shared: 192 bytes without fields of
+// its own (it was 368, and a std::map node and a string per memory_stats value).
+static_assert(sizeof(StepRecord) <= 192);
+
+TEST(TelemetryFootprint, CountsEachRecordItsFieldsAndEachSharedTextOnce) {
+  std::vector<StepRecord> records(3);
+  EXPECT_EQ(telemetry_footprint(records), 3 * sizeof(StepRecord));
+  records[0].memory_stats["num_ooms"] = 0;
+  records[1].phase = "eval";
+  const std::size_t own = records[0].memory_stats.heap_bytes();
+  EXPECT_EQ(own, sizeof(FieldMap<std::int64_t>::Field));
+  const std::size_t texts = records[0].memory_stats.begin()->name.text_bytes() + records[1].phase.text_bytes();
+  EXPECT_EQ(telemetry_footprint(records), 3 * sizeof(StepRecord) + own + texts);
+  records[2] = records[0];  // a copy shares the name, holds its own values
+  EXPECT_EQ(telemetry_footprint(records), 3 * sizeof(StepRecord) + 2 * own + texts);
+  EXPECT_EQ(telemetry_footprint({}), 0u);
+}
+
 }  // namespace
 }  // namespace fragscope::inputs

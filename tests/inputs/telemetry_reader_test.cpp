@@ -4,7 +4,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
+#include <string>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -142,6 +144,13 @@ TEST(TelemetryReader, BadLinesNameFileAndLine) {
   EXPECT_EQ(parse_step_record(R"({"step": 0, "phase": "évaluation"})", "r", 1).phase, "évaluation");
   EXPECT_EQ(error_of(R"({"step": 0, "rank": -1})"),
             "rank0.jsonl:1: field \"rank\" must be a non-negative integer, found -1");
+  // -2^63 is how an optional integer says absent (packed_optional.h): out of range, as 2^63 is.
+  EXPECT_EQ(error_of(R"({"step": 0, "seq_len": -9223372036854775808})"),
+            "rank0.jsonl:1: field \"seq_len\" is out of range");
+  EXPECT_EQ(error_of(R"({"step": 0, "tokens": 9223372036854775808})"),
+            "rank0.jsonl:1: field \"tokens\" is out of range");
+  EXPECT_EQ(parse_step_record(R"({"step": -9223372036854775808, "num_ooms": -9223372036854775808})", "r", 1).step,
+            std::numeric_limits<std::int64_t>::lowest());
   EXPECT_EQ(error_of(R"({"step": 0, "num_ooms": 0.5})"),
             "rank0.jsonl:1: field \"num_ooms\" must be an integer, found 0.5");
   EXPECT_EQ(error_of(R"({"step": 0, "data_wait_ms": -4})"),
@@ -199,4 +208,49 @@ TEST(TelemetryReader, SpecialFilesAndEndlessLinesGetOneLine) {
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()), path.string() + ":2: line longer than 16777216 bytes");
   }
+}
+
+// A long job's file is read in less memory than its bytes: the hook's lines (ten memory_stats values, 530
+// bytes) make records of 352 bytes, the names shared by all of them.
+TEST(TelemetryReader, TheHooksRecordsHoldLessThanTheirLines) {
+  std::ifstream in(kFixtures / "big" / "steps.jsonl");
+  std::string line;
+  std::getline(in, line);
+  std::string text;
+  for (int i = 0; i < 20000; ++i) text += line + "\n";
+  std::istringstream lines(text);
+  const auto records = read_telemetry(lines, "steps.jsonl");
+  ASSERT_EQ(records.size(), 20000u);
+  const auto name = [](const StepRecord& r) { return r.memory_stats.begin()->name.identity(); };
+  EXPECT_EQ(name(records.front()), name(records.back()));
+  EXPECT_LT(telemetry_footprint(records), 0.7 * static_cast<double>(text.size()));
+}
+
+// A record costs sizeof(StepRecord) however short its line: 1 GiB of `{"step":0}` lines would hold 18 GB
+// (5 million of them, 84 MB, held 4.8 GB before records were compacted). The records may hold
+// kTelemetryMemoryPerByte bytes per byte read, plus kTelemetryMemoryFloor; past that, one line.
+TEST(TelemetryReader, LinesTooShortForTheirRecordsAreRefusedPastTheBudget) {
+  const std::string tiny = "{\"step\":0}\n";
+  // Each line adds sizeof(StepRecord) to what the records hold and 4 x 11 bytes to what they may hold.
+  const std::size_t last_allowed = kTelemetryMemoryFloor / (sizeof(StepRecord) - kTelemetryMemoryPerByte * tiny.size());
+  std::string text;
+  text.reserve((last_allowed + 100) * tiny.size());
+  for (std::size_t i = 0; i < last_allowed - 100; ++i) text += tiny;
+  std::istringstream allowed(text);
+  const auto records = read_telemetry(allowed, "rank0.jsonl");
+  EXPECT_EQ(telemetry_footprint(records), records.size() * sizeof(StepRecord));
+  EXPECT_LE(telemetry_footprint(records), kTelemetryMemoryFloor + kTelemetryMemoryPerByte * text.size());
+
+  for (int i = 0; i < 200; ++i) text += tiny;
+  const std::string message = error_of(text);
+  const std::string prefix = "rank0.jsonl:";
+  ASSERT_TRUE(message.starts_with(prefix)) << message;
+  const std::size_t refused_at = std::stoul(message.substr(prefix.size()));
+  EXPECT_GE(refused_at, last_allowed - 1);
+  EXPECT_LE(refused_at, last_allowed + 1);
+  EXPECT_NE(message.find("of lines, more than 4 times that plus 64.00 MiB: lines too short for step telemetry "
+                         "(a record takes 192 bytes however short its line)"),
+            std::string::npos)
+      << message;
+  EXPECT_EQ(message.find('\n'), std::string::npos);
 }
