@@ -261,8 +261,9 @@ TEST(HostileNames, TextReportsShowNoEscapesAndLongNamesCostLittle) {
   for (const char* report : {"analyze", "replay", "whatif", "doctor"}) {
     SCOPED_TRACE(report);
     const testing::CommandResult r = testing::run_fragscope({"-q", report, escapes});
-    if (std::string_view(report) == "doctor")
+    if (std::string_view(report) == "doctor") {
       EXPECT_NE(r.out.find("yp.exe.py:81 in step?[31m?"), std::string::npos) << r.out;  // shown, made safe
+    }
     for (const std::string raw :
          {"\x1b", "\r", "\a", "\xe2\x80\xae", "\xe2\x80\xa8", "\nfragscope doctor · verdict: ok"})
       EXPECT_EQ(r.out.find(raw), std::string::npos) << r.out;
