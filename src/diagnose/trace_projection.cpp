@@ -465,10 +465,13 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
     // unit's prefix one logits block of the same size in every step, its forward over memories 18% longer than the
     // step before's) was called fragmentation; its rerun under expandable segments ran that step and failed at
     // the next, whose memories were longer still.
-    const bool head_differs = candidate.head_bytes > 0 && failing.head_bytes > 0 &&
-                              std::abs(std::log(static_cast<double>(failing.head_bytes) /
-                                                static_cast<double>(candidate.head_bytes))) >
-                                  std::log(1 + kVaryingPartShare);
+    // A mid-run trace's first unit began its iteration before the trace: beside a failing unit with a head, it
+    // cannot show that its forward was the failing one's size (txl_edge cut at 50%, fragmentation without this).
+    const bool head_lost = prepared.starts_mid_run && first_unit + k == 0 && failing.head_bytes > 0;
+    const bool head_differs =
+        head_lost || (candidate.head_bytes > 0 && failing.head_bytes > 0 &&
+                      std::abs(std::log(static_cast<double>(failing.head_bytes) /
+                                        static_cast<double>(candidate.head_bytes))) > std::log(1 + kVaryingPartShare));
     if (std::abs(std::log(scale)) > std::log(1.02) || off > kVaryingPartShare || head_differs) ++p.varying_units;
     if (scale > 1.02) ++p.smaller_units;
     growing = growing && scale > after_scale * 1.02;

@@ -116,12 +116,12 @@ bool has_action(const Diagnosis& d, const std::string& title) {
 }
 
 // A margin "for longer batches" is advice only where batches vary: field moco_lo (MoCo v2, fixed images, every
-// earlier step the failing one's size) was told to cap max_seq_len; slw_edge (sequence-length warmup, its failing
-// step ×2 the one before) keeps it.
+// earlier step the failing one's size) was told to cap max_seq_len; nanoGPT's fixed blocks (ngpt_edge) are not;
+// slw_edge (sequence-length warmup, its failing step ×2 the one before) keeps it.
 TEST(DoctorActions, AMarginForLongerBatchesOnlyWhereBatchesVary) {
   DoctorOptions options = fragscope::testing::doctor_options();
   options.threads = 2;
-  const Diagnosis fixed = run_doctor(collect_doctor_inputs(field_user_files("moco_lo")), options);
+  const Diagnosis fixed = run_doctor(collect_doctor_inputs(field_user_files("ngpt_edge")), options);
   ASSERT_EQ(fixed.verdict, Verdict::kFragmentation) << fixed.headline;
   EXPECT_EQ(fixed.trace_projection.varying_units, 0u);
   EXPECT_FALSE(has_action(fixed, "Keep a margin for longer batches"));
@@ -132,8 +132,8 @@ TEST(DoctorActions, AMarginForLongerBatchesOnlyWhereBatchesVary) {
 }
 
 // "Release the cache only at phase boundaries" is for a job seen emptying it: field ec_edge (a Llama loop calling
-// torch.cuda.empty_cache() every 3 steps) is told how often it did and where; moco_lo, which never calls it, is not
-// told to stop.
+// torch.cuda.empty_cache() every 3 steps) is told how often it did and where; nanoGPT (ngpt_edge), which never calls
+// it, is not told to stop.
 TEST(DoctorActions, OnlyAJobThatEmptiesTheCacheIsToldWhenTo) {
   DoctorOptions options = fragscope::testing::doctor_options();
   options.threads = 2;
@@ -145,7 +145,7 @@ TEST(DoctorActions, OnlyAJobThatEmptiesTheCacheIsToldWhenTo) {
   });
   ASSERT_NE(action, empties.actions.end());
   EXPECT_NE(action->evidence.find("called torch.cuda.empty_cache() 3 times"), std::string::npos) << action->evidence;
-  const Diagnosis never = run_doctor(collect_doctor_inputs(field_user_files("moco_lo")), options);
+  const Diagnosis never = run_doctor(collect_doctor_inputs(field_user_files("ngpt_edge")), options);
   ASSERT_EQ(never.verdict, Verdict::kFragmentation) << never.headline;
   EXPECT_EQ(never.cache_empties.calls, 0u);
   EXPECT_FALSE(has_action(never, "Release the cache only at phase boundaries"));

@@ -50,8 +50,6 @@ struct Expected {
   std::string name;
   Verdict verdict;
   std::string phase;
-  /// Set on a decided verdict that its label contradicts: why the trace cannot tell (kept visible, not hidden).
-  const char* wrong_because = nullptr;
 };
 
 /// How gtest shows a row in its output: the recording and what it expects, not the struct's bytes.
@@ -65,9 +63,7 @@ TEST_P(FieldVerdicts, MatchTheLabelOrStayUndetermined) {
   EXPECT_EQ(d.phase, GetParam().phase);
   const std::string label = label_of(GetParam().name);
   ASSERT_FALSE(label.empty());
-  if (GetParam().wrong_because != nullptr) {
-    EXPECT_NE(to_string(d.verdict), label) << "no longer wrong: " << GetParam().wrong_because;
-  } else if (d.verdict != Verdict::kUndetermined) {
+  if (d.verdict != Verdict::kUndetermined) {
     EXPECT_EQ(to_string(d.verdict), label);
   }
   // A doubt is a few bytes to a few GiB, never a wrapped-around difference (llava_lo: 2^64 - 2 bytes once).
@@ -111,7 +107,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Expected{"vit_lo", Verdict::kCapacity, "unknown"},
                       // Batch 9, recorded after the expandable-at-OOM rule was written.
                       Expected{"cro_lo", Verdict::kCapacity, "optimizer"},
-                      Expected{"mlm0_edge", Verdict::kFragmentation, "train"},
+                      Expected{"mlm0_edge", Verdict::kUndetermined, "train"},
                       Expected{"rn101_edge", Verdict::kCapacity, "train"},  // undetermined from batch 30 (its 453 MiB
                       // of cuDNN workspaces at the projected peak weigh nothing); capacity since no setting runs it
                       Expected{"rn101_lo", Verdict::kCapacity, "train"},
@@ -219,7 +215,7 @@ INSTANTIATE_TEST_SUITE_P(
                       // Batch 28 (predictions at 6f9a172, before the labels): 2 right, 2 undetermined.
                       Expected{"swag_edge", Verdict::kFragmentation, "train"},
                       Expected{"swag_lo", Verdict::kUndetermined, "train"},
-                      Expected{"nst_edge", Verdict::kFragmentation, "train"},
+                      Expected{"nst_edge", Verdict::kUndetermined, "train"},
                       Expected{"nst_lo", Verdict::kUndetermined, "train"},
                       // Batch 29 (predictions at 6f9a172, before the labels): 1 right, 1 undetermined.
                       Expected{"w2v_edge", Verdict::kUndetermined, "unknown"},
@@ -346,7 +342,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Expected{"gmt_lo", Verdict::kUndetermined, "train"},
                       // Batches 56-57 (predictions at 21ab0ca's src, before the labels): 1 right, 4 undetermined.
                       // tpf_*: batches made on a second CUDA stream and record_stream()ed on the main one.
-                      Expected{"moco_lo", Verdict::kFragmentation, "train"},
+                      Expected{"moco_lo", Verdict::kUndetermined, "train"},
                       Expected{"moco_mid", Verdict::kUndetermined, "unknown"},
                       Expected{"tpf_lo", Verdict::kUndetermined, "unknown"},
                       Expected{"tpf0_edge", Verdict::kUndetermined, "train"},
@@ -406,9 +402,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Expected{"cav_edge", Verdict::kCapacity, "train"},
                       Expected{"cav_lo", Verdict::kUndetermined, "train"},
                       Expected{"gsl_edge", Verdict::kUndetermined, "train"},
-                      Expected{"gsl_lo", Verdict::kFragmentation, "train",
-                               "training step 1 fits and a setting runs it (its rerun did), but the sampling the loop "
-                               "runs after step 2, a pass the trace never holds, needs more than the device"},
+                      // gsl_lo was fragmentation (wrong: its step fits, the sampling after it does not) until batch
+                      // 87: its ring's first unit lost its head, so the failing unit's forward is not shown alike.
+                      Expected{"gsl_lo", Verdict::kUndetermined, "train"},
                       // Batches 71-72 (predictions at 83ac5b1, before the labels): 1 capacity, 11 undetermined. MAML
                       // through torch.func (inner steps as units, mid-run margins); SAM and a latent-diffusion UNet
                       // whose OOM came before their history began, or in the step it began in; EfficientNetV2's
