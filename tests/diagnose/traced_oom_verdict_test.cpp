@@ -527,7 +527,14 @@ INSTANTIATE_TEST_SUITE_P(
                       Expected{"sac_lo", Verdict::kCapacity, "train"},
                       Expected{"sg2_edge", Verdict::kFragmentation, "train"},
                       Expected{"sg2_lo", Verdict::kUndetermined, "unknown"},
-                      Expected{"qat_lo", Verdict::kUndetermined, "train"}),
+                      Expected{"qat_lo", Verdict::kUndetermined, "train"},
+                      // Batch 91 (predictions at 0dce0f9, before the labels): 4 undetermined. A TransformerEncoder
+                      // classifier whose second step fits inside an unchecked fit's margins (its rerun completed) and
+                      // whose first failed; deformable convolutions whose OOMs came before history began at step 3.
+                      Expected{"nenc_edge", Verdict::kUndetermined, "train"},
+                      Expected{"nenc_lo", Verdict::kUndetermined, "unknown"},
+                      Expected{"dcn_edge", Verdict::kUndetermined, "unknown"},
+                      Expected{"dcn_lo", Verdict::kUndetermined, "unknown"}),
     [](const auto& info) { return info.param.name; });
 
 // torchvision's detection reference with images of random sizes, at 0.92 × its peak allocated: the
