@@ -111,11 +111,11 @@ constexpr double kMaxPrefixMisfit = 0.25;
 
 /// What a setting replayed from a mid-run trace's re-laid start must leave on top of the fit's
 /// margin: on the complete recordings that end in an OOM, cut at 10%…90% (tests/replay/field_test.cpp,
-/// docs/replay.md), such a replay needed up to 1.04% of the capacity less than the same setting
-/// replayed from the job's start when the OOM was in a training step (field dpo_edge cut at 90%:
-/// 1.80%; gan_lo cut at 50%, 1.04%, before batch 36; vmae_edge cut at 80%, 3.43%: one 117 MiB block of
-/// a 3.42 GiB capacity, batch 87), up to 0.99% in an eval pass (held-out eval cut at 80%). The worst
-/// grew with new jobs (0.81%, 0.93%, 1.04%, 1.80%, 3.43%): a quarter on top of each.
+/// docs/replay.md), such a replay needed up to 3.43% of the capacity less than the same setting
+/// replayed from the job's start when the OOM was in a training step (field vmae_edge cut at 80%: one
+/// 117 MiB block of a 3.42 GiB capacity, batch 87; dpo_edge cut at 90%, 1.80%, before it; gan_lo cut at
+/// 50%, 1.04%, before batch 36), up to 0.99% in an eval pass (held-out eval cut at 80%). The worst grew
+/// with new jobs (0.81%, 0.93%, 1.04%, 1.80%, 3.43%): a quarter on top of each.
 constexpr double kRelaidStartStep = 0.043;
 constexpr double kRelaidStartEval = 0.013;
 
