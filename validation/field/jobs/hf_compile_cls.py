@@ -43,11 +43,16 @@ class RandomReviews(torch.utils.data.Dataset):
 model = BertForSequenceClassification(BertConfig(num_hidden_layers=args.layers, num_labels=2,
                                                  max_position_embeddings=args.max_len))
 torch.cuda.memory._record_memory_history(max_entries=args.max_entries)
+# transformers 5 spells group_by_length=True as a sampling strategy
+fields = TrainingArguments.__dataclass_fields__
+grouping = ({"group_by_length": True} if "group_by_length" in fields
+            else {"train_sampling_strategy": "group_by_length"} if "train_sampling_strategy" in fields else {})
+print("grouping:", grouping, flush=True)
 targs = TrainingArguments(output_dir="hf_out", per_device_train_batch_size=args.batch,
                           per_device_eval_batch_size=args.eval_batch, max_steps=args.steps, bf16=True,
-                          torch_compile=True, group_by_length=True, eval_strategy="steps",
-                          eval_steps=args.eval_steps, save_strategy="no", report_to=[], logging_steps=4,
-                          learning_rate=3e-5, dataloader_num_workers=0, seed=0)
+                          torch_compile=True, eval_strategy="steps", eval_steps=args.eval_steps,
+                          save_strategy="no", report_to=[], logging_steps=4, learning_rate=3e-5,
+                          dataloader_num_workers=0, seed=0, **grouping)
 trainer = Trainer(model=model, args=targs, train_dataset=RandomReviews(args.steps * args.batch, 1),
                   eval_dataset=RandomReviews(2 * args.eval_batch, 2),
                   data_collator=DataCollatorWithPadding(tokenizer, pad_to_multiple_of=8))
