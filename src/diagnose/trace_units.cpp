@@ -5,6 +5,7 @@
 #include <optional>
 #include <span>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "diagnose/oom_call_path.h"
@@ -53,11 +54,12 @@ void split_at_recurring_starts(TraceUnits& units, std::span<const snapshot::Trac
 }
 
 /// Sets units.later_statement and later_than (see trace_units.h) from the program's allocations before the anchor;
-/// `shared(stack)` is how many leading Python frames the stack shares with the anchor's.
-template <typename Frames, typename Shared>
+/// `shared(stack)` is how many leading Python frames the stack shares with the anchor's; `ran_before_trace(d)`: the
+/// anchor's statement at depth d ran before the trace began (then the loop did not come to a new pass).
+template <typename Frames, typename Shared, typename RanBefore>
 void find_later_statement(const snapshot::Snapshot& snapshot, std::span<const snapshot::TraceEvent> trace,
                           const std::vector<FrameId>& anchor, std::size_t program_depth, Frames& frames,
-                          Shared& shared_with_anchor, TraceUnits& units) {
+                          Shared& shared_with_anchor, RanBefore& ran_before_trace, TraceUnits& units) {
   struct Later {
     std::size_t depth = 0;  // frames shared with the anchor above it
     std::uint64_t made_bytes = 0;
@@ -94,7 +96,7 @@ void find_later_statement(const snapshot::Snapshot& snapshot, std::span<const sn
     if (2 * l.freed_bytes > l.made_bytes &&
         (!found || std::pair(l.depth, statement) < std::pair(found->second.depth, found->first)))
       found = {statement, l};
-  if (!found) return;
+  if (!found || ran_before_trace(found->second.depth)) return;
   units.later_statement = describe_frame(snapshot, found->first);
   units.later_than = describe_frame(snapshot, anchor[found->second.depth]);
 }
@@ -275,7 +277,28 @@ TraceUnits find_trace_units(const snapshot::Snapshot& snapshot, int device, std:
   // Only a failing statement that did not run before needs it (the phase of a first pass).
   if (!units.repeats()) {
     const auto shared = [&](StackId stack) { return relation(stack).shared; };
-    find_later_statement(snapshot, trace.first(units.anchor), anchor, program_depth, frames, shared, units);
+    // A ring that wrapped drops the earlier runs' events, not what they left live: the step before's output, still
+    // bound to its variable (Tacotron's mel frames, field taco_edge), keeps the statement's frames. A block is older
+    // than the trace when no alloc event of the trace has its address (it was live all along).
+    std::unordered_set<std::uint64_t> traced;
+    const auto ran_before_trace = [&](std::size_t depth) {
+      if (traced.empty())
+        for (const snapshot::TraceEvent& e : trace)
+          if (e.action == TraceAction::kAlloc) traced.insert(e.addr);
+      for (const snapshot::Segment& segment : snapshot.segments) {
+        if (segment.device != device) continue;
+        for (const snapshot::Block& b : snapshot.blocks_of(segment)) {
+          if (b.state != snapshot::BlockState::kActiveAllocated || b.stack == 0 || traced.contains(b.address)) continue;
+          const std::vector<FrameId>& f = frames(b.stack);
+          if (f.size() > depth && std::equal(anchor.begin(), anchor.begin() + static_cast<std::ptrdiff_t>(depth) + 1,
+                                             f.begin()))
+            return true;
+        }
+      }
+      return false;
+    };
+    find_later_statement(snapshot, trace.first(units.anchor), anchor, program_depth, frames, shared, ran_before_trace,
+                         units);
   }
   return units;
 }

@@ -69,7 +69,9 @@ struct TraceUnits {
   /// A statement after one of the anchor's frames in the same function (a higher line) that allocated before it in
   /// the trace and freed more than half of that (a finished run, not an argument evaluated for the anchor's own
   /// call), the outermost: the loop around both came back to `later_than`, or the function ran before, so the
-  /// failing pass is not the run's first step. Looked for only when the failing unit does not repeat.
+  /// failing pass is not the run's first step. Looked for only when the failing unit does not repeat; not set when a
+  /// block live in the snapshot, older than the trace (no alloc event of it), was made through the anchor's frame
+  /// there: the failing statement ran before a ring that wrapped, and the loop did not come to a new pass.
   std::string later_statement;
   std::string later_than;  ///< the anchor's frame it comes after: "hard_negative_refresh.py:158 in <module>"
   /// @brief The failing unit has earlier occurrences in the trace.

@@ -91,6 +91,17 @@ TEST(TraceUnits, ALaterStatementThatRanBeforeTheFailingOneShowsTheLoopCameBackAr
   EXPECT_EQ(units_of(first).later_statement, "");
 }
 
+// Tacotron 2 (field taco_edge) with history as a ring of about one step: the ring holds the end of step 1, then
+// step 2's decoder loop and its postnet (line 115), which fails. Line 115 has no event before it in the ring, but
+// step 1's `mel_post`, still bound to its variable, is live with its frames: it ran before the ring's start, so the
+// optimizer step after it (line 123) is the step before's, not a loop come around to a new pass.
+TEST(TraceUnits, AStatementWhoseOlderBlockOutlivedTheRingRanBefore) {
+  const TraceUnits u = units_of(read_field_snapshot("taco_edge"));
+  EXPECT_FALSE(u.repeats());
+  EXPECT_EQ(u.later_statement, "");
+  EXPECT_EQ(u.later_than, "");
+}
+
 // Full-batch L-BFGS as torch.optim's docs show it (field lbfgs_lo): the loop's body is one statement,
 // optimizer.step(closure), and nothing allocates between two steps. Each step begins with the closure's first
 // call (lbfgs.py's `orig_loss = closure()`): 17 steps ran before the failing 18th, whose backward OOMs.
