@@ -74,8 +74,8 @@ std::string phase_source(const TracedOomFindings& f, PhaseReason reason) {
       if (c.starts_mid_run)
         return fmt::format(
             "no statement of the program's loop ran more than once in the trace, which starts mid-run ({}): it "
-            "holds the failing step's head (at {}{}) and none of an earlier step's, so there is no earlier step to "
-            "compare with",
+            "holds the failing step's head (at {}{}) and of the steps before it at most the last one's end, so "
+            "there is no earlier step to compare with",
             mid_run_start(f.history_start), c.program_frame, backward);
       return fmt::format(
           "no statement of the program's loop ran more than once before the OOM: the run failed in "
