@@ -95,6 +95,36 @@ std::uint64_t bytes_of(std::span<const snapshot::TraceEvent> trace, const std::v
   return sum;
 }
 
+/// A failing prefix that an earlier unit's allocations align with, all but further runs of that unit's own call
+/// stacks: the same statements, looped over more items (field clstm_edge: a ConvLSTM over 12 context frames where
+/// the step before had 9, its prefix 15% unmatched).
+struct LongerLoop {
+  std::size_t unit = 0;         ///< the earlier unit, counted from 1
+  std::size_t allocations = 0;  ///< the failing prefix's allocations it has no counterpart for
+  std::uint64_t bytes = 0;      ///< ... and their bytes
+};
+
+/// The LongerLoop of the failing prefix against `candidate` (its first `window` allocations, aligned as `pairs`),
+/// or nullopt when an unmatched allocation of the prefix has a call stack the candidate did not run.
+std::optional<LongerLoop> runs_more_often(std::span<const snapshot::TraceEvent> trace, const Unit& candidate,
+                                          std::size_t window, const Unit& failing, const AlignedPairs& pairs,
+                                          std::size_t unit_number) {
+  const std::unordered_set<std::uint32_t> ran(candidate.stacks.begin(),
+                                              candidate.stacks.begin() + static_cast<std::ptrdiff_t>(window));
+  std::vector<bool> paired(failing.allocs.size(), false);
+  for (const auto& pair : pairs) paired[pair.second] = true;
+  LongerLoop longer{unit_number};
+  for (std::size_t j = 0; j < failing.allocs.size(); ++j) {
+    // Small blocks come and go with libraries' own bookkeeping (clstm_edge: one of 3,492 bytes); they tell no loop.
+    if (paired[j] || failing.stacks[j] == 0 || trace[failing.allocs[j]].size < kScaleMinBytes) continue;
+    if (!ran.contains(failing.stacks[j])) return std::nullopt;
+    ++longer.allocations;
+    longer.bytes += trace[failing.allocs[j]].size;
+  }
+  if (longer.allocations == 0) return std::nullopt;
+  return longer;
+}
+
 /// One exponent estimate per (allocation of the reference, unit that told it).
 struct Vote {
   std::size_t unit;
@@ -441,6 +471,7 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
   std::vector<double> head_exponents;  // how the iteration's head grew with the batch, unit by unit
   bool growing = true;                 // every aligned unit so far (newest first) smaller than the one after it
   double after_scale = 1.0;            // the failing unit's sizes against the one after the candidate
+  std::optional<LongerLoop> longer_loop;  // the newest candidate the failing prefix runs more often than
   for (std::size_t k = unit.size() - 1; k-- > 0;) {  // newest first: ties go to the most recent
     const Unit& candidate = unit[k];
     const std::size_t window = std::min(candidate.allocs.size(), failing.allocs.size() * 5 / 4 + 64);
@@ -450,7 +481,10 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
     if (!pairs || pairs->empty() || pairs->back().second + 1 != failing.allocs.size()) continue;
     std::uint64_t matched = 0;
     for (const auto& pair : *pairs) matched += trace[failing.allocs[pair.second]].size;
-    if (static_cast<double>(matched) < kMinMatchedShare * static_cast<double>(prefix_bytes)) continue;
+    if (static_cast<double>(matched) < kMinMatchedShare * static_cast<double>(prefix_bytes)) {
+      if (!longer_loop) longer_loop = runs_more_often(trace, candidate, window, failing, *pairs, first_unit + k + 1);
+      continue;
+    }
     const bool sized = std::any_of(pairs->begin(), pairs->end(), [&](const auto& pair) {
       return trace[candidate.allocs[pair.first]].size >= kScaleMinBytes &&
              trace[failing.allocs[pair.second]].size >= kScaleMinBytes;
@@ -504,8 +538,15 @@ ProjectedStep project_step_from_trace(const replay::PreparedTrace& prepared, con
   }
   if (!reference) {
     p.unavailable_reason =
-        "no earlier unit allocates like the failing one up to the failing malloc (or what it allocated "
-        "so far, none of it 1 MiB or more, does not tell its size)";
+        longer_loop
+            ? fmt::format("the failing unit runs the statements of unit {} more often than it did: {} of its "
+                          "allocations ({}) are further runs of call stacks unit {} ran, a loop over more items (a "
+                          "longer sequence, more frames or samples), so no earlier unit shows the rest of a unit "
+                          "that long",
+                          longer_loop->unit, longer_loop->allocations, format_bytes(longer_loop->bytes),
+                          longer_loop->unit)
+            : "no earlier unit allocates like the failing one up to the failing malloc (or what it allocated so "
+              "far, none of it 1 MiB or more, does not tell its size)";
     // A ring or a late history start may have cut the trace's first unit: its tail, aligned
     // backwards from the failing malloc, tells where its record begins and how long a whole
     // unit is (its record, and the failing unit's head before that point).

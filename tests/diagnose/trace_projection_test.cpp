@@ -97,6 +97,20 @@ TEST(ProjectedFromTheTrace, TheLongestBatchSeenIsProjectedInTheFailingStepsState
   EXPECT_GT(p.longest_peak_bytes, p.projected_peak_bytes);
 }
 
+// A ConvLSTM over a number of context frames drawn per batch (field clstm_edge): step 1 runs its cells over 12 frames
+// where step 0 ran 9, at the same sizes, and fails in its last predicted frame. Step 0 aligns with all of its prefix
+// but the three further frames (120 allocations, 15% of its bytes): no projection, and the reason says the loop ran
+// longer. A step that does not align at all (field vq_edge) keeps the plain reason.
+TEST(ProjectedFromTheTrace, AFailingStepThatLoopsLongerThanAnyBeforeSaysSo) {
+  const TraceStepProjection& p = diagnose("clstm_edge").trace_projection;
+  EXPECT_FALSE(p.available);
+  EXPECT_NE(p.unavailable_reason.find("runs the statements of unit 1 more often than it did: 120 of its allocations"),
+            std::string::npos)
+      << p.unavailable_reason;
+  EXPECT_NE(diagnose("vq_edge").trace_projection.unavailable_reason.find("no earlier unit allocates like"),
+            std::string::npos);
+}
+
 // The reference unit's rest, synthesised after the failing malloc: the recorded operations up to
 // it are kept (the failing malloc now served) and the recorded OOM entry is gone.
 TEST(ProjectedFromTheTrace, SynthesisedTraceKeepsTheRecordedPrefix) {
