@@ -556,7 +556,12 @@ INSTANTIATE_TEST_SUITE_P(
                       Expected{"wnet_lo", Verdict::kUndetermined, "train"},
                       Expected{"wnet_mid", Verdict::kFragmentation, "train"},
                       Expected{"flip_edge", Verdict::kUndetermined, "train"},
-                      Expected{"flip_lo", Verdict::kUndetermined, "unknown"}),
+                      Expected{"flip_lo", Verdict::kUndetermined, "unknown"},
+                      // Batches 98-99 (predictions at 91d905a, before the labels): a full-batch GAT, 3 decided, all
+                      // right; gat_q's rerun failed at 27.07 GiB reserved, where expandable segments replayed fail.
+                      Expected{"gat_lo", Verdict::kCapacity, "train"},
+                      Expected{"gat_q", Verdict::kCapacity, "train"},
+                      Expected{"gat_r", Verdict::kCapacity, "train"}),
     [](const auto& info) { return info.param.name; });
 
 // torchvision's detection reference with images of random sizes, at 0.92 × its peak allocated: the
