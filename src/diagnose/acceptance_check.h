@@ -59,7 +59,9 @@ struct TelemetryFile {
 };
 
 /// @brief Splits files into ranks: a record's `rank` field, or for records without one, the
-/// file's position among `files` (one file per rank, given in rank order).
+/// file's position among `files` (one file per rank, given in rank order). The records are moved,
+/// never copied (a file of one rank hands its vector over whole), and keep their order in each rank;
+/// a run's records are most of the check's memory.
 /// @throws InputError when two files hold records of the same rank.
 /// @return ranks in ascending order.
 std::vector<RankTelemetry> group_by_rank(std::vector<TelemetryFile> files);

@@ -482,9 +482,9 @@ Diagnosis run_doctor(const DoctorInputs& in, const DoctorOptions& options) {
     }
   }
   if (telemetry) {
-    std::vector<inputs::StepRecord> all;
-    for (const auto& t : in.telemetry) all.insert(all.end(), t.records.begin(), t.records.end());
-    d.data_wait_fraction = inputs::data_wait_fraction(all);
+    inputs::DataWaitSums all;  // summed file by file: joining the files copied every record
+    for (const auto& t : in.telemetry) all.add(t.records);
+    d.data_wait_fraction = all.fraction();
     d.steady_data_wait_fraction = pipeline.steady_wait_fraction;
   }
   d.gpu_idle_fraction = pipeline.gpu_idle_fraction;

@@ -9,12 +9,19 @@
 namespace fragscope::inputs {
 
 std::optional<double> data_wait_fraction(std::span<const StepRecord> records) {
-  double wait = 0;
-  double total = 0;
+  DataWaitSums sums;
+  sums.add(records);
+  return sums.fraction();
+}
+
+void DataWaitSums::add(std::span<const StepRecord> records) {
   for (const auto& record : records) {
     wait += record.data_wait_ms;
     total += record.data_wait_ms + record.compute_ms;
   }
+}
+
+std::optional<double> DataWaitSums::fraction() const {
   if (!(total > 0)) return std::nullopt;
   return wait / total;
 }

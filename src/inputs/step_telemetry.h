@@ -93,6 +93,17 @@ std::size_t telemetry_footprint(std::span<const StepRecord> records);
 /// @return nullopt when the denominator is 0 (no records, or no time recorded).
 std::optional<double> data_wait_fraction(std::span<const StepRecord> records);
 
+/// @brief The sums of data_wait_fraction, added over records held apart (each file of a run) without
+/// joining them: joined, a run's records would be copied whole. Adding the parts in order gives
+/// data_wait_fraction of them joined, bit for bit.
+struct DataWaitSums {
+  double wait = 0;
+  double total = 0;
+  void add(std::span<const StepRecord> records);
+  /// @return nullopt when `total` is 0 (no records, or no time recorded).
+  std::optional<double> fraction() const;
+};
+
 /// @brief True for keys that name memory_stats values in a telemetry line: dotted statistic
 /// names ("segment.all.current"), "num_*" counters and "max_split_size".
 bool is_memory_stats_key(std::string_view key);

@@ -235,6 +235,48 @@ TEST(AcceptanceCheck, HbmIsJudgedAgainstThePlannedCard) {
   EXPECT_TRUE(check_acceptance(planned, input).warnings.empty());
 }
 
+TEST(AcceptanceCheck, GroupingMovesRecordsAndKeepsTheirOrder) {
+  // A file of one rank (the hook's layout) hands its records over whole: the same storage, nothing copied.
+  std::vector<TelemetryFile> files;
+  files.push_back({"rank1.jsonl", synthetic_rank(1, 0, 0)});
+  // Ranks interleaved in one file, and a file without rank fields (its position, 2): split in file order.
+  std::vector<StepRecord> mixed;
+  for (int i = 0; i < 9; ++i) {
+    StepRecord r;
+    r.step = i;
+    r.rank = i % 3 == 0 ? 3 : 0;
+    mixed.push_back(r);
+  }
+  files.push_back({"mixed.jsonl", mixed});
+  files.push_back({"unranked.jsonl", std::vector<StepRecord>(4)});
+  for (std::size_t i = 0; i < files[2].records.size(); ++i) files[2].records[i].step = static_cast<std::int64_t>(i);
+  const StepRecord* whole = files[0].records.data();
+
+  const auto ranks = group_by_rank(std::move(files));
+  ASSERT_EQ(ranks.size(), 4u);
+  std::vector<int> numbers;
+  for (const auto& rank : ranks) numbers.push_back(rank.rank);
+  EXPECT_EQ(numbers, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(ranks[1].source, "rank1.jsonl");
+  EXPECT_EQ(ranks[1].records.data(), whole);
+  EXPECT_EQ(ranks[1].records.size(), synthetic_rank(1, 0, 0).size());
+  const auto steps = [](const RankTelemetry& rank) {
+    std::vector<std::int64_t> out;
+    for (const auto& r : rank.records) out.push_back(r.step);
+    return out;
+  };
+  EXPECT_EQ(steps(ranks[1]), (std::vector<std::int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8}));
+  EXPECT_EQ(steps(ranks[0]), (std::vector<std::int64_t>{1, 2, 4, 5, 7, 8}));
+  EXPECT_EQ(steps(ranks[3]), (std::vector<std::int64_t>{0, 3, 6}));
+  EXPECT_EQ(steps(ranks[2]), (std::vector<std::int64_t>{0, 1, 2, 3}));
+  EXPECT_EQ(ranks[0].source, "mixed.jsonl");
+  EXPECT_EQ(ranks[3].source, "mixed.jsonl");
+  EXPECT_EQ(ranks[2].source, "unranked.jsonl");
+  // Each split rank reserved once for its count, not grown by doubling.
+  EXPECT_EQ(ranks[0].records.capacity(), 6u);
+  EXPECT_EQ(ranks[3].records.capacity(), 3u);
+}
+
 TEST(AcceptanceCheck, GroupingByFileAndByRankField) {
   const auto by_file = group_by_rank({telemetry("input_bound"), telemetry("input_fixed")});
   ASSERT_EQ(by_file.size(), 2u);

@@ -44,6 +44,20 @@ TEST(DataWaitFraction, UndefinedWithoutTime) {
   EXPECT_DOUBLE_EQ(*data_wait_fraction(zero), 0.25);
 }
 
+TEST(DataWaitFraction, SumsOverPartsAreTheJoinedFractionBitForBit) {
+  // doctor sums every file of a run without joining their records: the share must not move by an ulp.
+  std::vector<StepRecord> joined;
+  DataWaitSums sums;
+  for (const char* run : {"input_bound", "input_fixed", "calib"}) {
+    const auto records = read_telemetry_file(testing::fixtures_dir() / run / "steps.jsonl");
+    sums.add(records);
+    joined.insert(joined.end(), records.begin(), records.end());
+  }
+  ASSERT_TRUE(sums.fraction().has_value());
+  EXPECT_EQ(*sums.fraction(), *data_wait_fraction(joined));
+  EXPECT_FALSE(DataWaitSums{}.fraction().has_value());
+}
+
 TEST(StepRecord, DefaultsAreTrainAndTheSumOfTheParts) {
   StepRecord r;
   r.data_wait_ms = 5;
