@@ -322,7 +322,7 @@ void validate(const JobSpec& spec) {
   if (spec.eval && (spec.eval->micro_batch_size > kSane || spec.eval->seq_len > kSane))
     fail("[eval]", "has a size beyond 16 Mi; not an eval pass");
   constexpr std::uint64_t kMaxCount = 1ull << 20;
-  if (spec.training.grad_accum > kMaxCount)
+  if (spec.training.grad_accum > kMaxGradAccum)
     fail("[training].grad_accum",
          fmt::format("({}) is beyond 1 Mi micro-steps per optimizer step; not a real training job",
                      spec.training.grad_accum));

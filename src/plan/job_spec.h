@@ -26,6 +26,8 @@ namespace fragscope::plan {
 inline constexpr std::uint64_t kMaxJobSpecBytes = std::uint64_t{1} << 20;
 /// @brief The most sequences per optimizer step a spec (or --global-batch) may ask for.
 inline constexpr std::uint64_t kMaxGlobalBatch = std::uint64_t{1} << 40;
+/// @brief The most micro-steps per optimizer step (grad_accum) a spec, or a proposal, may have.
+inline constexpr std::uint64_t kMaxGradAccum = std::uint64_t{1} << 20;
 
 /// amp-*: torch.autocast over fp32 parameters (any strategy); mixed-bf16: bf16 compute
 /// parameters with fp32 master weights and fp32 gradient reduction (FSDP2

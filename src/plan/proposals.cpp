@@ -15,12 +15,18 @@ namespace fragscope::plan {
 namespace {
 
 /// Sets grad_accum so that the job reaches `target` sequences per optimizer step.
-/// @return false when micro_batch_size × world_size does not divide the target.
-bool keep_global_batch(JobSpec& s, std::uint64_t target) {
+/// @return why it cannot (grad_accum then unchanged): micro_batch_size × world_size does not divide
+/// the target, or it would take more micro-steps than a job may (whose replay would not be bounded).
+std::string keep_global_batch(JobSpec& s, std::uint64_t target) {
   const std::uint64_t per_accum = s.training.micro_batch_size * s.parallel.world_size;
-  if (per_accum == 0 || target % per_accum != 0) return false;
+  if (per_accum == 0 || target % per_accum != 0)
+    return fmt::format("global batch {} is not a multiple of micro_batch_size {} × world_size {}", target,
+                       s.training.micro_batch_size, s.parallel.world_size);
+  if (target / per_accum > kMaxGradAccum)
+    return fmt::format("global batch {} needs grad_accum {}, beyond 1 Mi micro-steps per optimizer step", target,
+                       target / per_accum);
   s.training.grad_accum = target / per_accum;
-  return true;
+  return "";
 }
 
 std::string alloc_conf_with_expandable(const JobSpec& s) {
@@ -40,10 +46,9 @@ class Builder {
     Proposal p;
     p.name = std::move(name);
     p.overrides = std::move(overrides);
-    if (!keep_global_batch(spec, target_)) {
+    if (std::string problem = keep_global_batch(spec, target_); !problem.empty()) {
       p.workable = false;
-      p.problem = fmt::format("global batch {} is not a multiple of micro_batch_size {} × world_size {}", target_,
-                              spec.training.micro_batch_size, spec.parallel.world_size);
+      p.problem = std::move(problem);
     } else if (spec.training.grad_accum != specified_.training.grad_accum) {
       p.overrides.push_back(fmt::format("training.grad_accum={}", spec.training.grad_accum));
     }

@@ -34,7 +34,11 @@ void TrainingProgramWriter::write() {
   advance();
 }
 
-void TrainingProgramWriter::pass_over() { advance(); }
+void TrainingProgramWriter::pass_over(std::uint64_t count) {
+  lengths_.skip(count - 1);
+  next_->micro_step += static_cast<std::uint32_t>(count - 1);
+  advance();
+}
 
 void TrainingProgramWriter::advance() {
   const Piece done = *next_;

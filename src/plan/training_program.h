@@ -43,10 +43,11 @@ class TrainingProgramWriter {
   const Piece& next() const { return *next_; }
   /// @brief Writes the next piece onto the tape.
   void write();
-  /// @brief Moves past the next piece, a micro-step, without writing it. REQUIRES: writing it would
-  /// leave the program's state as it is (the same tensors live): later pieces are then written as
-  /// if it had been.
-  void pass_over();
+  /// @brief Moves past the next `count` pieces, micro-steps of one optimizer step, without writing
+  /// them. REQUIRES: count ≥ 1; writing them would leave the program's state as it is (the same
+  /// tensors live): later pieces are then written as if they had been; past the first, their
+  /// lengths repeat with the schedule's period (MicroStepLengths::Reader::skip).
+  void pass_over(std::uint64_t count = 1);
   /// @brief What one decoder block keeps for its backward, the largest of the written micro-steps.
   std::uint64_t block_activation_bytes() const { return model_.block_activation_bytes(); }
 

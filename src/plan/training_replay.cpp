@@ -1,5 +1,7 @@
 #include "plan/training_replay.h"
 
+#include <algorithm>
+
 #include <absl/container/flat_hash_map.h>
 #include <absl/container/node_hash_map.h>
 
@@ -25,6 +27,18 @@ TrainingReplay replay_training(const JobSpec& spec, const TrainingSchedule& sche
   using Repeats = absl::flat_hash_map<std::uint64_t, std::uint64_t>;
   absl::node_hash_map<std::vector<std::uint64_t>, Repeats> unchanged_by;
 
+  // Within an optimizer step, the lengths from its second micro-step on repeat with `period`; the
+  // state at each period's start → where it was and the retries by then. From a state seen there
+  // before, the micro-steps since repeat whole (the same lengths from the same state) until the
+  // optimizer step ends or the schedule's forced last micro-step.
+  const std::uint64_t ga = spec.training.grad_accum, period = schedule.lengths.period();
+  const std::uint64_t periodic_end = schedule.lengths.count() - (schedule.lengths.last_is_forced() ? 1 : 0);
+  struct PeriodStart {
+    std::uint64_t micro_step = 0;
+    std::uint64_t retries = 0;
+  };
+  absl::flat_hash_map<std::vector<std::uint64_t>, PeriodStart> period_starts;
+
   TrainingReplay out;
   bool running = replay_written();  // the model's construction
   std::vector<std::uint64_t> state = replay.state();
@@ -32,6 +46,23 @@ TrainingReplay replay_training(const JobSpec& spec, const TrainingSchedule& sche
   while (running && !writer.done()) {
     const Piece piece = writer.next();
     const bool micro_step = piece.kind == Piece::Kind::kMicroStep;
+    if (micro_step && period) {
+      const std::uint64_t at = piece.micro_step % ga, retries = replay.run().num_alloc_retries;
+      if (at == 0) {
+        period_starts.clear();
+      } else if ((at - 1) % period == 0) {
+        const auto [seen, first] = period_starts.try_emplace(state, PeriodStart{piece.micro_step, retries});
+        const std::uint64_t cycle = piece.micro_step - seen->second.micro_step;
+        const std::uint64_t end = std::min(piece.micro_step - at + ga, periodic_end);
+        if (!first && end - piece.micro_step >= cycle) {
+          const std::uint64_t cycles = (end - piece.micro_step) / cycle;
+          replay.add_alloc_retries(cycles * (retries - seen->second.retries));
+          writer.pass_over(cycles * cycle);
+          continue;
+        }
+      }
+    }
+    if (micro_step) ++out.micro_steps_visited;
     if (micro_step && repeats) {
       if (const auto repeat = repeats->find(micro_step_key(piece)); repeat != repeats->end()) {
         replay.add_alloc_retries(repeat->second);

@@ -19,12 +19,20 @@
 /// (the first of an accumulation creates .grad; a longer sequence grows the cache), optimizer
 /// steps, eval passes.
 ///
+/// Whole runs of micro-steps are passed over in one go too, by the same argument: within an
+/// optimizer step the lengths repeat with a period from its second micro-step on (one length:
+/// period 1; drawn lengths past kDrawnLengthsPerAccumulation: that many, training_schedule.h).
+/// When the state at the start of a period is one a period of this optimizer step started from,
+/// the micro-steps since then repeat whole until the optimizer step ends: they are counted (their
+/// retries added) without being visited one by one.
+///
 /// Cost: a fixed-length job's state settles within the first three micro-steps of each optimizer
-/// step, so a few micro-steps are replayed whatever grad_accum is. A variable-length job's
-/// settles once the cache holds what its longest length needs; each length is then replayed
-/// once per state an optimizer step's first micro-step leaves (about 8 × the distinct
-/// lengths), and the draws are still read one by one. Tensor ids freed within a piece are given
-/// out again, so memory stays one piece's.
+/// step, and the rest of the step is passed over at once: a few micro-steps are visited whatever
+/// grad_accum is. A variable-length job's settles once the cache holds what its longest length
+/// needs; each length is then replayed once per state an optimizer step's first micro-step
+/// leaves (about 8 × the distinct lengths), and each optimizer step visits at most its 2048 drawn
+/// micro-steps and, in practice, two periods more. Tensor ids freed within a piece are given out
+/// again, so memory stays one piece's.
 /// Thread-safety: pure function of its arguments.
 
 #include <cstdint>
@@ -41,6 +49,7 @@ struct TrainingReplay {
   ReplayedRun run;  ///< as replay_program(build_training_program(spec, schedule), …) returns it
   std::uint64_t block_activation_bytes = 0;  ///< AllocationProgram::block_activation_bytes
   std::uint64_t micro_steps_written = 0;     ///< replayed event by event; the rest were passed over
+  std::uint64_t micro_steps_visited = 0;     ///< written, or passed over one by one: the replay's work
 };
 
 /// @brief Replays `schedule`'s program for `spec` on a device of `device_total_bytes` whose

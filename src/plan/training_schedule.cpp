@@ -39,13 +39,16 @@ MicroStepLengths MicroStepLengths::repeated(std::uint64_t seq_len, std::uint64_t
   return l;
 }
 
-MicroStepLengths MicroStepLengths::drawn(const JobSpec& spec, std::uint64_t count, std::uint64_t seed) {
+MicroStepLengths MicroStepLengths::drawn(const JobSpec& spec, std::uint64_t count, std::uint64_t seed,
+                                         std::uint64_t drawn_per_accumulation) {
   MicroStepLengths l;
   l.kind_ = Kind::kDrawn;
   l.count_ = count;
   l.seq_len_ = spec.training.seq_len;
   l.distribution_ = length_distribution(spec);
   l.seed_ = seed;
+  l.grad_accum_ = spec.training.grad_accum;
+  l.drawn_per_accumulation_ = std::max<std::uint64_t>(1, drawn_per_accumulation);
   return l;
 }
 
@@ -62,6 +65,18 @@ std::uint64_t MicroStepLengths::longest() const {
   return seq_len_;  // draws are clipped to seq_len (validate: min and median ≤ seq_len), and the last is it
 }
 
+std::uint64_t MicroStepLengths::period() const {
+  switch (kind_) {
+    case Kind::kRepeated:
+      return 1;
+    case Kind::kDrawn:
+      return grad_accum_ > drawn_per_accumulation_ ? drawn_per_accumulation_ : 0;
+    case Kind::kListed:
+      break;
+  }
+  return 0;
+}
+
 MicroStepLengths::Reader::Reader(const MicroStepLengths& lengths) : lengths_(lengths) {
   if (lengths.kind_ == Kind::kDrawn) draws_.emplace(lengths.distribution_, lengths.seed_);
 }
@@ -72,8 +87,17 @@ std::uint64_t MicroStepLengths::Reader::next() {
     case Kind::kRepeated:
       return lengths_.seq_len_;
     case Kind::kDrawn: {
-      const std::uint64_t drawn = draws_->next();
-      return index + 1 == lengths_.count_ ? lengths_.seq_len_ : drawn;
+      const std::uint64_t at = index % lengths_.grad_accum_, period = lengths_.drawn_per_accumulation_;
+      const bool repeats = lengths_.grad_accum_ > period;
+      if (repeats && at == 0) accumulation_.clear();
+      std::uint64_t length = 0;
+      if (at < period) {
+        length = draws_->next();
+        if (repeats) accumulation_.push_back(length);
+      } else {
+        length = accumulation_[at % period];
+      }
+      return index + 1 == lengths_.count_ ? lengths_.seq_len_ : length;
     }
     case Kind::kListed:
       break;

@@ -14,7 +14,11 @@
 /// [eval] table adds an eval pass after every `every` optimizer steps.
 ///
 /// Lengths are read one at a time, never all held: at grad_accum 2^20 a draw is 8 Mi micro-steps
-/// (64 MiB as a list).
+/// (64 MiB as a list). An optimizer step draws at most kDrawnLengthsPerAccumulation lengths; past
+/// them its micro-steps take the drawn lengths again in order (a loader cycling through a shard),
+/// so its lengths from the second micro-step on repeat with that period, and a replay can pass
+/// over whole periods that change nothing (training_replay.h) without drawing a length for each.
+/// Up to grad_accum 2048 every length is drawn, as before.
 /// Thread-safety: values; a Reader is one thread's.
 
 #include <cstdint>
@@ -30,6 +34,8 @@ inline constexpr std::uint64_t kFixedLengthOptimizerSteps = 3;
 inline constexpr std::uint64_t kVariableLengthMicroSteps = 128;  ///< at least 8 optimizer steps
 inline constexpr std::uint64_t kLengthDraws = 4;
 inline constexpr std::uint64_t kLengthSeed = 1234;  ///< draw k uses kLengthSeed + k
+/// The most lengths an optimizer step draws: up to grad_accum 2048 every micro-step's is drawn.
+inline constexpr std::uint64_t kDrawnLengthsPerAccumulation = 2048;
 
 /// @brief A variable-length job's sequence lengths: the spec's, defaults filled in.
 struct LengthDistribution {
@@ -59,13 +65,21 @@ class MicroStepLengths {
   MicroStepLengths() = default;
   /// @brief `count` micro-steps of `seq_len`.
   static MicroStepLengths repeated(std::uint64_t seq_len, std::uint64_t count);
-  /// @brief `count` lengths drawn with `seed`, the last forced to the spec's seq_len.
-  static MicroStepLengths drawn(const JobSpec& spec, std::uint64_t count, std::uint64_t seed);
+  /// @brief `count` lengths drawn with `seed`, the last forced to the spec's seq_len: at most
+  /// `drawn_per_accumulation` per optimizer step of the spec's grad_accum, which repeat after them.
+  static MicroStepLengths drawn(const JobSpec& spec, std::uint64_t count, std::uint64_t seed,
+                                std::uint64_t drawn_per_accumulation = kDrawnLengthsPerAccumulation);
   /// @brief These lengths (a recorded run's).
   static MicroStepLengths listed(std::vector<std::uint64_t> seq_lens);
 
   std::uint64_t count() const { return count_; }
   std::uint64_t longest() const;
+  /// @brief P > 0 when, within each optimizer step, every micro-step's length is that of the one P
+  /// before it (the schedule's last excepted: last_is_forced); 0 when no such period is known.
+  /// REQUIRES (drawn): the optimizer steps are the spec's grad_accum micro-steps long.
+  std::uint64_t period() const;
+  /// @brief The last micro-step's length breaks the period (drawn: forced to seq_len).
+  bool last_is_forced() const { return kind_ == Kind::kDrawn; }
 
   /// @brief Reads the lengths in order; REQUIRES: next() called at most count() times, and the
   /// lengths outlive the reader.
@@ -73,11 +87,15 @@ class MicroStepLengths {
    public:
     explicit Reader(const MicroStepLengths& lengths);
     std::uint64_t next();
+    /// @brief Moves past `count` lengths without reading them. REQUIRES: each is the length one
+    /// period (period()) before it, in the same optimizer step, and next() then reads at most count().
+    void skip(std::uint64_t count) { read_ += count; }
 
    private:
     const MicroStepLengths& lengths_;
     std::uint64_t read_ = 0;
     std::optional<LengthDraws> draws_;
+    std::vector<std::uint64_t> accumulation_;  // drawn: the current optimizer step's draws
   };
 
  private:
@@ -87,6 +105,8 @@ class MicroStepLengths {
   std::uint64_t seq_len_ = 0;  // repeated: every length; drawn: the last
   LengthDistribution distribution_;
   std::uint64_t seed_ = 0;
+  std::uint64_t grad_accum_ = 1;  // drawn: micro-steps per optimizer step
+  std::uint64_t drawn_per_accumulation_ = 0;
   std::vector<std::uint64_t> listed_;
 };
 

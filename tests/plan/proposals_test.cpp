@@ -184,6 +184,19 @@ TEST(Proposals, AGlobalBatchNoMicroBatchReachesIsAnError) {
   EXPECT_THROW(propose_for(p1, 10), InputError);  // not a multiple of 4 ranks
 }
 
+TEST(Proposals, AProposalPastAMillionMicroStepsPerOptimizerStepCannotWork) {
+  // --global-batch 2^40 at micro-batch 4 would be grad_accum 2^38, beyond what a job may have:
+  // each such proposal is flagged and replayed at the job's grad_accum, never at 2^38.
+  const JobSpec p1 = read_job_spec(kExamples / "plan_p1.toml");
+  const ProposalSet set = propose_for(p1, kMaxGlobalBatch);
+  const Proposal* global = find(set, "global batch");
+  ASSERT_NE(global, nullptr);
+  EXPECT_FALSE(global->workable);
+  EXPECT_NE(global->problem.find("needs grad_accum 274877906944, beyond 1 Mi micro-steps"), std::string::npos);
+  for (const auto& p : set.proposals) EXPECT_LE(p.spec.training.grad_accum, kMaxGradAccum) << p.name;
+  EXPECT_FALSE(set.recommended);
+}
+
 TEST(Proposals, ExpandableSegmentsOnlyShrinksTheCache) {
   const JobSpec p1 = read_job_spec(kExamples / "plan_p1.toml");
   const ProposalSet set = propose_for(p1);

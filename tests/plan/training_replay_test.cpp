@@ -37,16 +37,21 @@ void expect_same(const ReplayedRun& passed_over, const ReplayedRun& whole, const
   }
 }
 
-/// The job's first planning schedule replayed both ways; the passing-over replay is returned.
-TrainingReplay expect_both_ways_alike(const JobSpec& spec, std::optional<std::uint64_t> capacity,
-                                      const std::string& what) {
-  const TrainingSchedule schedule = planning_schedules(spec).front();
+/// `schedule` replayed both ways; the passing-over replay is returned.
+TrainingReplay expect_both_ways_alike(const JobSpec& spec, const TrainingSchedule& schedule,
+                                      std::optional<std::uint64_t> capacity, const std::string& what) {
   const TrainingReplay passed_over =
       replay_training(spec, schedule, spec.hardware.alloc_config, capacity, kDeviceTotal);
   const AllocationProgram program = build_training_program(spec, schedule);
   expect_same(passed_over.run, replay_program(program, spec.hardware.alloc_config, capacity, kDeviceTotal), what);
   EXPECT_EQ(passed_over.block_activation_bytes, program.block_activation_bytes) << what;
   return passed_over;
+}
+
+/// The job's first planning schedule replayed both ways.
+TrainingReplay expect_both_ways_alike(const JobSpec& spec, std::optional<std::uint64_t> capacity,
+                                      const std::string& what) {
+  return expect_both_ways_alike(spec, planning_schedules(spec).front(), capacity, what);
 }
 
 struct Lever {
@@ -137,6 +142,37 @@ TEST(TrainingReplay, WithinACapacityRetriesAndOutOfMemoryComeOutTheSame) {
   }
 }
 
+TEST(TrainingReplay, WholePeriodsOfRepeatedLengthsPassedOverGiveWhatReplayingEveryOneGives) {
+  // Lengths drawn `drawn` per optimizer step and taken again after them, as past 2048 at grad_accum
+  // 2^20: the periods passed over at once give what the whole program gives, within a capacity
+  // (retries in every micro-step) too, and only a few periods per optimizer step are visited.
+  for (const std::uint64_t drawn : {1, 3, 5}) {
+    for (const std::uint64_t ga : {6, 7, 64}) {
+      for (const bool squeezed : {false, true}) {
+        JobSpec s = tiny_llama();
+        s.training.variable_length = true;
+        s.training.min_seq_len = 8;
+        s.training.grad_accum = ga;
+        if (squeezed) s.hardware.alloc_config = alloc::parse_alloc_conf("max_split_size_mb:20");
+        TrainingSchedule schedule = planning_schedules(s).front();
+        schedule.lengths = MicroStepLengths::drawn(s, schedule.lengths.count(), kLengthSeed, drawn);
+        const std::string what = "drawn " + std::to_string(drawn) + ", grad_accum " + std::to_string(ga) +
+                                 (squeezed ? ", 6 MiB to spare" : "");
+        std::optional<std::uint64_t> capacity;
+        if (squeezed) {
+          capacity = replay_training(s, schedule, s.hardware.alloc_config, std::nullopt, kDeviceTotal)
+                         .run.peak_allocated_bytes +
+                     (6 << 20);
+        }
+        const TrainingReplay r = expect_both_ways_alike(s, schedule, capacity, what);
+        if (ga == 64) {
+          EXPECT_LT(r.micro_steps_visited, 8 * (1 + 3 * drawn) + 8) << what;  // of 512
+        }
+      }
+    }
+  }
+}
+
 TEST(TrainingReplay, AGradAccumOfTwoToTheTwentyReplaysAFewMicroSteps) {
   // 3 × 2^20 micro-steps of one length: the state settles within each optimizer step, and the
   // peaks are those of grad_accum 64 (replayed both ways above), a million micro-steps later.
@@ -146,6 +182,7 @@ TEST(TrainingReplay, AGradAccumOfTwoToTheTwentyReplaysAFewMicroSteps) {
   s.training.grad_accum = 1u << 20;
   const TrainingReplay large = replay_training(s, planning_schedules(s).front(), {}, std::nullopt, kDeviceTotal);
   EXPECT_LT(large.micro_steps_written, 20u);
+  EXPECT_LT(large.micro_steps_visited, 20u);  // the rest of each optimizer step passed over at once
   EXPECT_EQ(large.run.peak_allocated_bytes, small.run.peak_allocated_bytes);
   EXPECT_EQ(large.run.peak_reserved_bytes, small.run.peak_reserved_bytes);
   // the same micro-step of its optimizer step, counted from its start (an optimizer step: its end)
@@ -158,12 +195,14 @@ TEST(TrainingReplay, AGradAccumOfTwoToTheTwentyReplaysAFewMicroSteps) {
   EXPECT_EQ(moment(large.run.peak_allocated_at), shifted(small.run.peak_allocated_at));
   EXPECT_EQ(moment(large.run.peak_reserved_at), shifted(small.run.peak_reserved_at));
 
-  // Variable lengths: 8 optimizer steps of 2^20 drawn lengths (8 to 64 tokens); each length is
-  // replayed about once per state the optimizer steps leave.
+  // Variable lengths: 8 optimizer steps of 2^20 micro-steps (8 to 64 tokens), 2048 lengths drawn
+  // in each; each length is replayed about once per state the optimizer steps leave, and an
+  // optimizer step visits its drawn micro-steps and a period or two more.
   s.training.variable_length = true;
   s.training.min_seq_len = 8;
   const TrainingReplay drawn = replay_training(s, planning_schedules(s).front(), {}, std::nullopt, kDeviceTotal);
   EXPECT_LT(drawn.micro_steps_written, 200u);
+  EXPECT_LE(drawn.micro_steps_visited, 8 * (3 * kDrawnLengthsPerAccumulation + 1));  // of 8 Mi
   EXPECT_FALSE(drawn.run.oom);
 }
 

@@ -77,6 +77,30 @@ TEST(TrainingSchedule, DrawnLengthsAreReadAsDrawLengthsDrawsThem) {
   EXPECT_EQ(read_all(MicroStepLengths::drawn(s, 1000, kLengthSeed)), expected);
 }
 
+TEST(TrainingSchedule, AnOptimizerStepDrawsAtMostItsShareAndTakesThemAgain) {
+  JobSpec s = variable_length_spec();
+  s.training.grad_accum = 7;
+  // up to the share every length is drawn, as LengthDraws draws them
+  EXPECT_EQ(read_all(MicroStepLengths::drawn(s, 56, kLengthSeed, 7)),
+            read_all(MicroStepLengths::drawn(s, 56, kLengthSeed)));
+  EXPECT_EQ(MicroStepLengths::drawn(s, 56, kLengthSeed, 7).period(), 0u);
+  // past it, the optimizer step's draws again, in order; the next step draws on
+  const MicroStepLengths lengths = MicroStepLengths::drawn(s, 14, kLengthSeed, 3);
+  EXPECT_EQ(lengths.period(), 3u);
+  EXPECT_TRUE(lengths.last_is_forced());
+  const std::vector<std::uint64_t> drawn = draw_lengths(s, 6, kLengthSeed), read = read_all(lengths);
+  const std::vector<std::uint64_t> expected = {drawn[0], drawn[1], drawn[2], drawn[0], drawn[1], drawn[2], drawn[0],
+                                               drawn[3], drawn[4], drawn[5], drawn[3], drawn[4], drawn[5], 4096};
+  EXPECT_EQ(read, expected);
+  // skipped lengths are the ones read would have given
+  MicroStepLengths::Reader reader(lengths);
+  for (int k = 0; k < 4; ++k) reader.next();
+  reader.skip(2);
+  EXPECT_EQ(reader.next(), drawn[0]);
+  EXPECT_EQ(MicroStepLengths::repeated(64, 9).period(), 1u);
+  EXPECT_EQ(MicroStepLengths::listed({64, 512, 8}).period(), 0u);
+}
+
 TEST(TrainingSchedule, AGradAccumAtItsLimitHoldsNoListOfLengths) {
   JobSpec s = variable_length_spec();
   s.training.grad_accum = 1u << 20;
