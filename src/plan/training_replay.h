@@ -30,7 +30,7 @@
 /// step, and the rest of the step is passed over at once: a few micro-steps are visited whatever
 /// grad_accum is. A variable-length job's settles once the cache holds what its longest length
 /// needs; each length is then replayed once per state an optimizer step's first micro-step
-/// leaves (about 8 × the distinct lengths), and each optimizer step visits at most its 2048 drawn
+/// leaves (about 8 × the distinct lengths), and each optimizer step visits at most its 16384 drawn
 /// micro-steps and, in practice, two periods more. Tensor ids freed within a piece are given out
 /// again, so memory stays one piece's.
 /// Thread-safety: pure function of its arguments.

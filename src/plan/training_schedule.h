@@ -18,7 +18,7 @@
 /// them its micro-steps take the drawn lengths again in order (a loader cycling through a shard),
 /// so its lengths from the second micro-step on repeat with that period, and a replay can pass
 /// over whole periods that change nothing (training_replay.h) without drawing a length for each.
-/// Up to grad_accum 2048 every length is drawn, as before.
+/// Up to grad_accum 16384 every length is drawn, as before.
 /// Thread-safety: values; a Reader is one thread's.
 
 #include <cstdint>
@@ -34,8 +34,8 @@ inline constexpr std::uint64_t kFixedLengthOptimizerSteps = 3;
 inline constexpr std::uint64_t kVariableLengthMicroSteps = 128;  ///< at least 8 optimizer steps
 inline constexpr std::uint64_t kLengthDraws = 4;
 inline constexpr std::uint64_t kLengthSeed = 1234;  ///< draw k uses kLengthSeed + k
-/// The most lengths an optimizer step draws: up to grad_accum 2048 every micro-step's is drawn.
-inline constexpr std::uint64_t kDrawnLengthsPerAccumulation = 2048;
+/// The most lengths an optimizer step draws: up to grad_accum 16384 every micro-step's is drawn.
+inline constexpr std::uint64_t kDrawnLengthsPerAccumulation = 16384;
 
 /// @brief A variable-length job's sequence lengths: the spec's, defaults filled in.
 struct LengthDistribution {

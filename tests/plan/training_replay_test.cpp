@@ -143,7 +143,7 @@ TEST(TrainingReplay, WithinACapacityRetriesAndOutOfMemoryComeOutTheSame) {
 }
 
 TEST(TrainingReplay, WholePeriodsOfRepeatedLengthsPassedOverGiveWhatReplayingEveryOneGives) {
-  // Lengths drawn `drawn` per optimizer step and taken again after them, as past 2048 at grad_accum
+  // Lengths drawn `drawn` per optimizer step and taken again after them, as past 16384 at grad_accum
   // 2^20: the periods passed over at once give what the whole program gives, within a capacity
   // (retries in every micro-step) too, and only a few periods per optimizer step are visited.
   for (const std::uint64_t drawn : {1, 3, 5}) {
@@ -195,7 +195,7 @@ TEST(TrainingReplay, AGradAccumOfTwoToTheTwentyReplaysAFewMicroSteps) {
   EXPECT_EQ(moment(large.run.peak_allocated_at), shifted(small.run.peak_allocated_at));
   EXPECT_EQ(moment(large.run.peak_reserved_at), shifted(small.run.peak_reserved_at));
 
-  // Variable lengths: 8 optimizer steps of 2^20 micro-steps (8 to 64 tokens), 2048 lengths drawn
+  // Variable lengths: 8 optimizer steps of 2^20 micro-steps (8 to 64 tokens), 16384 lengths drawn
   // in each; each length is replayed about once per state the optimizer steps leave, and an
   // optimizer step visits its drawn micro-steps and a period or two more.
   s.training.variable_length = true;
