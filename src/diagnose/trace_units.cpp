@@ -278,7 +278,7 @@ TraceUnits find_trace_units(const snapshot::Snapshot& snapshot, int device, std:
   if (!units.repeats()) {
     const auto shared = [&](StackId stack) { return relation(stack).shared; };
     // A ring that wrapped drops the earlier runs' events, not what they left live: the step before's output, still
-    // bound to its variable (Tacotron's mel frames, field taco_edge), keeps the statement's frames. A block is older
+    // bound to its variable (Tacotron's `mel_post`, field taco_edge), keeps the statement's frames. A block is older
     // than the trace when no alloc event of the trace has its address (it was live all along).
     std::unordered_set<std::uint64_t> traced;
     const auto ran_before_trace = [&](std::size_t depth) {
