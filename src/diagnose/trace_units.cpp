@@ -5,11 +5,11 @@
 #include <optional>
 #include <span>
 #include <unordered_map>
-#include <unordered_set>
 #include <utility>
 
 #include "diagnose/oom_call_path.h"
 #include "diagnose/python_frames.h"
+#include "snapshot/history_start.h"
 #include "util/file_name.h"
 
 namespace fragscope::diagnose {
@@ -278,24 +278,16 @@ TraceUnits find_trace_units(const snapshot::Snapshot& snapshot, int device, std:
   if (!units.repeats()) {
     const auto shared = [&](StackId stack) { return relation(stack).shared; };
     // A ring that wrapped drops the earlier runs' events, not what they left live: the step before's output, still
-    // bound to its variable (Tacotron's `mel_post`, field taco_edge), keeps the statement's frames. A block is older
-    // than the trace when no alloc event of the trace has its address (it was live all along).
-    std::unordered_set<std::uint64_t> traced;
+    // bound to its variable (Tacotron's `mel_post`, field taco_edge), keeps the statement's frames.
     const auto ran_before_trace = [&](std::size_t depth) {
-      if (traced.empty())
-        for (const snapshot::TraceEvent& e : trace)
-          if (e.action == TraceAction::kAlloc) traced.insert(e.addr);
-      for (const snapshot::Segment& segment : snapshot.segments) {
-        if (segment.device != device) continue;
-        for (const snapshot::Block& b : snapshot.blocks_of(segment)) {
-          if (b.state != snapshot::BlockState::kActiveAllocated || b.stack == 0 || traced.contains(b.address)) continue;
-          const std::vector<FrameId>& f = frames(b.stack);
-          if (f.size() > depth && std::equal(anchor.begin(), anchor.begin() + static_cast<std::ptrdiff_t>(depth) + 1,
-                                             f.begin()))
-            return true;
-        }
-      }
-      return false;
+      const auto made_there = [&](const snapshot::Block* b) {
+        if (b->stack == 0) return false;
+        const std::vector<FrameId>& f = frames(b->stack);
+        return f.size() > depth &&
+               std::equal(anchor.begin(), anchor.begin() + static_cast<std::ptrdiff_t>(depth) + 1, f.begin());
+      };
+      const std::vector<const snapshot::Block*> older = snapshot::blocks_older_than_trace(snapshot, device);
+      return std::any_of(older.begin(), older.end(), made_there);
     };
     find_later_statement(snapshot, trace.first(units.anchor), anchor, program_depth, frames, shared, ran_before_trace,
                          units);

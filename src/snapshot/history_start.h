@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "snapshot/snapshot.h"
 
@@ -29,6 +30,10 @@ enum class HistoryStart : std::uint8_t {
   kRingWrapped,     ///< an older block carries frames: allocated while recording, its event since dropped
   kUnknown,         ///< older blocks, and no frames to tell by (no stacks), or a trace a full ring's length
 };
+
+/// @brief The blocks live at the dump (allocated or pending free) whose address no `alloc` of `device`'s trace hands
+/// out: older than the trace (see the file comment), in the snapshot's order.
+std::vector<const Block*> blocks_older_than_trace(const Snapshot& snapshot, int device);
 
 /// @brief How `device`'s trace begins (see the file comment).
 HistoryStart history_start(const Snapshot& snapshot, int device);

@@ -29,6 +29,17 @@ TEST(HistoryStart, EveryLiveBlockAllocatedInTheTraceIsTheAllocatorsStart) {
   EXPECT_EQ(history_start(h.snap, 0), HistoryStart::kAllocatorStart);
 }
 
+TEST(HistoryStart, TheOlderBlocksAreTheLiveOnesNoAllocOfTheTraceHandsOut) {
+  HandBuiltSnapshot h;
+  h.segment(kBase, {live(1024, 1000), hole(1024), live(1024, 1000, some_stack(h))});
+  h.event(0, TraceAction::kAlloc, kBase + 2048, 1000).event(0, TraceAction::kAlloc, kBase + 1024, 1000);
+  h.event(0, TraceAction::kFreeCompleted, kBase + 1024, 1000);
+  const std::vector<const Block*> older = blocks_older_than_trace(h.snap, 0);
+  ASSERT_EQ(older.size(), 1u);
+  EXPECT_EQ(older.front()->address, kBase);
+  EXPECT_TRUE(blocks_older_than_trace(h.snap, 1).empty());
+}
+
 TEST(HistoryStart, OlderBlocksWithoutFramesBeforeATraceWithFramesStartedLate) {
   HandBuiltSnapshot h;
   h.segment(kBase, {live(1024, 1000), live(1024, 1000, some_stack(h))});
