@@ -483,9 +483,9 @@ ProjectedStep project_eval_from_training(const replay::PreparedTrace& prepared, 
   }
   synthetic.slot_count = next_slot;
 
-  // The lower estimate: every block whose lifetime the eval has not shown freed right after the
-  // next allocation, the eval's live blocks where their like's lifetime ends, no cuDNN workspace (replay::Op::elastic:
-  // refused, ATen runs a plan that asks for less), nothing after the call.
+  // The lower estimate: every block whose lifetime the eval has not shown freed as soon as it is made (before the
+  // next allocation), the eval's live blocks where their like's lifetime ends, no cuDNN workspace
+  // (replay::Op::elastic: refused, ATen runs a plan that asks for less), nothing after the call.
   FreeQueue lower;
   double low = level_start, low_peak = level_start;
   std::unordered_map<std::uint32_t, std::uint64_t> low_size;  // by key: eval position or rest position + eval.size()

@@ -31,8 +31,8 @@
 /// - *two estimates*: the synthetic trace (the recorded operations up to the failing malloc,
 ///   that malloc served, then the rest as above, the eval's blocks live at the OOM freed where
 ///   the training freed their counterparts) is the upper estimate; the lower one frees every
-///   block whose lifetime the eval has not shown right after the next allocation and leaves out
-///   the step's statements after the call (an eval need not compute a loss).
+///   block whose lifetime the eval has not shown as soon as it is made (before the next
+///   allocation) and leaves out the step's statements after the call (an eval need not compute a loss).
 /// At 596 cuts of the complete eval batches of tests/data/field (Lightning's validation, the
 /// DeepLabV3 recipe's and the nn.Transformer tutorial's evaluate()), each taken as the failing
 /// malloc, the real peak of the rest of the batch lay between the two estimates
