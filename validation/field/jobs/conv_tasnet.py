@@ -82,7 +82,8 @@ def pit_loss(est, ref):
 
 def batch(n, seconds):
     lengths = [int(RATE * s) for s in seconds]
-    refs = torch.zeros(n, SPK, max(lengths), device="cuda")
+    padded = -(-max(lengths) // (L // 2)) * (L // 2)  # a whole number of encoder strides: the decoder gives it back
+    refs = torch.zeros(n, SPK, padded, device="cuda")
     for i, k in enumerate(lengths):
         refs[i, :, :k] = torch.randn(SPK, k, device="cuda")
     return refs.sum(1), refs
