@@ -50,6 +50,16 @@ bool name_contains(const snapshot::Snapshot& snapshot, FrameId frame, std::strin
   return snapshot.strings.view(snapshot.stacks.frame(frame).name).find(text) != std::string_view::npos;
 }
 
+/// Made on autograd's engine thread: C++ frames naming torch::autograd:: and no Python frame, or no frames at all (a
+/// trace recorded with stacks="python" gives that thread none).
+bool made_on_autograd_thread(const snapshot::Snapshot& snapshot, StackId stack) {
+  const auto frames = snapshot.stacks.stack(stack);
+  if (frames.empty()) return true;
+  if (!python_frames(snapshot, stack).empty()) return false;
+  return std::any_of(frames.begin(), frames.end(),
+                     [&](FrameId f) { return name_contains(snapshot, f, "torch::autograd::"); });
+}
+
 }  // namespace
 
 std::string describe_frame(const snapshot::Snapshot& snapshot, FrameId frame) {
@@ -155,6 +165,14 @@ OomCallPath analyze_oom_call_path(const snapshot::Snapshot& snapshot, int device
     }
   }
   if (!path.episode_starts.empty()) path.statement_first_seen = path.episode_starts.front();
+  std::unordered_map<StackId, bool> trains;  // stack → made by autograd's thread or an optimizer
+  for (std::size_t i = 0; i < path.statement_first_seen.value_or(oom_index) && !path.trained_before; ++i) {
+    const snapshot::TraceEvent& e = trace[i];
+    if (e.action != snapshot::TraceAction::kAlloc) continue;
+    const auto [it, added] = trains.try_emplace(e.stack, false);
+    if (added) it->second = made_on_autograd_thread(snapshot, e.stack) || made_by_optimizer(snapshot, e.stack);
+    path.trained_before = it->second;
+  }
   if (path.statement_first_seen) {
     const std::int64_t first = trace[*path.statement_first_seen].time_us;
     const std::int64_t last = trace[oom_index].time_us;

@@ -48,6 +48,11 @@ struct OomCallPath {
   bool episode_forward = false;
   bool episode_optimizer = false;
   bool serialization = false;  ///< through torch.save / state_dict / a checkpoint module
+  /// An allocation before the statement's first episode was a training step's: autograd's (C++ frames naming
+  /// torch::autograd::, or no frames at all where the trace records Python frames only) or an optimizer's. Without
+  /// one, statements that repeated before the OOM were no earlier step: a statement over several lines (Python
+  /// names each line in turn: 101, 102, 101) or a pass before training (Lightning's sanity check).
+  bool trained_before = false;
   std::string innermost;       ///< innermost Python frame (else frame): "functional.py:2397 in silu"
   /// The failing malloc ran on autograd's engine thread (no Python frames): its statement is that
   /// of the program's last allocation with Python frames before it, inside which backward() ran.

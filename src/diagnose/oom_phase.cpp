@@ -86,12 +86,18 @@ OomPhase decide_oom_phase(const snapshot::Snapshot* snapshot, int device, std::o
                     call_path->statement, call_path->statement_span_ms, backward);
       return result;
     }
-    if (!call_path->loop_repeats) {
+    if (!call_path->loop_repeats || !call_path->trained_before) {
       // A backward pass is training's, first step or not.
       result.phase = phase_name(call_path->backward ? JobPhase::kTrain : JobPhase::kUnknown);
-      result.source = fmt::format("no statement repeats in the trace before the OOM: the run failed in its first step "
-                                  "(at {}), so there is no earlier step to compare with{}",
-                                  call_path->statement, backward);
+      result.source =
+          !call_path->loop_repeats
+              ? fmt::format("no statement repeats in the trace before the OOM: the run failed in its first step "
+                            "(at {}), so there is no earlier step to compare with{}",
+                            call_path->statement, backward)
+              : fmt::format("nothing before the failing statement ({}) in the trace ran a backward pass or an "
+                            "optimizer step: the failing pass is the first training step the trace holds, so there "
+                            "is no earlier step to compare with{}",
+                            call_path->statement, backward);
       return result;
     }
     const bool forward = call_path->model_forward || call_path->episode_forward;
