@@ -46,6 +46,9 @@ TEST_P(RecordedOomCallPath, RepeatsExactlyWhenTheOomWasInTheTrainingStep) {
   ASSERT_TRUE(p.has_stack);
   EXPECT_EQ(p.repeated, r.oom_phase == "train");
   EXPECT_TRUE(p.loop_repeats);  // every run failed after recorded steps
+  // The eval pass's statement first ran after steps that trained; the training forward's first ran in step 0,
+  // before anything had.
+  EXPECT_EQ(p.trained_before, !p.repeated);
   // Every one failed inside a model forward, none in the optimizer or a checkpoint.
   EXPECT_TRUE(p.model_forward);
   EXPECT_FALSE(p.optimizer);
@@ -89,6 +92,19 @@ TEST(OomCallPath, CppFramesAroundThePythonOnesMakeNoStatement) {
   EXPECT_EQ(path.statement, "tv_vit.py:29 in <module>");
   EXPECT_FALSE(path.repeated);
   EXPECT_EQ(path.innermost, "activation.py:816 in forward");
+}
+
+// Glow with history from step 1, failing in that step's forward: its data statement spans two lines, and Python names
+// the line of the sub-expression it runs (101: randint, 102: rand, 101 again: the sum), so line 101 had two episodes
+// before the OOM. Nothing before the failing statement ran on autograd's thread or in an optimizer: no earlier step.
+TEST(OomCallPath, AStatementOverSeveralLinesIsNoEarlierStep) {
+  const snapshot::Snapshot snap = fragscope::testing::read_field_snapshot("glow_edge");
+  const OomCallPath path = analyze_oom_call_path(snap, 0, fragscope::testing::last_oom(snap));
+  EXPECT_EQ(path.statement, "glow_flow.py:103 in <module>");
+  EXPECT_TRUE(path.loop_repeats);
+  EXPECT_FALSE(path.trained_before);
+  EXPECT_FALSE(path.repeated);
+  EXPECT_TRUE(path.model_forward);
 }
 
 }  // namespace

@@ -146,5 +146,23 @@ TEST(DecideOomPhase, AnnotationBeatsTelemetryWhichBeatsTheDefault) {
   EXPECT_EQ(nothing.phase, "unknown");
 }
 
+// A new statement after others repeated is a pass the earlier steps never ran (a model forward: eval) only if
+// something before it trained; otherwise the repeats were no steps (a statement over two lines, field glow_edge).
+TEST(DecideOomPhase, ANewForwardIsEvalOnlyAfterStepsThatTrained) {
+  OomCallPath path;
+  path.has_stack = true;
+  path.loop_repeats = true;
+  path.model_forward = true;
+  path.statement = "glow_flow.py:103 in <module>";
+  const OomPhase first = decide_oom_phase(nullptr, 0, std::nullopt, &path, {});
+  EXPECT_EQ(first.phase, "unknown");
+  EXPECT_FALSE(first.repeats_step);
+  EXPECT_NE(first.source.find("the first training step the trace holds"), std::string::npos) << first.source;
+  path.trained_before = true;
+  const OomPhase eval = decide_oom_phase(nullptr, 0, std::nullopt, &path, {});
+  EXPECT_EQ(eval.phase, "eval");
+  EXPECT_NE(eval.source.find("a model forward outside the training step"), std::string::npos) << eval.source;
+}
+
 }  // namespace
 }  // namespace fragscope::diagnose
