@@ -95,8 +95,8 @@ OomPhase decide_oom_phase(const snapshot::Snapshot* snapshot, int device, std::o
                             "(at {}), so there is no earlier step to compare with{}",
                             call_path->statement, backward)
               : fmt::format("nothing before the failing statement ({}) in the trace ran a backward pass or an "
-                            "optimizer step: the failing pass is the first training step the trace holds, so there "
-                            "is no earlier step to compare with{}",
+                            "optimizer step: what repeated before it was no training step, so there is no earlier "
+                            "step to compare with{}",
                             call_path->statement, backward);
       return result;
     }
