@@ -77,9 +77,7 @@ OomCallPath analyze_oom_call_path(const snapshot::Snapshot& snapshot, int device
   path.has_stack = true;
   const std::vector<FrameId> own_frames = program_frames(snapshot, oom_stack);
   const std::vector<FrameId> python = python_frames(snapshot, oom_stack);
-  path.backward = python.empty() && std::any_of(own_frames.begin(), own_frames.end(), [&](FrameId f) {
-    return name_contains(snapshot, f, "torch::autograd::");
-  });
+  path.backward = made_on_autograd_thread(snapshot, oom_stack);  // the stack has frames: autograd's C++ ones
   path.innermost = !python.empty() ? describe_frame(snapshot, python.back())
                    : path.backward ? std::string("the backward pass (autograd's engine thread: no Python frames)")
                                    : describe_frame(snapshot, own_frames.back());
